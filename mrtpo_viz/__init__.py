@@ -1,0 +1,29 @@
+"""mrtpo-viz: per-token, per-reward relevance (MRTPO) for language models trained on several verifiable rewards.
+
+Heavy modules (torch models, gradio) load lazily, so ``import mrtpo_viz`` stays quick.
+"""
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "load_policy": "policy", "Policy": "policy", "Completion": "policy",
+    "load_examples": "tasks", "Example": "tasks", "TASKS": "tasks",
+    "list_verifiers": "verifiers", "get_verifier": "verifiers", "Verifier": "verifiers", "Verdict": "verifiers",
+    "replay": "replay", "Relevance": "results", "StepMetrics": "results",
+    "TrainConfig": "training", "train": "training",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'mrtpo_viz' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__
