@@ -1,0 +1,265 @@
+"""Tool-calling examples: a catalogue of tools with JSON-schema parameters and templated user requests.
+
+Each example is one short user request with exactly one gold call. The gold response is
+``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` written with ``json.dumps`` (default separators) and the
+arguments in the order of the tool's schema. Optional arguments appear in the gold call only when the request
+mentions them, so a policy must learn both the required keys and when to add the optional ones.
+
+``meta = {"tool": name, "arguments": gold arguments, "schema": {"name", "description", "parameters"}}``.
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..tasks import Example
+
+VERIFIERS = ("tool_call.format", "tool_call.correctness")
+OPEN_TAG, CLOSE_TAG = "<tool_call>", "</tool_call>"
+
+CITIES = ("Paris", "Tokyo", "Lima", "Cairo", "Oslo", "Berlin", "Madrid", "Toronto", "Sydney", "Nairobi",
+          "Seoul", "Dublin", "Chicago", "Lisbon", "Mumbai", "Rome", "Vienna", "Denver", "Prague", "Boston")
+CURRENCIES = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "INR")
+LANGUAGES = ("French", "Spanish", "German", "Italian", "Japanese", "Portuguese")
+SYMBOLS = ("AAPL", "MSFT", "NVDA", "TSLA", "AMZN", "GOOG", "IBM", "KO")
+UNITS = {"length": ("km", "miles", "meters", "feet"), "mass": ("kg", "pounds", "grams", "ounces")}
+PHRASES = ("good morning", "where is the station", "thank you very much", "I like this song", "see you tomorrow",
+           "the soup is hot", "how much is this", "my name is Sam")
+EVENTS = ("Team sync", "Dentist", "Lunch with Ana", "Project review", "Yoga class", "Call mom", "Budget meeting")
+LABELS = ("wake up", "gym", "meds", "school run", "standup")
+CONTACTS = ("Ana", "Ben", "Chloe", "David", "Emma", "Farid", "Grace")
+MESSAGES = ("running late", "call me back", "dinner at eight", "meeting moved", "happy birthday")
+NEWS_TOPICS = ("climate", "football", "science", "elections", "technology", "music")
+CUISINES = ("italian", "thai", "mexican", "indian", "japanese")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")
+
+
+def _p(type_: str, description: str, enum: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """One JSON-schema property."""
+    prop: dict[str, Any] = {"type": type_, "description": description}
+    if enum is not None:
+        prop["enum"] = list(enum)
+    return prop
+
+
+def _tool(name: str, description: str, props: dict[str, dict], required: tuple[str, ...]) -> dict[str, Any]:
+    return {"name": name, "description": description,
+            "parameters": {"type": "object", "properties": props, "required": list(required)}}
+
+
+ALL_UNITS = UNITS["length"] + UNITS["mass"]
+TOOLS: dict[str, dict[str, Any]] = {t["name"]: t for t in (
+    _tool("get_weather", "Current weather for a city.",
+          {"city": _p("string", "City name"), "unit": _p("string", "Temperature unit", ("celsius", "fahrenheit"))},
+          ("city",)),
+    _tool("convert_currency", "Convert an amount between currencies.",
+          {"amount": _p("number", "Amount to convert"), "from_currency": _p("string", "ISO code", CURRENCIES),
+           "to_currency": _p("string", "ISO code", CURRENCIES)}, ("amount", "from_currency", "to_currency")),
+    _tool("search_flights", "Search flights between two cities.",
+          {"origin": _p("string", "Departure city"), "destination": _p("string", "Arrival city"),
+           "date": _p("string", "YYYY-MM-DD"), "passengers": _p("integer", "Number of passengers")},
+          ("origin", "destination", "date")),
+    _tool("create_calendar_event", "Add an event to the calendar.",
+          {"title": _p("string", "Event title"), "date": _p("string", "YYYY-MM-DD"),
+           "time": _p("string", "HH:MM, 24-hour"), "duration_minutes": _p("integer", "Length in minutes")},
+          ("title", "date", "time")),
+    _tool("set_alarm", "Set an alarm.",
+          {"time": _p("string", "HH:MM, 24-hour"), "label": _p("string", "Alarm label"),
+           "repeat_daily": _p("boolean", "Repeat every day")}, ("time",)),
+    _tool("set_timer", "Start a countdown timer.", {"minutes": _p("integer", "Duration in minutes")}, ("minutes",)),
+    _tool("convert_units", "Convert a quantity between units.",
+          {"value": _p("number", "Quantity"), "from_unit": _p("string", "Source unit", ALL_UNITS),
+           "to_unit": _p("string", "Target unit", ALL_UNITS)}, ("value", "from_unit", "to_unit")),
+    _tool("translate_text", "Translate text into another language.",
+          {"text": _p("string", "Text to translate"), "target_language": _p("string", "Language", LANGUAGES)},
+          ("text", "target_language")),
+    _tool("get_stock_price", "Latest stock price.",
+          {"symbol": _p("string", "Ticker symbol"), "exchange": _p("string", "Exchange", ("NASDAQ", "NYSE"))},
+          ("symbol",)),
+    _tool("send_message", "Send a text message to a contact.",
+          {"recipient": _p("string", "Contact name"), "message": _p("string", "Message text")},
+          ("recipient", "message")),
+    _tool("get_news", "Latest headlines on a topic.",
+          {"topic": _p("string", "News topic"), "limit": _p("integer", "Number of headlines")}, ("topic",)),
+    _tool("book_restaurant", "Book a table at a restaurant.",
+          {"city": _p("string", "City"), "party_size": _p("integer", "Number of people"),
+           "time": _p("string", "HH:MM, 24-hour"), "cuisine": _p("string", "Cuisine", CUISINES)},
+          ("city", "party_size", "time")),
+)}
+"""The catalogue: name -> ``{"name", "description", "parameters"}`` (a JSON schema of type object)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """A user request and the gold arguments it asks for."""
+
+    prompt: str
+    """The user message."""
+    arguments: dict[str, Any]
+    """Gold arguments (any key order; the example puts them in schema order)."""
+
+
+def _date(rng: random.Random) -> tuple[str, str]:
+    """A date in 2026 as (spoken, ISO): ("March 7", "2026-03-07")."""
+    m, d = rng.randrange(12), rng.randint(1, 28)
+    return f"{MONTHS[m]} {d}", f"2026-{m + 1:02d}-{d:02d}"
+
+
+def _time(rng: random.Random) -> tuple[str, str]:
+    """A time as (spoken, HH:MM): ("7:30 pm", "19:30") or ("06:15", "06:15")."""
+    h, m = rng.randrange(24), rng.choice((0, 15, 30, 45))
+    if rng.random() < 0.5:
+        return f"{h:02d}:{m:02d}", f"{h:02d}:{m:02d}"
+    suffix, h12 = ("am", h % 12 or 12) if h < 12 else ("pm", h % 12 or 12)
+    return f"{h12}:{m:02d} {suffix}", f"{h:02d}:{m:02d}"
+
+
+def _amount(rng: random.Random) -> int | float:
+    return rng.choice((rng.randint(5, 2000), round(rng.uniform(1, 500), 2)))
+
+
+def _weather(rng):
+    city = rng.choice(CITIES)
+    unit = rng.choice((None, "celsius", "fahrenheit"))
+    tail = "" if unit is None else f" in {unit}"
+    text = rng.choice((f"What's the weather in {city}{tail}?", f"How warm is it in {city} right now{tail}?",
+                       f"Weather for {city}{tail}, please.", f"Is it cold in {city} today?" + ("" if unit is None else f" Use {unit}.")))
+    return Request(text, {"city": city} | ({} if unit is None else {"unit": unit}))
+
+
+def _currency(rng):
+    amount = _amount(rng)
+    src, dst = rng.sample(CURRENCIES, 2)
+    text = rng.choice((f"Convert {amount} {src} to {dst}.", f"How much is {amount} {src} in {dst}?",
+                       f"I have {amount} {src}. What is that in {dst}?", f"Change {amount} {src} into {dst}."))
+    return Request(text, {"amount": amount, "from_currency": src, "to_currency": dst})
+
+
+def _flights(rng):
+    a, b = rng.sample(CITIES, 2)
+    spoken, iso = _date(rng)
+    n = rng.choice((None, 1, 2, 3, 4))
+    who = "" if n is None else f" for {n} {'person' if n == 1 else 'people'}"
+    text = rng.choice((f"Find flights from {a} to {b} on {spoken}{who}.", f"Any flights {a} to {b} on {spoken}{who}?",
+                       f"I need to fly from {a} to {b} on {spoken}{who}."))
+    return Request(text, {"origin": a, "destination": b, "date": iso} | ({} if n is None else {"passengers": n}))
+
+
+def _event(rng):
+    title, (sd, iso), (st, hm) = rng.choice(EVENTS), _date(rng), _time(rng)
+    mins = rng.choice((None, 15, 30, 45, 60, 90))
+    dur = "" if mins is None else f" for {mins} minutes"
+    text = rng.choice((f"Add '{title}' to my calendar on {sd} at {st}{dur}.",
+                       f"Schedule '{title}' on {sd} at {st}{dur}.", f"Put '{title}' on {sd}, {st}{dur}."))
+    args = {"title": title, "date": iso, "time": hm} | ({} if mins is None else {"duration_minutes": mins})
+    return Request(text, args)
+
+
+def _alarm(rng):
+    (st, hm), label = _time(rng), rng.choice((None,) + LABELS)
+    daily = rng.choice((None, True))
+    lab = "" if label is None else f" labeled '{label}'"
+    rep = "" if daily is None else " every day"
+    text = rng.choice((f"Set an alarm for {st}{lab}{rep}.", f"Wake me at {st}{rep}{lab}.",
+                       f"Alarm at {st}{lab}{rep}, please."))
+    return Request(text, {"time": hm} | ({} if label is None else {"label": label})
+                   | ({} if daily is None else {"repeat_daily": True}))
+
+
+def _timer(rng):
+    m = rng.choice((1, 3, 5, 10, 12, 20, 25, 45))
+    return Request(rng.choice((f"Set a timer for {m} minutes.", f"Start a {m} minute timer.",
+                               f"Timer, {m} minutes.", f"Remind me in {m} minutes with a timer.")), {"minutes": m})
+
+
+def _units(rng):
+    kind = rng.choice(tuple(UNITS))
+    src, dst = rng.sample(UNITS[kind], 2)
+    v = _amount(rng)
+    text = rng.choice((f"Convert {v} {src} to {dst}.", f"How many {dst} is {v} {src}?",
+                       f"What is {v} {src} in {dst}?"))
+    return Request(text, {"value": v, "from_unit": src, "to_unit": dst})
+
+
+def _translate(rng):
+    phrase, lang = rng.choice(PHRASES), rng.choice(LANGUAGES)
+    text = rng.choice((f"Translate '{phrase}' into {lang}.", f"How do you say '{phrase}' in {lang}?",
+                       f"{lang} for '{phrase}', please."))
+    return Request(text, {"text": phrase, "target_language": lang})
+
+
+def _stock(rng):
+    sym, ex = rng.choice(SYMBOLS), rng.choice((None, "NASDAQ", "NYSE"))
+    on = "" if ex is None else f" on the {ex}"
+    text = rng.choice((f"What is {sym} trading at{on}?", f"Get the stock price of {sym}{on}.",
+                       f"Price check: {sym}{on}."))
+    return Request(text, {"symbol": sym} | ({} if ex is None else {"exchange": ex}))
+
+
+def _message(rng):
+    who, msg = rng.choice(CONTACTS), rng.choice(MESSAGES)
+    text = rng.choice((f"Text {who}: '{msg}'.", f"Send {who} a message saying '{msg}'.",
+                       f"Tell {who} '{msg}' by text."))
+    return Request(text, {"recipient": who, "message": msg})
+
+
+def _news(rng):
+    topic, k = rng.choice(NEWS_TOPICS), rng.choice((None, 3, 5, 10))
+    text = (rng.choice((f"Latest news on {topic}?", f"What's new in {topic}?", f"Show me {topic} headlines."))
+            if k is None else rng.choice((f"Give me the top {k} {topic} headlines.", f"Show {k} news items on {topic}.")))
+    return Request(text, {"topic": topic} | ({} if k is None else {"limit": k}))
+
+
+def _restaurant(rng):
+    city, n, (st, hm) = rng.choice(CITIES), rng.randint(1, 8), _time(rng)
+    cuisine = rng.choice((None,) + CUISINES)
+    food = "" if cuisine is None else f" {cuisine}"
+    art = "an" if food[1:2] in ("i", "a", "e", "o", "u") else "a"
+    text = rng.choice((f"Book {art}{food} table for {n} in {city} at {st}.",
+                       f"Reserve {art}{food} restaurant in {city} for {n} people at {st}.",
+                       f"Table for {n} at {st} in {city}{',' + food + ' food' if food else ''}."))
+    args = {"city": city, "party_size": n, "time": hm} | ({} if cuisine is None else {"cuisine": cuisine})
+    return Request(text, args)
+
+
+REQUESTS: dict[str, Callable[[random.Random], Request]] = {
+    "get_weather": _weather, "convert_currency": _currency, "search_flights": _flights,
+    "create_calendar_event": _event, "set_alarm": _alarm, "set_timer": _timer, "convert_units": _units,
+    "translate_text": _translate, "get_stock_price": _stock, "send_message": _message, "get_news": _news,
+    "book_restaurant": _restaurant,
+}
+"""Tool name -> request sampler (several phrasings each; values drawn from the lists above)."""
+assert set(REQUESTS) == set(TOOLS)
+
+
+def format_call(name: str, arguments: dict[str, Any]) -> str:
+    """The gold response: one ``<tool_call>`` block, arguments in schema order, ``json.dumps`` separators."""
+    order = list(TOOLS[name]["parameters"]["properties"])
+    ordered = {k: arguments[k] for k in order if k in arguments}
+    return OPEN_TAG + json.dumps({"name": name, "arguments": ordered}, ensure_ascii=False) + CLOSE_TAG
+
+
+def make_example(name: str, rng: random.Random) -> Example:
+    """One example of tool ``name`` with a request drawn from ``rng``."""
+    req = REQUESTS[name](rng)
+    reference = format_call(name, req.arguments)
+    gold = json.loads(reference[len(OPEN_TAG):-len(CLOSE_TAG)])["arguments"]
+    meta = {"tool": name, "arguments": gold, "schema": TOOLS[name]}
+    return Example(task="tool_calling", prompt=req.prompt, meta=meta, reference=reference, verifiers=VERIFIERS)
+
+
+def generate(n: int, seed: int = 0) -> list[Example]:
+    """``n`` examples, deterministic for ``(n, seed)``; tools cycle in a shuffled order so each appears ~n/12 times."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    rng = random.Random(seed)
+    names = list(TOOLS)
+    out = []
+    for i in range(n):
+        if i % len(names) == 0:
+            rng.shuffle(names)
+        out.append(make_example(names[i % len(names)], rng))
+    return out
