@@ -1,4 +1,5 @@
 """Verifiers: the Verifier contract, the registry, and one module per task family."""
 from .base import VERIFIERS, Span, Verdict, Verifier, get_verifier, list_verifiers, register
+from . import ifeval  # noqa: E402,F401  (registers the ifeval.* verifiers)
 
 __all__ = ["VERIFIERS", "Span", "Verdict", "Verifier", "get_verifier", "list_verifiers", "register"]
