@@ -1,0 +1,271 @@
+"""Text-to-SQL verifiers: ``sql.format`` and ``sql.execution``.
+
+A response must hold one query in a fenced block::
+
+    ```sql
+    SELECT name FROM products WHERE price > 20
+    ```
+
+``sql.format`` scores the form only: exactly one fenced block (its info string ``sql``, any case), holding exactly
+one statement (one trailing semicolon and comments allowed) whose main verb is SELECT (``WITH ... SELECT`` too;
+keywords in any case). ``sql.execution`` runs the query of the first ```` ```sql ```` block in the read-only
+sandbox and compares its rows with the gold query's: as multisets, or as lists when ``meta["ordered"]``. Numbers
+compare by value (``3`` equals ``3.0``; floats to 6 decimals), so ``SUM(x) / COUNT(*)`` may stand for ``AVG(x)``.
+
+Example meta: ``{"db": "shop", "gold_sql": "...", "ordered": bool}``; ``meta["db_path"]`` overrides the database
+file, which otherwise is ``SAMPLE_DATA / "databases" / f"{db}.sqlite"``.
+
+Relevant spans (character ``[start, end)`` offsets in the response):
+
+- ``sql.format``: its decision points: the opening fence with its info string (```` ```sql ````), the statement's
+  first keyword (SELECT or WITH) and, for a WITH query, the main SELECT, and the closing fence. Points that are
+  absent are left out (an empty list when the response has no fence at all).
+- ``sql.execution``: the tokens of the response's query that decide its result: table and column names of the
+  database (each part of ``table.column``), string and number literals, and aggregate function names. Keywords,
+  punctuation and comments are left out. ``None`` when the response has no ```` ```sql ```` block.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple, Optional
+
+from ..sandbox import run_query, schema
+from ..tasks import SAMPLE_DATA, Example
+from .base import Span, Verdict, Verifier, register
+
+FENCE = "```"
+AGGREGATES = frozenset({"count", "sum", "avg", "min", "max", "total", "group_concat"})
+_VERBS = frozenset({"select", "insert", "update", "delete", "replace", "values", "create", "drop", "pragma",
+                    "attach", "alter"})
+_TOKEN = re.compile(r"""
+    (?P<comment>--[^\n]*|/\*.*?(?:\*/|\Z))
+  | (?P<string>'(?:[^']|'')*(?:'|\Z))
+  | (?P<ident>"(?:[^"]|"")*(?:"|\Z)|`[^`]*(?:`|\Z)|\[[^\]]*(?:\]|\Z))
+  | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
+  | (?P<punct>\S)
+""", re.VERBOSE | re.DOTALL)
+
+
+class Token(NamedTuple):
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+def tokenize(sql: str, offset: int = 0) -> list[Token]:
+    """SQL tokens with positions shifted by ``offset`` (comments included, whitespace dropped)."""
+    return [Token(m.lastgroup, m.group(), m.start() + offset, m.end() + offset) for m in _TOKEN.finditer(sql)]
+
+
+class SqlBlock(NamedTuple):
+    open_start: int
+    """Position of the opening fence."""
+    body_start: int
+    """Position of the query text (after ```` ```sql ````)."""
+    body: str
+    close_start: int
+    """Position of the closing fence."""
+
+
+def fenced_blocks(response: str) -> tuple[list[tuple[int, int]], bool]:
+    """Pairs ``(open, close)`` of fence positions, and whether a fence is left unclosed."""
+    marks = [m.start() for m in re.finditer(re.escape(FENCE), response)]
+    return list(zip(marks[0::2], marks[1::2])), len(marks) % 2 == 1
+
+
+def _as_sql_block(response: str, open_at: int, close_at: int) -> Optional[SqlBlock]:
+    m = re.match(r"```sql(?=\s)", response[open_at:close_at + 1], re.IGNORECASE)
+    if m is None:
+        return None
+    start = open_at + m.end()
+    return SqlBlock(open_at, start, response[start:close_at], close_at)
+
+
+def first_sql_block(response: str) -> Optional[SqlBlock]:
+    """The first fenced block whose info string is ``sql``, or None."""
+    for open_at, close_at in fenced_blocks(response)[0]:
+        block = _as_sql_block(response, open_at, close_at)
+        if block is not None:
+            return block
+    return None
+
+
+def statements(tokens: list[Token]) -> list[list[Token]]:
+    """Split code tokens (comments dropped) on ``;`` into non-empty statements."""
+    out: list[list[Token]] = [[]]
+    for t in tokens:
+        if t.kind == "comment":
+            continue
+        if t.text == ";":
+            out.append([])
+        else:
+            out[-1].append(t)
+    return [s for s in out if s]
+
+
+def main_verb(stmt: list[Token]) -> Optional[Token]:
+    """The verb that decides what a statement does: its first word, or after WITH the first top-level verb."""
+    if not stmt or stmt[0].kind != "word":
+        return None
+    if stmt[0].text.lower() != "with":
+        return stmt[0]
+    depth = 0
+    for t in stmt[1:]:
+        depth += (t.text == "(") - (t.text == ")")
+        if depth == 0 and t.kind == "word" and t.text.lower() in _VERBS:
+            return t
+    return None
+
+
+# --------------------------------------------------------------------------------------------- sql.format
+def check_format(response: str, example: Example) -> Verdict:
+    pairs, unclosed = fenced_blocks(response)
+    if unclosed:
+        return Verdict(0.0, "a ``` fence is not closed")
+    if len(pairs) != 1:
+        return Verdict(0.0, f"expected exactly one fenced block, found {len(pairs)}")
+    block = _as_sql_block(response, *pairs[0])
+    if block is None:
+        return Verdict(0.0, "the fenced block is not marked ```sql")
+    stmts = statements(tokenize(block.body))
+    if len(stmts) != 1:
+        return Verdict(0.0, f"expected one SQL statement in the block, found {len(stmts)}")
+    verb = main_verb(stmts[0])
+    if verb is None or verb.text.lower() != "select":
+        found = "no statement verb" if verb is None else verb.text.upper()
+        return Verdict(0.0, f"the statement is not a SELECT query ({found})")
+    return Verdict(1.0, "one ```sql block with a single SELECT statement")
+
+
+def format_spans(response: str, example: Example) -> list[Span]:
+    pairs, unclosed = fenced_blocks(response)
+    if not pairs:
+        return [] if not unclosed else [(response.index(FENCE), response.index(FENCE) + len(FENCE))]
+    open_at, close_at = pairs[0]
+    block = _as_sql_block(response, open_at, close_at)
+    body_start = block.body_start if block else open_at + len(FENCE)
+    spans = [(open_at, body_start)]
+    stmts = statements(tokenize(response[body_start:close_at], body_start))
+    if stmts:
+        first, verb = stmts[0][0], main_verb(stmts[0])
+        spans.append((first.start, first.end))
+        if verb is not None and verb is not first:
+            spans.append((verb.start, verb.end))
+    spans.append((close_at, close_at + len(FENCE)))
+    return spans
+
+
+def format_info(example: Example) -> str:
+    return ("Answer with exactly one SQL query inside a single fenced code block that opens with ```sql and "
+            "closes with ```. The block holds one SELECT statement (WITH ... SELECT is fine) and nothing else.")
+
+
+# ------------------------------------------------------------------------------------------ sql.execution
+def db_path(example: Example) -> Path:
+    """The database file of an example (``meta["db_path"]`` or the bundled ``<db>.sqlite``)."""
+    meta = example.meta
+    if meta.get("db_path"):
+        return Path(meta["db_path"])
+    if not meta.get("db"):
+        raise ValueError("a text_to_sql example needs meta['db'] (or meta['db_path'])")
+    return SAMPLE_DATA / "databases" / f"{meta['db']}.sqlite"
+
+
+def _norm(v: Any) -> Any:
+    """Numbers compare by value: floats round to 6 decimals and integral floats become ints."""
+    if isinstance(v, float) and math.isfinite(v):
+        v = round(v, 6)
+        return int(v) if v.is_integer() else v
+    return v
+
+
+def _norm_rows(rows) -> list[tuple]:
+    return [tuple(_norm(v) for v in r) for r in rows]
+
+
+@lru_cache(maxsize=4096)
+def _gold_rows(path: str, mtime_ns: int, gold_sql: str) -> tuple:
+    res = run_query(path, gold_sql, max_rows=100_000)
+    if not res.ok:
+        raise ValueError(f"the gold query fails on {path}: {res.error} ({gold_sql})")
+    return res.rows
+
+
+def gold_rows(example: Example) -> tuple:
+    """Result rows of the example's gold query (cached per database file and query)."""
+    if not example.meta.get("gold_sql"):
+        raise ValueError("a text_to_sql example needs meta['gold_sql']")
+    path = db_path(example)
+    if not path.is_file():
+        raise FileNotFoundError(f"no database at {path}; run `python scripts/make_sample_data.py`")
+    return _gold_rows(str(path), path.stat().st_mtime_ns, example.meta["gold_sql"])
+
+
+def compare_rows(got, want, ordered: bool) -> Verdict:
+    """Score 1 iff the rows match (as lists when ``ordered``, else as multisets)."""
+    got, want = _norm_rows(got), _norm_rows(want)
+    width_got, width_want = len(got[0]) if got else None, len(want[0]) if want else None
+    if got and want and width_got != width_want:
+        return Verdict(0.0, f"wrong result: {width_got} columns, expected {width_want}")
+    if ordered and got == want or not ordered and Counter(got) == Counter(want):
+        return Verdict(1.0, f"the result matches the gold query ({len(want)} rows)")
+    if Counter(got) == Counter(want):
+        return Verdict(0.0, f"right rows in the wrong order ({len(want)} rows)")
+    missing, extra = Counter(want) - Counter(got), Counter(got) - Counter(want)
+    return Verdict(0.0, f"wrong result: {len(got)} rows, expected {len(want)} "
+                        f"({sum(missing.values())} expected rows missing, {sum(extra.values())} extra)")
+
+
+def check_execution(response: str, example: Example) -> Verdict:
+    want = gold_rows(example)
+    block = first_sql_block(response)
+    if block is None:
+        return Verdict(0.0, "no ```sql block to run")
+    res = run_query(db_path(example), block.body)
+    if not res.ok:
+        return Verdict(0.0, res.error)
+    return compare_rows(res.rows, want, bool(example.meta.get("ordered")))
+
+
+def execution_spans(response: str, example: Example) -> Optional[list[Span]]:
+    block = first_sql_block(response)
+    if block is None:
+        return None
+    names = {n.lower() for t, cols in schema(db_path(example)).items() for n in (t, *cols)}
+    toks = tokenize(block.body, block.body_start)
+    spans = []
+    for i, t in enumerate(toks):
+        word = t.text.strip('"`[]').lower() if t.kind in ("word", "ident") else None
+        is_agg = t.kind == "word" and word in AGGREGATES and i + 1 < len(toks) and toks[i + 1].text == "("
+        if t.kind in ("string", "number") or word in names or is_agg:
+            spans.append((t.start, t.end))
+    return spans
+
+
+def execution_info(example: Example, max_rows: int = 3) -> str:
+    rows = gold_rows(example)
+    shown = ", ".join("(" + ", ".join(repr(_norm(v)) for v in r) + ")" for r in rows[:max_rows])
+    shown += f" and {len(rows) - max_rows} more" if len(rows) > max_rows else ""
+    order = "in this order" if example.meta.get("ordered") else "in any order"
+    count = f"{len(rows)} row" + ("" if len(rows) == 1 else "s")
+    first = f": {shown}" if rows else ""
+    return (f"The query runs on the {example.meta.get('db', 'given')} database and must return the same rows, "
+            f"{order}, as the gold query {example.meta['gold_sql']}. It returns {count}{first}.")
+
+
+SQL_FORMAT = register(Verifier(
+    name="sql.format", task="text_to_sql", title="SQL format",
+    description="1 if the response holds exactly one ```sql fenced block with a single SELECT statement, else 0.",
+    info_fn=format_info, check_fn=check_format, spans_fn=format_spans), replace=True)
+
+SQL_EXECUTION = register(Verifier(
+    name="sql.execution", task="text_to_sql", title="SQL execution",
+    description="1 if the query's result rows equal the gold query's (order compared only when the gold orders), "
+                "run read-only in a sandbox; else 0.",
+    info_fn=execution_info, check_fn=check_execution, spans_fn=execution_spans), replace=True)
