@@ -108,7 +108,7 @@ def schema_errors(arguments: dict, schema: dict) -> list[str]:
         if prop is None:
             errors.append(f"unknown argument {key!r}")
         elif not JSON_TYPES.get(prop.get("type"), lambda v: True)(value):
-            errors.append(f"argument {key!r} should be a {prop.get('type')}, got {type(value).__name__}")
+            errors.append(f"argument {key!r} should be of type {prop.get("type")}, got {type(value).__name__}")
         elif "enum" in prop and value not in prop["enum"]:
             errors.append(f"argument {key!r} must be one of {prop['enum']}, got {value!r}")
     return errors
@@ -193,7 +193,7 @@ def format_spans(response: str, example) -> Optional[list[Span]]:
 
 
 def format_info(example) -> str:
-    schema = example.meta.get("schema") or TOOLS.get(example.meta.get("tool"), {})
+    schema = TOOLS.get(example.meta.get("tool")) or example.meta.get("schema") or {}
     return ('Reply with exactly one <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> block and nothing '
             f"else; the arguments must fit the schema: {compact_schema(schema)}")
 
@@ -248,7 +248,10 @@ def correctness_spans(response: str, example) -> Optional[list[Span]]:
 
 
 def correctness_info(example) -> str:
-    call = {"name": example.meta.get("tool"), "arguments": example.meta.get("arguments")}
+    """The gold call, arguments in schema order (the sample files store keys sorted)."""
+    name, args = example.meta.get("tool"), example.meta.get("arguments") or {}
+    order = list(TOOLS.get(name, {}).get("parameters", {}).get("properties", {})) + sorted(args)
+    call = {"name": name, "arguments": {k: args[k] for k in dict.fromkeys(order) if k in args}}
     return f"The correct call is {json.dumps(call, ensure_ascii=False)}"
 
 
