@@ -108,7 +108,7 @@ def schema_errors(arguments: dict, schema: dict) -> list[str]:
         if prop is None:
             errors.append(f"unknown argument {key!r}")
         elif not JSON_TYPES.get(prop.get("type"), lambda v: True)(value):
-            errors.append(f"argument {key!r} should be of type {prop.get("type")}, got {type(value).__name__}")
+            errors.append(f"argument {key!r} should be of type {prop.get('type')}, got {type(value).__name__}")
         elif "enum" in prop and value not in prop["enum"]:
             errors.append(f"argument {key!r} must be one of {prop['enum']}, got {value!r}")
     return errors
