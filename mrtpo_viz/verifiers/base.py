@@ -60,6 +60,17 @@ class Verifier:
     def relevant_spans(self, response: str, example: "Example") -> Optional[list[Span]]:
         return None if self.spans_fn is None else self.spans_fn(response, example)
 
+    @classmethod
+    def from_trl(cls, fn: Callable, name: str, info, title: Optional[str] = None, task: str = "custom") -> "Verifier":
+        """Wrap a TRL reward function ``fn(completions, **kwargs) -> list[float | None]`` (see ``custom.py``)."""
+        from .custom import verifier_from_trl
+        return verifier_from_trl(fn, name=name, info=info, title=title, task=task)
+
+    def as_trl_reward(self) -> Callable:
+        """This verifier as a TRL reward function ``fn(prompts, completions, **columns)`` (see ``custom.py``)."""
+        from .custom import as_trl_reward
+        return as_trl_reward(self)
+
 
 VERIFIERS: dict[str, Verifier] = {}
 """Registry: name -> Verifier. Task modules add theirs on import of :mod:`mrtpo_viz.verifiers`."""
