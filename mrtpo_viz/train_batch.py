@@ -1,0 +1,186 @@
+"""The data of one training step: N prompts x G sampled completions, their rewards, relevance and log-probs.
+
+Shapes: ``N`` prompts (this process's share), ``G`` completions per prompt, ``K`` verifiers (the union over the
+task's examples; NaN reward where one does not apply), ``T`` response tokens (the longest completion; padding
+masked). A completion's training tokens are its generated ids plus the end-of-sequence token when it stopped on
+its own (so the policy also learns when to stop, as in TRL); a completion cut at ``max_new_tokens`` has none.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+
+from .tasks import Example
+from .verifiers import get_verifier
+
+
+@dataclass
+class Rollouts:
+    """The step's completions, padded to ``T`` response tokens."""
+
+    examples: list[Example]
+    """The N prompts."""
+    texts: list[list[str]]
+    """N x G decoded responses (what the verifiers read)."""
+    prompt_ids: list[list[int]]
+    """N prompt id lists (chat template with the assistant header)."""
+    response_ids: list[list[list[int]]]
+    """N x G training token ids (generated ids + end-of-sequence where the completion stopped)."""
+
+    @property
+    def N(self) -> int:
+        return len(self.examples)
+
+    @property
+    def G(self) -> int:
+        return len(self.texts[0]) if self.texts else 0
+
+    @property
+    def T(self) -> int:
+        return max((len(r) for rows in self.response_ids for r in rows), default=0)
+
+    def mask(self) -> torch.Tensor:
+        """(N, G, T) float, 1 on response tokens."""
+        lengths = torch.tensor([[len(r) for r in rows] for rows in self.response_ids])  # (N, G)
+        return (torch.arange(max(self.T, 1)) < lengths[..., None]).float()  # (N, G, T)
+
+
+def union_verifiers(examples: Sequence[Example]) -> list[str]:
+    """The verifier names of all examples, in order of first appearance (the K columns of the reward matrix)."""
+    names = list(dict.fromkeys(n for ex in examples for n in ex.verifiers))
+    if not names:
+        raise ValueError("the examples list no verifiers: nothing to reward")
+    for name in names:
+        get_verifier(name)  # unknown names fail here, with the list of known ones
+    return names
+
+
+def sample_rollouts(policy, examples: Sequence[Example], G: int, *, seeds: Sequence[int], max_new_tokens: int,
+                    temperature: float, top_p: float) -> Rollouts:
+    """G completions per prompt from ``policy`` (no grad), seeded per prompt."""
+    eos = _eos_id(policy)
+    texts, prompt_ids, response_ids = [], [], []
+    for ex, seed in zip(examples, seeds):
+        group = policy.generate_group(ex, G, max_new_tokens=max_new_tokens, temperature=temperature,
+                                      top_p=top_p, seed=seed)
+        texts.append([c.text for c in group])
+        prompt_ids.append(list(group[0].prompt_ids))
+        response_ids.append([c.token_ids + ([eos] if len(c.token_ids) < max_new_tokens else []) for c in group])
+    return Rollouts(list(examples), texts, prompt_ids, response_ids)
+
+
+def _eos_id(policy) -> int:
+    stops = policy.stop_ids()
+    eos = policy.tokenizer.eos_token_id
+    if eos in stops:
+        return eos
+    if not stops:
+        raise ValueError(f"{policy.name}: the tokenizer has no end-of-sequence token")
+    return min(stops)
+
+
+def score_rollouts(rollouts: Rollouts, verifiers: Sequence[str]) -> torch.Tensor:
+    """Every verifier on every completion.
+
+    Returns:
+        (N, G, K) rewards in [0, 1]; NaN where verifier k does not apply to the prompt's example.
+    """
+    N, G, K = rollouts.N, rollouts.G, len(verifiers)
+    rewards = torch.full((N, G, K), float("nan"))
+    checks = [get_verifier(name) for name in verifiers]
+    for i, ex in enumerate(rollouts.examples):
+        for k, v in enumerate(checks):
+            if v.name in ex.verifiers:
+                rewards[i, :, k] = torch.tensor([v.score(text, ex) for text in rollouts.texts[i]])
+    return rewards
+
+
+@torch.no_grad()
+def rollout_relevance(policy, rollouts: Rollouts, verifiers: Sequence[str], *, metric: str, control: str,
+                      info_position: str) -> tuple[torch.Tensor, list]:
+    """Relevance of every completion's tokens to every verifier that applies to its prompt.
+
+    Each completion is replayed on its exact training ids, with the policy as it sampled them (before the update).
+
+    Returns:
+        ``(relevance, replays)``: (N, G, K, T) relevance, 0 on padding and where a verifier does not apply; and
+        the N x G ``Relevance`` records (for display).
+    """
+    from .replay import replay
+
+    N, G, K, T = rollouts.N, rollouts.G, len(verifiers), rollouts.T
+    relevance = torch.zeros((N, G, K, T))
+    replays = []
+    for i, ex in enumerate(rollouts.examples):
+        names = [n for n in verifiers if n in ex.verifiers]
+        rows = [verifiers.index(n) for n in names]
+        group = []
+        for g, ids in enumerate(rollouts.response_ids[i]):
+            rel = replay(policy, ex, list(ids), names, metric=metric, control=control, info_position=info_position)
+            relevance[i, g, rows, :len(ids)] = rel.scores.to(relevance.dtype)  # (K_i, T_ig)
+            group.append(rel)
+        replays.append(group)
+    return relevance, replays
+
+
+def padded_batch(rollouts: Rollouts, pad_id: int, device) -> tuple[torch.Tensor, ...]:
+    """Rows ``prompt + response`` right-padded, for the training forward.
+
+    Returns:
+        input ids (B, L), attention mask (B, L), kept positions (B, T) where ``[b, t]`` is the position whose
+        logits predict response token ``t`` (clamped inside the row for padding), response ids (B, T);
+        ``B = N * G``, row ``b = i * G + g``.
+    """
+    rows, starts, responses = [], [], []
+    for prompt, group in zip(rollouts.prompt_ids, rollouts.response_ids):
+        for resp in group:
+            rows.append(prompt + resp)
+            starts.append(len(prompt) - 1)
+            responses.append(resp)
+    B, L, T = len(rows), max(len(r) for r in rows), max(rollouts.T, 1)
+    ids = torch.full((B, L), pad_id, dtype=torch.long)
+    attn = torch.zeros((B, L), dtype=torch.long)
+    targets = torch.full((B, T), pad_id, dtype=torch.long)
+    for b, (row, resp) in enumerate(zip(rows, responses)):
+        ids[b, :len(row)] = torch.tensor(row)
+        attn[b, :len(row)] = 1
+        targets[b, :len(resp)] = torch.tensor(resp, dtype=torch.long)
+    keep = (torch.tensor(starts)[:, None] + torch.arange(T)).clamp(max=L - 1)  # (B, T)
+    return tuple(x.to(device) for x in (ids, attn, keep, targets))
+
+
+def token_logprobs(model, rollouts: Rollouts, pad_id: int, device, temperature: float = 1.0) -> torch.Tensor:
+    """Log-probs of the response tokens under ``model`` (with grad), logits divided by the sampling temperature.
+
+    Returns:
+        (N * G, T) float32 log-probs; values on padding are meaningless (mask them).
+    """
+    ids, attn, keep, targets = padded_batch(rollouts, pad_id, device)
+    logits = model(input_ids=ids, attention_mask=attn, logits_to_keep=keep, use_cache=False).logits  # (B, T, V)
+    logp = (logits.float() / temperature).log_softmax(-1)  # float32 before log_softmax (bf16 noise)
+    return logp.gather(-1, targets[..., None]).squeeze(-1)  # (B, T)
+
+
+def sample_display(rollouts: Rollouts, rewards: torch.Tensor, adv: torch.Tensor, verifiers: Sequence[str],
+                   tokenizer, replays: Optional[list] = None) -> dict:
+    """One completion for display: the one with the largest token advantage (most to learn from).
+
+    Args:
+        rewards: (N, G, K); adv: (N, G, T) token advantages.
+    Returns:
+        ``{"text", "tokens", "adv", "rewards", "relevance", "prompt"}`` (relevance per verifier when replayed).
+    """
+    flat = adv.abs().amax(-1).reshape(-1)  # (N * G,)
+    b = int(flat.argmax()) if flat.numel() else 0
+    i, g = divmod(b, rollouts.G)
+    ids = rollouts.response_ids[i][g]
+    rel = replays[i][g] if replays else None
+    tokens = list(rel.tokens) if rel is not None and len(rel.tokens) == len(ids) else \
+        [tokenizer.decode([t]) for t in ids]
+    r = {n: float(rewards[i, g, k]) for k, n in enumerate(verifiers) if not torch.isnan(rewards[i, g, k])}
+    relevance = {} if rel is None else {n: rel.scores[k].tolist() for k, n in enumerate(rel.verifiers)}
+    prompt = rollouts.examples[i].messages()[-1]["content"]
+    return {"text": rollouts.texts[i][g], "tokens": tokens, "adv": adv[i, g, :len(ids)].tolist(), "rewards": r,
+            "relevance": relevance, "prompt": prompt}

@@ -1,0 +1,335 @@
+"""The training loop: GRPO, GDPO and MRTPO on the same policy, one ``StepMetrics`` per step.
+
+One step reads top to bottom (cleanrl's ``ppo.py`` order): sample G completions per prompt -> score every
+verifier -> replay for MRTPO (the policy before the update, no grad) -> advantages -> token-level clipped
+surrogate -> AdamW update. Only the advantage method differs between GRPO, GDPO and MRTPO.
+
+Departures from TRL's ``GRPOTrainer``, where the paper is silent or for a small live demo:
+
+- No KL term by default (``kl_coef = 0`` loads no reference model); with ``kl_coef > 0`` the k3 estimator
+  ``exp(ref - logp) - (ref - logp) - 1`` against the starting policy.
+- One update per batch: the old log-probs are those of the sampling policy, which is the current one, so the
+  ratio is 1 at the update; the clipped form (``pg_loss1``, ``pg_loss2``) is kept so that several updates per
+  batch would be clipped correctly.
+- Token-mean over the whole batch (DAPO), not per-sequence means.
+- Data parallel through ``accelerate``: each process samples its own share of the step's prompts, computes
+  advantages on its share (batch statistics per process; TRL gathers them), and DDP averages the gradients.
+  Rewards in the metrics are gathered from all processes.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Literal, Optional, Sequence
+
+import torch
+
+from .advantages import ADVANTAGE_METHODS
+from .results import StepMetrics
+from .tasks import TASKS, Example
+
+Control = Literal["none", "placebo", "corrupted", "others"]
+DEFAULT_POLICY = "sample_data/policies/tiny-mrtpo"
+PHASES = ("sample", "score", "replay", "advantages", "update")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run: a task family, an advantage method, a policy and the optimization settings."""
+
+    task: str = "tool_calling"
+    """Task family (one of ``TASKS``); its train split gives the prompts (or pass ``examples`` to ``train``)."""
+    method: str = "mrtpo"
+    """Advantage method, a key of ``ADVANTAGE_METHODS``."""
+    checkpoint: str = DEFAULT_POLICY
+    """Starting policy: a local folder or a hub id (or pass ``policy`` to ``train``)."""
+    group_size: int = 4
+    """G: completions sampled per prompt."""
+    prompts_per_step: int = 4
+    """Prompts per step over all processes (each process takes an equal share)."""
+    steps: int = 20
+    """Total steps; a resumed run continues up to this count."""
+    lr: float = 1e-4
+    """AdamW learning rate."""
+    clip_eps: float = 0.2
+    """Clip range of the probability ratio."""
+    max_new_tokens: int = 64
+    """Longest sampled response."""
+    temperature: float = 1.0
+    """Sampling temperature (> 0; the loss divides the logits by it, as TRL does)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass."""
+    alpha: float = 1.0
+    """MRTPO: 0 gives GDPO, 1 gives fully relevance-weighted token credit."""
+    gamma: float = 1.0
+    """MRTPO: sharpening exponent of the relevance."""
+    reward_weights: tuple[tuple[str, float], ...] = ()
+    """``(verifier, lambda_k)`` pairs; verifiers not listed weigh 1."""
+    control: Control = "none"
+    """Relevance control of the replay (``none`` = the paper's raw JS)."""
+    metric: str = "js"
+    """Relevance metric of the replay (a key of ``divergence.METRICS``)."""
+    info_position: Literal["user_end", "system"] = "user_end"
+    """Where the replay puts verifier information."""
+    seed: int = 0
+    """Seeds the prompt order and the sampling."""
+    kl_coef: float = 0.0
+    """Weight of the KL penalty to the starting policy; 0 loads no reference model."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping norm (0 disables)."""
+    threads: Optional[int] = None
+    """torch CPU threads (None leaves torch's setting; one per concurrent worker is best on a small machine)."""
+    dtype: Optional[str] = None
+    """Model dtype (default float32 on CPU, bfloat16 on GPU)."""
+    out_dir: Optional[str] = None
+    """Folder for the metrics CSV and checkpoints; a run resumes from a checkpoint found there."""
+    save_every: int = 0
+    """Checkpoint every this many steps (and at the end); 0 saves no checkpoints."""
+
+    def __post_init__(self):
+        if self.method not in ADVANTAGE_METHODS:
+            raise ValueError(f"unknown method {self.method!r}; choose one of {list(ADVANTAGE_METHODS)}")
+        if self.control not in Control.__args__:
+            raise ValueError(f"unknown control {self.control!r}; choose one of {list(Control.__args__)}")
+        _check_ranges(self)
+        object.__setattr__(self, "reward_weights", tuple((str(k), float(w)) for k, w in dict(self.reward_weights)
+                                                         .items()))
+
+
+def _check_ranges(c: TrainConfig) -> None:
+    rules = [
+        (c.group_size >= 2, f"group_size must be at least 2 (group advantages need 2 samples), got {c.group_size}"),
+        (c.prompts_per_step >= 1, f"prompts_per_step must be at least 1, got {c.prompts_per_step}"),
+        (c.steps >= 0, f"steps must be >= 0, got {c.steps}"),
+        (c.lr > 0, f"lr must be > 0, got {c.lr}"),
+        (0 < c.clip_eps < 1, f"clip_eps must lie in (0, 1), got {c.clip_eps}"),
+        (c.max_new_tokens >= 1, f"max_new_tokens must be at least 1, got {c.max_new_tokens}"),
+        (c.temperature > 0, f"temperature must be > 0 for policy-gradient training, got {c.temperature}"),
+        (0 < c.top_p <= 1, f"top_p must lie in (0, 1], got {c.top_p}"),
+        (0 <= c.alpha <= 1, f"alpha must lie in [0, 1], got {c.alpha}"),
+        (c.gamma >= 0, f"gamma must be >= 0, got {c.gamma}"),
+        (c.kl_coef >= 0, f"kl_coef must be >= 0, got {c.kl_coef}"),
+        (c.save_every >= 0, f"save_every must be >= 0, got {c.save_every}"),
+        (c.threads is None or c.threads >= 1, f"threads must be at least 1, got {c.threads}"),
+        (c.save_every == 0 or c.out_dir, "save_every needs an out_dir to save checkpoints in"),
+    ]
+    for ok, message in rules:
+        if not ok:
+            raise ValueError(message)
+
+
+# --- the run's state -----------------------------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    """Everything a step needs: the policy copy being trained, its optimizer, the prompts and the verifiers."""
+
+    config: TrainConfig
+    accelerator: object
+    policy: object
+    """This run's own Policy (a copy); ``policy.model`` is the unwrapped model that samples and replays."""
+    model: torch.nn.Module
+    """The same model as prepared by accelerate (DDP-wrapped with several processes): the training forward."""
+    optimizer: torch.optim.Optimizer
+    examples: list[Example]
+    verifiers: list[str]
+    weights: torch.Tensor
+    """(K,) reward weights."""
+    ref_model: Optional[torch.nn.Module] = None
+    start_step: int = 0
+    log: object = None
+    times: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def out_dir(self) -> Optional[Path]:
+        return None if self.config.out_dir is None else Path(self.config.out_dir)
+
+    def prompts_for(self, step: int) -> tuple[list[Example], list[int]]:
+        """This process's share of the step's prompts and one sampling seed per prompt.
+
+        The order is a fresh seeded permutation of the examples per epoch, so a resumed run sees the same prompts.
+        """
+        P, n = self.config.prompts_per_step, len(self.examples)
+        world, rank = self.accelerator.num_processes, self.accelerator.process_index
+        picked = []
+        for j in range(step * P, (step + 1) * P):
+            epoch, pos = divmod(j, n)
+            order = torch.randperm(n, generator=torch.Generator().manual_seed(self.config.seed * 7919 + epoch))
+            picked.append((int(order[pos]), j))
+        mine = picked[rank::world]
+        seeds = [(self.config.seed * 1_000_003 + j) % 2**62 for _, j in mine]
+        return [self.examples[i] for i, _ in mine], seeds
+
+
+def _own_policy(config: TrainConfig, policy, device):
+    """A private copy of the policy: the shared (cached) one is never trained."""
+    from .policy import load_policy
+
+    base = policy if policy is not None else load_policy(config.checkpoint, device=device, dtype=config.dtype)
+    model = copy.deepcopy(base.model).to(device)
+    model.eval()  # no dropout: the sampling and the training forward see the same function
+    model.requires_grad_(True)
+    return dataclasses.replace(base, model=model, device=torch.device(device))
+
+
+def setup_run(config: TrainConfig, examples: Optional[Sequence[Example]] = None, policy=None) -> Run:
+    """Build (or resume) a run: accelerator, own policy copy, optimizer, prompts, verifiers, metrics log."""
+    from accelerate import Accelerator
+
+    from .tasks import load_examples
+    from .train_batch import union_verifiers
+    from .train_state import MetricsLog, latest_checkpoint, load_checkpoint
+
+    if config.threads is not None:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    accelerator = Accelerator()
+    if config.prompts_per_step % accelerator.num_processes:
+        raise ValueError(f"prompts_per_step={config.prompts_per_step} must be a multiple of the "
+                         f"{accelerator.num_processes} processes")
+    if examples is None and config.task not in TASKS:
+        raise ValueError(f"unknown task {config.task!r}; choose one of {TASKS} or pass examples")
+    examples = list(examples) if examples is not None else load_examples(config.task, "train")
+    if not examples:
+        raise ValueError("no training examples")
+    verifiers = union_verifiers(examples)
+    weights = dict(config.reward_weights)
+    unknown = set(weights) - set(verifiers)
+    if unknown:
+        raise ValueError(f"reward_weights name verifiers the task does not use: {sorted(unknown)}")
+    own = _own_policy(config, policy, accelerator.device)
+    optimizer = torch.optim.AdamW(own.model.parameters(), lr=config.lr, weight_decay=0.0)
+    ref_model = copy.deepcopy(own.model).requires_grad_(False) if config.kl_coef > 0 else None
+    folder = latest_checkpoint(Path(config.out_dir)) if config.out_dir else None
+    start = load_checkpoint(folder, own.model, optimizer, config).steps_done if folder else 0
+    model, optimizer = accelerator.prepare(own.model, optimizer)
+    log = MetricsLog(Path(config.out_dir) / "metrics.csv" if config.out_dir and accelerator.is_main_process
+                     else None)
+    log.keep_before(start)
+    return Run(config, accelerator, own, model, optimizer, examples, verifiers,
+               torch.tensor([weights.get(n, 1.0) for n in verifiers]), ref_model, start, log)
+
+
+# --- one step ------------------------------------------------------------------------------------------------------
+
+@contextmanager
+def _timed(times: dict[str, float], phase: str):
+    start = time.perf_counter()
+    yield
+    times[phase] = time.perf_counter() - start
+
+
+def train_step(run: Run, step: int) -> StepMetrics:
+    """Sample -> score -> relevance -> advantages -> clipped surrogate -> update; metrics of the step."""
+    from .train_batch import rollout_relevance, sample_rollouts, score_rollouts
+    from .train_metrics import step_metrics
+
+    cfg, method, times = run.config, ADVANTAGE_METHODS[run.config.method], {}
+    examples, seeds = run.prompts_for(step)
+    with _timed(times, "sample"):
+        rollouts = sample_rollouts(run.policy, examples, cfg.group_size, seeds=seeds, max_new_tokens=cfg.max_new_tokens,
+                                   temperature=cfg.temperature, top_p=cfg.top_p)
+    with _timed(times, "score"):
+        rewards = score_rollouts(rollouts, run.verifiers)  # (N, G, K)
+    relevance, replays = None, None
+    with _timed(times, "replay"):
+        if method.needs_relevance:  # the policy before the update, no grad
+            relevance, replays = rollout_relevance(run.policy, rollouts, run.verifiers, metric=cfg.metric,
+                                                   control=cfg.control, info_position=cfg.info_position)
+    mask = rollouts.mask()  # (N, G, T)
+    with _timed(times, "advantages"):
+        adv = method(rewards, mask, relevance, weights=run.weights, alpha=cfg.alpha, gamma=cfg.gamma)  # (N, G, T)
+    with _timed(times, "update"):
+        losses = update_policy(run, rollouts, adv, mask)
+    return step_metrics(run, step, rollouts, rewards, mask, adv, relevance, replays, losses, times)
+
+
+def update_policy(run: Run, rollouts, adv: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
+    """One AdamW step on the token-level clipped surrogate, token-mean over the batch.
+
+    Args:
+        adv: (N, G, T) token advantages; mask: (N, G, T).
+    Returns:
+        ``{"loss", "kl", "clip_frac"}`` of this process.
+    """
+    from .train_batch import token_logprobs
+
+    cfg, dev = run.config, run.accelerator.device
+    pad = run.policy.tokenizer.pad_token_id or 0
+    B, T = rollouts.N * rollouts.G, mask.shape[-1]
+    adv, mask = adv.reshape(B, T).to(dev), mask.reshape(B, T).to(dev)  # (B, T)
+    logp = token_logprobs(run.model, rollouts, pad, dev, cfg.temperature)  # (B, T)
+    old_logp = logp.detach()  # one update per batch: the sampling policy's log-probs
+    ratio = (logp - old_logp).exp()
+    pg_loss1 = -adv * ratio
+    pg_loss2 = -adv * ratio.clamp(1 - cfg.clip_eps, 1 + cfg.clip_eps)
+    pg_loss = _masked_mean(torch.maximum(pg_loss1, pg_loss2), mask)
+    kl = _masked_mean(_k3_kl(run, rollouts, logp, pad), mask) if run.ref_model is not None else logp.new_zeros(())
+    loss = pg_loss + cfg.kl_coef * kl
+    run.optimizer.zero_grad(set_to_none=True)
+    run.accelerator.backward(loss)
+    if cfg.max_grad_norm > 0:
+        run.accelerator.clip_grad_norm_(run.model.parameters(), cfg.max_grad_norm)
+    run.optimizer.step()
+    clipped = ((ratio - 1).abs() > cfg.clip_eps).float()
+    return {"loss": float(loss.detach()), "kl": float(kl.detach()), "clip_frac": float(_masked_mean(clipped, mask))}
+
+
+def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Token-mean over all valid tokens of the batch (DAPO)."""
+    return (x * mask).sum() / mask.sum().clamp_min(1)
+
+
+def _k3_kl(run: Run, rollouts, logp: torch.Tensor, pad: int) -> torch.Tensor:
+    """Per-token k3 estimate of KL(policy || reference): ``exp(ref - logp) - (ref - logp) - 1``.  -> (B, T)"""
+    from .train_batch import token_logprobs
+
+    with torch.no_grad():
+        ref = token_logprobs(run.ref_model, rollouts, pad, run.accelerator.device, run.config.temperature)
+    delta = ref - logp
+    return delta.exp() - delta - 1
+
+
+# --- the loop ------------------------------------------------------------------------------------------------------
+
+def train(config: TrainConfig, *, examples: Optional[Sequence[Example]] = None, policy=None) -> Iterator[StepMetrics]:
+    """Train a private copy of the policy; yields one ``StepMetrics`` per finished step.
+
+    Args:
+        config: the run.
+        examples: prompts to train on (default: the train split of ``config.task``).
+        policy: a loaded ``Policy`` to start from (default: ``load_policy(config.checkpoint)``); it is copied,
+            never changed.
+    Resumes from the last checkpoint in ``config.out_dir`` when there is one; the metrics CSV there keeps
+    exactly one row per finished step. Stopping the generator early (``close()``) leaves the files as they were.
+    """
+    run = setup_run(config, examples, policy)
+    for step in range(run.start_step, config.steps):
+        metrics = train_step(run, step)
+        _record(run, step, metrics)
+        yield metrics
+
+
+def _record(run: Run, step: int, metrics: StepMetrics) -> None:
+    """Metrics row every step; a checkpoint every ``save_every`` steps and at the last step."""
+    from .train_state import save_checkpoint
+
+    cfg, acc = run.config, run.accelerator
+    run.log.append(metrics.to_row())
+    run.log.flush()
+    done = step + 1
+    if cfg.save_every and (done % cfg.save_every == 0 or done == cfg.steps):
+        if acc.is_main_process:
+            save_checkpoint(Path(cfg.out_dir), acc.unwrap_model(run.model), run.optimizer, done, cfg)
+        acc.wait_for_everyone()
+
+
+def cli_train(args) -> int:
+    """``python -m mrtpo_viz train``: methods x seeds, then the metrics CSV, reward curves and a summary."""
+    from .train_report import run_comparison
+
+    return run_comparison(args)
