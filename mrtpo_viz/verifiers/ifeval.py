@@ -230,9 +230,9 @@ class Constraint:
     check: Callable[[str, dict], Verdict]
     """(non-blank response, args) -> Verdict; may raise :class:`BadArgs`."""
     spans: Callable[[str, dict], list[Span]]
-    """(response, args) -> relevant spans; may raise :class:`BadArgs`."""
+    """(response, args already validated by ``describe``) -> relevant spans."""
     describe: Callable[[dict], str]
-    """args -> the constraint in plain words (the verifier information)."""
+    """args -> the constraint in plain words (the verifier information); raises :class:`BadArgs` on bad args."""
 
 
 CONSTRAINTS: dict[str, Constraint] = {
@@ -246,19 +246,19 @@ CONSTRAINTS: dict[str, Constraint] = {
         "Capitals only", _uppercase, lambda t, a: char_runs(t, str.islower),
         lambda a: "The whole response must be in capital letters; no lower-case letters at all."),
     "word_count": Constraint(
-        "Word count", _word_count, lambda t, a: (_bounds(a), words(t))[1],
+        "Word count", _word_count, lambda t, a: words(t),
         lambda a: f"The response must have {_bounds_text(*_bounds(a))} words."),
     "sentence_count": Constraint(
         "Sentence count", lambda t, a: _count_verdict(len(sentence_ends(t)), _arg(a, "n", int), "sentences"),
-        lambda t, a: (_arg(a, "n", int), sentence_ends(t))[1],
+        lambda t, a: sentence_ends(t),
         lambda a: f"The response must have exactly {_arg(a, 'n', int)} sentences, each ending with . ! or ?."),
     "bullet_count": Constraint(
         "Bullet points", lambda t, a: _count_verdict(len(BULLET_RE.findall(t)), _arg(a, "n", int), "bullet points"),
-        lambda t, a: (_arg(a, "n", int), [m.span(1) for m in BULLET_RE.finditer(t)])[1],
+        lambda t, a: [m.span(1) for m in BULLET_RE.finditer(t)],
         lambda a: f"The response must have exactly {_arg(a, 'n', int)} bullet points, each a line starting with '* '."),
     "paragraph_count": Constraint(
         "Paragraphs", lambda t, a: _count_verdict(len(paragraphs(t)), _arg(a, "n", int), "paragraphs"),
-        lambda t, a: (_arg(a, "n", int), [m.span() for m in SEPARATOR_RE.finditer(t)])[1],
+        lambda t, a: [m.span() for m in SEPARATOR_RE.finditer(t)],
         lambda a: f"The response must have exactly {_arg(a, 'n', int)} paragraphs separated by lines of ***."),
     "keyword": Constraint(
         "Keyword", _keyword, lambda t, a: occurrences(t, _arg(a, "word", str)),
@@ -316,7 +316,9 @@ def _make_verifier(name: str, c: Constraint) -> Verifier:
 
     def spans(response: str, example) -> Optional[list[Span]]:
         try:
-            return c.spans(response if isinstance(response, str) else "", constraint_args(example, name))
+            args = constraint_args(example, name)
+            c.describe(args)
+            return c.spans(response if isinstance(response, str) else "", args)
         except BadArgs:
             return None
 
