@@ -1,0 +1,200 @@
+"""Measure the bundled tiny policy on the held-out split, and write its model card.
+
+Two questions per verifier, on the ``test`` split of the sample data:
+
+- **Pass rate** of completions sampled at temperature 1, without any information block and with that verifier's
+  own block (at the end of the user message, as the replay's default puts it). Without information it should be
+  imperfect (the data design aims at ~40-80%); with it, higher.
+- **p(gold)**: the probability, teacher-forced on the gold reference, of the gold token at the positions that the
+  verifier's ``relevant_spans`` cover, without and with the verifier's information. If the policy uses the
+  information, p(gold) rises on exactly those tokens.
+"""
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from .contexts import with_info
+from .tasks import TASKS, Example, load_examples
+from .verifiers import get_verifier
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """How much of the held-out split to measure."""
+
+    n_examples: tuple[tuple[str, int], ...] = (
+        ("tool_calling", 50), ("text_to_sql", 50), ("instruction_following", 60))
+    """Test examples per task family (the first n of the split)."""
+    samples: int = 4
+    """Completions sampled per prompt and condition at temperature 1."""
+    max_new_tokens: int = 128
+    seed: int = 0
+
+
+def prompt_ids(tokenizer, ex: Example, verifier: Optional[str] = None) -> list[int]:
+    """Chat prompt ids without information, or with one verifier's block at the end of the user message."""
+    blocks = [] if verifier is None else [(get_verifier(verifier).title, get_verifier(verifier).info(ex))]
+    text = tokenizer.apply_chat_template(with_info(ex.messages(), blocks, "user_end"), tokenize=False,
+                                         add_generation_prompt=True)
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+@torch.no_grad()
+def sample(model, tokenizer, ids: list[int], n: int, max_new_tokens: int, temperature: float = 1.0) -> list[str]:
+    """``n`` completions of one prompt (no padding needed: the rows share the prompt)."""
+    x = torch.tensor([ids] * n)                                   # (n, P)
+    kw = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 else \
+        dict(do_sample=False)
+    out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=max_new_tokens,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **kw)
+    return [tokenizer.decode(row[len(ids):], skip_special_tokens=True) for row in out]
+
+
+def pass_rates(model, tokenizer, examples: list[Example], cfg: EvalConfig) -> dict[str, dict[str, float]]:
+    """Per verifier: sampled pass rate without information, with its own information, and greedy without."""
+    hits: dict[str, dict[str, list[float]]] = {}
+    for i, ex in enumerate(examples):
+        torch.manual_seed(cfg.seed * 100_003 + i)
+        plain = sample(model, tokenizer, prompt_ids(tokenizer, ex), cfg.samples, cfg.max_new_tokens)
+        greedy = sample(model, tokenizer, prompt_ids(tokenizer, ex), 1, cfg.max_new_tokens, temperature=0)
+        for name in ex.verifiers:
+            v = get_verifier(name)
+            informed = sample(model, tokenizer, prompt_ids(tokenizer, ex, name), cfg.samples, cfg.max_new_tokens)
+            h = hits.setdefault(name, {"without": [], "with": [], "greedy_without": []})
+            h["without"] += [float(v.score(r, ex) >= 1.0) for r in plain]
+            h["with"] += [float(v.score(r, ex) >= 1.0) for r in informed]
+            h["greedy_without"] += [float(v.score(r, ex) >= 1.0) for r in greedy]
+    return {name: {k: sum(xs) / len(xs) for k, xs in h.items()} | {"n_examples": len(h["greedy_without"])}
+            for name, h in hits.items()}
+
+
+@torch.no_grad()
+def gold_logprobs(model, tokenizer, ex: Example, verifier: Optional[str] = None) -> torch.Tensor:
+    """(T,) log-prob of each gold reference token, teacher-forced, without or with one verifier's information."""
+    prompt = prompt_ids(tokenizer, ex, verifier)
+    response = tokenizer(ex.reference, add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([prompt + response])                        # (1, P + T)
+    logits = model(input_ids=ids).logits[0, len(prompt) - 1:-1]    # (T, V)
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return logp.gather(-1, torch.tensor(response)[:, None])[:, 0]
+
+
+def relevant_tokens(tokenizer, ex: Example, verifier: str) -> torch.Tensor:
+    """(T,) bool: reference tokens that overlap the verifier's relevant spans of the reference."""
+    enc = tokenizer(ex.reference, add_special_tokens=False, return_offsets_mapping=True)
+    spans = get_verifier(verifier).relevant_spans(ex.reference, ex) or []
+    return torch.tensor([any(a < e and s < b for a, b in spans) for s, e in enc["offset_mapping"]], dtype=torch.bool)
+
+
+def p_gold(model, tokenizer, examples: list[Example]) -> dict[str, dict[str, float]]:
+    """Per verifier: mean p(gold token) over its relevant tokens, without and with its information."""
+    acc: dict[str, dict[str, list[torch.Tensor]]] = {}
+    for ex in examples:
+        base = gold_logprobs(model, tokenizer, ex).exp()
+        for name in ex.verifiers:
+            mask = relevant_tokens(tokenizer, ex, name)
+            if not mask.any():
+                continue
+            a = acc.setdefault(name, {"without": [], "with": []})
+            a["without"].append(base[mask])
+            a["with"].append(gold_logprobs(model, tokenizer, ex, name).exp()[mask])
+    return {name: {"without": torch.cat(a["without"]).mean().item(), "with": torch.cat(a["with"]).mean().item(),
+                   "tokens": int(sum(x.numel() for x in a["with"]))} for name, a in acc.items()}
+
+
+def evaluate(model, tokenizer, seed: int = 0, cfg: Optional[EvalConfig] = None) -> dict:
+    """Pass rates and p(gold) per verifier on the first examples of each family's test split."""
+    cfg = cfg or EvalConfig(seed=seed)
+    model.eval()
+    out = {"eval_config": asdict(cfg), "pass_rate": {}, "p_gold": {}}
+    for task, n in cfg.n_examples:
+        examples = [e for e in load_examples(task, "test") if e.reference][:n]
+        out["pass_rate"].update(pass_rates(model, tokenizer, examples, cfg))
+        out["p_gold"].update(p_gold(model, tokenizer, examples))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ model card
+def _table(results: dict) -> str:
+    rows = ["| verifier | examples | pass, no info (T=1) | pass, own info (T=1) | pass, no info (greedy) "
+            "| p(gold) relevant tokens, no info | with info | tokens |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name in sorted(results["pass_rate"], key=lambda n: (TASKS.index(get_verifier(n).task), n)):
+        r, g = results["pass_rate"][name], results["p_gold"].get(name, {})
+        pg = (f"{g['without']:.3f} | {g['with']:.3f} | {g['tokens']}" if g else "n/a | n/a | 0")
+        rows.append(f"| `{name}` | {r['n_examples']} | {r['without']:.0%} | {r['with']:.0%} | "
+                    f"{r['greedy_without']:.0%} | {pg} |")
+    return "\n".join(rows)
+
+
+def write_model_card(out: Path, info: dict, results: dict, args) -> Path:
+    """README.md (the model card) and eval_results.json in the policy folder."""
+    (out / "eval_results.json").write_text(json.dumps({"build": info, **results}, indent=1) + "\n")
+    cfg, noise = info["config"], info["noise"]
+    size_mb = sum(f.stat().st_size for f in out.iterdir() if f.is_file()) / 1e6
+    card = CARD.format(
+        command=f"python -m mrtpo_viz make-sample-policy --steps {cfg['steps']} --seed {cfg['seed']} "
+                f"--threads {cfg['threads']} --out {args.out}",
+        n_params=info["n_params"], size_mb=size_mb, minutes=info["train_seconds"] / 60,
+        data_minutes=info["data_seconds"] / 60, machine=f"{platform.machine()} CPU, {cfg['threads']} thread(s)",
+        config=json.dumps(cfg), noise=json.dumps(noise), n_train=info["n_train_sequences"],
+        final_loss=info["final_loss"], table=_table(results), eval_config=json.dumps(results["eval_config"]))
+    (out / "README.md").write_text(card)
+    return out / "README.md"
+
+
+CARD = """---
+license: apache-2.0
+library_name: transformers
+tags: [toy, mrtpo-viz, tool-calling, text-to-sql, instruction-following]
+---
+# tiny-mrtpo: the bundled toy policy of mrtpo-viz
+
+**A toy for demos and tests, not a useful model.** A {n_params:,}-parameter Llama with a byte-level BPE tokenizer
+trained on this project's synthetic tasks (tool calling, text-to-SQL, multi-constraint instruction following). It
+exists so that the app, the replay and the tests work offline on a CPU, and so that the relevance heatmaps mean
+something: the policy was trained to *use* each verifier's information block the way an instruction-tuned model
+does, and to be unsure without it.
+
+## How it was built
+
+```
+{command}
+```
+
+Deterministic for a seed (one thread). Code: `mrtpo_viz/sample_policy.py` (tokenizer, model, training),
+`mrtpo_viz/sft_data.py` (data), `mrtpo_viz/sample_policy_eval.py` (this card's numbers).
+
+- Training: {minutes:.1f} minutes on {machine} (data and tokenizer {data_minutes:.1f} minutes); {n_train:,} training
+  sequences; final training loss {final_loss:.3f} (response tokens only). Files: {size_mb:.1f} MB.
+- Config: `{config}`
+- Data: the task generators with a seed other than the sample files', every prompt of the test split removed.
+  Each verifier's information block (inserted with `mrtpo_viz.contexts.with_info`, as the replay does) is present
+  independently; the target is the gold response with noise only on the aspects whose information is absent
+  (content errors, format errors at decision points, constraint violations at known places), plus harmless
+  variation no verifier penalizes (argument order, JSON spacing, a short preamble, a trailing semicolon).
+  Noise: `{noise}`
+- Chat format: ChatML (`<|im_start|>role\\n...<|im_end|>\\n`); responses end with `<|im_end|>` (the eos token).
+
+## What it measured (held-out test split)
+
+Pass rate: completions sampled at temperature 1 without information, and with the verifier's own information
+block at the end of the user message; greedy without information. p(gold): mean probability of the gold token,
+teacher-forced on the reference, over the tokens inside the verifier's `relevant_spans` of the reference.
+
+{table}
+
+Evaluation settings: `{eval_config}`
+
+## Limits
+
+It knows only the templates of the bundled generators; outside them it writes nonsense. Pass rates and p(gold) are
+from a small held-out sample and move by several points between seeds. Use it to try the tools, never to judge a
+method's real-world value.
+"""
