@@ -30,7 +30,7 @@ TOPICS = {
 SENTENCES = (
     "{T} can be part of daily life for many people.", "I like to learn about {t}.",
     "When I think of {t}, I think of {a} and {b}.", "There is always something new to see in {t}.",
-    "There is a lot of {a} in {t}.", "People write many stories about {t}.", "{t} can be calm, loud, or just quiet.",
+    "{A} and {t} go well together.", "People write many stories about {t}.", "{t} can be calm, loud, or just quiet.",
     "Children often ask questions about {t}.", "A good book about {t} is really nice to read.",
     "Without {a}, {t} would feel very different.", "I want to spend more time with {t}.",
     "Some say {t} can teach us to be patient.", "{B} can make {t} feel alive.", "Every season changes {t} a little.",
