@@ -1,0 +1,49 @@
+"""Key/value cache helpers for a shared prompt prefix (transformers 5).
+
+A ``DynamicCache``'s methods change it in place and a forward that is given a cache appends to it, so a cache is
+never reused: :func:`expand_cache` builds a NEW cache whose layers hold expanded views of a prefix cache (no copy),
+and each forward gets its own.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+
+import torch
+
+
+@functools.lru_cache(maxsize=None)
+def _cache_kwarg(model_cls: type) -> str:
+    """transformers 5 names the forward's cache ``cache``; older models still take ``past_key_values``."""
+    params = inspect.signature(model_cls.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def forward(model, input_ids: torch.Tensor, *, cache=None, **kw):
+    """``model(input_ids, cache=cache, use_cache=True, **kw)`` -> (logits, the cache after this forward)."""
+    out = model(input_ids=input_ids, use_cache=True, **{_cache_kwarg(type(model)): cache}, **kw)
+    return out.logits, getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+
+
+def expand_cache(cache, batch: int):
+    """A new cache with every layer's ``(1, H, P, D)`` keys and values expanded to ``(batch, H, P, D)`` views.
+
+    The source cache is left as it is; the returned one grows (by concatenation, into new tensors) in the one
+    forward that it is given to.
+    """
+    from transformers import DynamicCache
+
+    layers = []
+    for layer in cache.layers:
+        new = copy.copy(layer)  # same class and settings (e.g. a sliding window); tensors replaced below
+        new.keys = layer.keys.expand(batch, -1, -1, -1)
+        new.values = layer.values.expand(batch, -1, -1, -1)
+        layers.append(new)
+    out = DynamicCache()
+    out.layers = layers
+    return out
+
+
+def cache_length(cache) -> int:
+    return 0 if cache is None else int(cache.get_seq_length())
