@@ -38,7 +38,7 @@ def _as_float(x: torch.Tensor) -> torch.Tensor:
 
 def _check_pair(a: torch.Tensor, b: torch.Tensor) -> None:
     if a.shape[-1:] != b.shape[-1:]:
-        raise ValueError(f"the two distributions need the same vocabulary size, got {tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(f"the two distributions need the same vocabulary size, got {tuple(a.shape)}, {tuple(b.shape)}")
     try:
         torch.broadcast_shapes(a.shape, b.shape)
     except RuntimeError as err:
@@ -134,7 +134,8 @@ def chunked_metric(logits_p: torch.Tensor, logits_q: torch.Tensor, metric: str |
     fn = get_metric(metric)
     _check_pair(logits_p, logits_q)
     if logits_p.dim() < 2 or logits_q.dim() < 2:
-        raise ValueError(f"logits need a position and a vocabulary dim, got {tuple(logits_p.shape)}, {tuple(logits_q.shape)}")
+        shapes = f"{tuple(logits_p.shape)}, {tuple(logits_q.shape)}"
+        raise ValueError(f"logits need a position and a vocabulary dim, got {shapes}")
     shape = torch.broadcast_shapes(logits_p.shape, logits_q.shape)  # (..., T, V)
     *lead, T, V = shape
     positions = max(1, _rows_per_chunk(V, chunk_size) // max(math.prod(lead), 1))
@@ -183,7 +184,7 @@ def token_stats(logits: torch.Tensor, token_ids: torch.Tensor, topk: int = 5,
         chunk_size: rows per chunk (default: 32 MiB worth of float32).
     """
     if token_ids.shape != logits.shape[:-1]:
-        raise ValueError(f"token_ids {tuple(token_ids.shape)} must match logits {tuple(logits.shape)} without the last dim")
+        raise ValueError(f"token_ids {tuple(token_ids.shape)} must be logits {tuple(logits.shape)} minus its last dim")
     V = logits.shape[-1]
     if token_ids.numel() and (int(token_ids.min()) < 0 or int(token_ids.max()) >= V):
         raise ValueError(f"token ids must lie in [0, {V})")

@@ -1,0 +1,257 @@
+"""Advantages for several verifiable rewards: GRPO, GDPO and MRTPO (token level).
+
+Shapes: ``N`` prompts, ``G`` completions per prompt, ``K`` rewards, ``T`` response tokens.
+``rewards`` ``(N, G, K)`` (NaN where a verifier does not apply), ``weights`` ``lambda_k`` ``(K,)`` default 1,
+``relevance`` ``d`` ``(N, G, K, T)``, ``mask`` ``(N, G, T)`` 1 on response tokens. ``std`` is Bessel-corrected and
+``eps = 1e-4``, as in TRL.
+
+- GRPO (TRL ``sum_then_normalize``): ``r = sum_k lambda_k r_k``; ``A = (r - mean_G r) / (std_G r + eps)``.
+- GDPO (TRL ``normalize_then_sum``): ``Ahat_k = (r_k - mean_G r_k) / (std_G r_k + eps)``;
+  ``S = sum_k lambda_k Ahat_k``; ``A = (S - mean_batch S) / (std_batch S + eps)``.
+- MRTPO: ``what[k, t] = T_i * mask * d^gamma / sum_t(mask * d^gamma)``; ``w = (1 - alpha) + alpha * what``;
+  ``A[t] = (sum_k lambda_k w[k, t] Ahat_k - mean_batch S) / (std_batch S + eps)``.
+
+Our reading of the paper (its exact weighting is not in the public abstract):
+
+- Sum-to-length normalization of ``what`` (its mean over a response's valid tokens is 1), so ``alpha = 0`` reduces
+  to GDPO exactly and, for any ``alpha`` and ``gamma``, the token mean of ``A[t]`` equals the GDPO advantage.
+- The batch statistics of ``S`` are reused for the token advantages (not recomputed over tokens); that is what
+  makes the token mean equal GDPO's ``A``.
+- Negative relevance (a control that subtracts a baseline) counts as 0. A response whose relevance to a reward
+  never exceeds ``ZERO_RELEVANCE`` gets uniform weights for that reward (plain GDPO credit).
+
+Edge cases, all without NaN:
+
+- a group of size 1 has std 0 and advantage 0 (torch's Bessel std of one value is NaN);
+- a reward equal across its group contributes exactly 0 (a plain z-score leaves rounding noise divided by eps);
+- a NaN reward is left out of its group's mean and std, as TRL leaves out ``None``, and contributes 0 for that
+  sample (in GRPO it counts as 0 in the sum, as TRL's ``nansum`` does);
+- padding gets advantage exactly 0; a batch of one element has batch std 0.
+
+Registry: ``ADVANTAGE_METHODS[name]`` is an ``AdvantageMethod`` with one call form for every method::
+
+    adv = ADVANTAGE_METHODS[name](rewards, mask, relevance=None, weights=None, alpha=1.0, gamma=1.0, eps=1e-4)
+    # adv: (N, G, T) token-level advantages, 0 on padding
+
+GRPO and GDPO broadcast their sequence advantage over the valid tokens and ignore ``relevance``, ``alpha`` and
+``gamma``; ``method.needs_relevance`` tells the training loop whether to run the replay.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+EPS = 1e-4
+ZERO_RELEVANCE = 1e-6
+"""A response whose largest relevance to a reward is at most this gets uniform weights for that reward."""
+
+
+# ----------------------------------------------------------------------------------------------- validation
+
+def _check_rewards(rewards: torch.Tensor, weights) -> tuple[torch.Tensor, torch.Tensor]:
+    """Float rewards ``(N, G, K)`` and weights ``(K,)`` (default ones)."""
+    rewards = torch.as_tensor(rewards)
+    if rewards.dim() != 3:
+        raise ValueError(f"rewards must be (N, G, K), got shape {tuple(rewards.shape)}")
+    rewards = rewards if rewards.dtype == torch.float64 else rewards.float()
+    K = rewards.shape[-1]
+    if weights is None:
+        return rewards, torch.ones(K, dtype=rewards.dtype, device=rewards.device)
+    weights = torch.as_tensor(weights, dtype=rewards.dtype, device=rewards.device)
+    if weights.shape != (K,):
+        raise ValueError(f"weights must be (K,) = ({K},), got shape {tuple(weights.shape)}")
+    return rewards, weights
+
+
+def _check_mask(mask: torch.Tensor, N: int, G: int, dtype: torch.dtype) -> torch.Tensor:
+    """A 0/1 mask ``(N, G, T)`` as ``dtype``."""
+    mask = torch.as_tensor(mask)
+    if mask.dim() != 3 or tuple(mask.shape[:2]) != (N, G):
+        raise ValueError(f"mask must be (N, G, T) with N, G = {N}, {G}, got shape {tuple(mask.shape)}")
+    mask = mask.to(dtype)
+    if not bool(((mask == 0) | (mask == 1)).all()):
+        raise ValueError("mask must hold only 0 and 1 (1 on response tokens)")
+    return mask
+
+
+# ----------------------------------------------------------------------------------------------- statistics
+
+def _nan_stats(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and Bessel std of ``x`` along ``dim`` (keepdim), ignoring NaN.
+
+    std is 0 with fewer than 2 values. Where all valid values are equal the mean is that value exactly, so the
+    centered values are exactly 0 (no rounding noise for the division by ``std + eps`` to blow up).
+    """
+    valid = ~x.isnan()
+    n = valid.sum(dim, keepdim=True)
+    mean = torch.where(valid, x, 0).sum(dim, keepdim=True) / n.clamp_min(1)
+    sq = torch.where(valid, x - mean, 0).square().sum(dim, keepdim=True)
+    std = torch.where(n > 1, (sq / (n - 1).clamp_min(1)).sqrt(), 0)
+    hi = torch.where(valid, x, -torch.inf).amax(dim, keepdim=True)
+    lo = torch.where(valid, x, torch.inf).amin(dim, keepdim=True)
+    constant = (hi == lo) & (n > 0)
+    return torch.where(constant, hi, mean), torch.where(constant, 0, std)
+
+
+def _zscore(x: torch.Tensor, dim: int, eps: float) -> torch.Tensor:
+    """``(x - mean) / (std + eps)`` along ``dim``; NaN entries stay NaN."""
+    mean, std = _nan_stats(x, dim)
+    return (x - mean) / (std + eps)
+
+
+def _gdpo_parts(rewards, weights, eps):
+    """``Ahat`` ``(N, G, K)`` (0 where NaN), weights ``(K,)``, ``S`` ``(N, G)``, batch mean and std of ``S``."""
+    rewards, weights = _check_rewards(rewards, weights)
+    ahat = _zscore(rewards, dim=1, eps=eps).nan_to_num(nan=0.0)  # (N, G, K): a missing reward contributes 0
+    S = (ahat * weights).sum(-1)  # (N, G)
+    mean_b, std_b = _nan_stats(S.reshape(-1), dim=0)  # (1,), (1,)
+    return ahat, weights, S, mean_b, std_b
+
+
+# ----------------------------------------------------------------------------------------------- methods
+
+def grpo_advantages(rewards: torch.Tensor, weights=None, eps: float = EPS) -> torch.Tensor:
+    """GRPO (TRL ``sum_then_normalize``): group z-score of the weighted reward sum.
+
+    Args:
+        rewards: ``(N, G, K)``; NaN counts as 0 in the sum (TRL's ``nansum``).
+        weights: ``(K,)`` reward weights, default 1.
+    Returns:
+        ``(N, G)`` advantages.
+    """
+    rewards, weights = _check_rewards(rewards, weights)
+    r = (rewards * weights).nansum(-1)  # (N, G)
+    return _zscore(r, dim=1, eps=eps)
+
+
+def gdpo_advantages(rewards: torch.Tensor, weights=None, eps: float = EPS) -> tuple[torch.Tensor, torch.Tensor]:
+    """GDPO (TRL ``normalize_then_sum``): per-reward group z-score, weighted sum, batch z-score.
+
+    Args:
+        rewards: ``(N, G, K)``; NaN rewards are left out of their group's statistics.
+        weights: ``(K,)`` reward weights, default 1.
+    Returns:
+        ``(per_reward, final)``: ``Ahat_k`` ``(N, G, K)`` (0 where the reward is NaN) and the GDPO advantage ``(N, G)``.
+    """
+    ahat, _, S, mean_b, std_b = _gdpo_parts(rewards, weights, eps)
+    return ahat, (S - mean_b) / (std_b + eps)
+
+
+def mrtpo_token_weights(relevance: torch.Tensor, mask: torch.Tensor, alpha: float = 1.0,
+                        gamma: float = 1.0) -> torch.Tensor:
+    """MRTPO's ``w[k, t] = (1 - alpha) + alpha * what[k, t]`` on valid tokens, 0 on padding.
+
+    ``what = T_i * d^gamma / sum_t(mask * d^gamma)`` has mean 1 over each response's valid tokens, so ``w`` does too.
+    ``what`` does not change when ``d`` is scaled, so ``d`` is divided by its maximum first: ``d^gamma`` then lies in
+    ``[0, 1]`` and never underflows to an all-zero sum.
+
+    Args:
+        relevance: ``d`` ``(N, G, K, T)``, e.g. JS distances in ``[0, 1]``; negative or NaN counts as 0.
+        mask: ``(N, G, T)``, 1 on response tokens.
+        alpha: ``[0, 1]``, 0 gives uniform weights (GDPO). gamma: ``>= 0``, sharpening of ``d``.
+    Returns:
+        ``(N, G, K, T)`` weights.
+    """
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
+    if gamma < 0:
+        raise ValueError(f"gamma must be >= 0, got {gamma}")
+    relevance = torch.as_tensor(relevance)
+    if relevance.dim() != 4:
+        raise ValueError(f"relevance must be (N, G, K, T), got shape {tuple(relevance.shape)}")
+    N, G, K, T = relevance.shape
+    dtype = relevance.dtype if relevance.dtype == torch.float64 else torch.float32
+    mask = _check_mask(mask, N, G, dtype)
+    if mask.shape[-1] != T:
+        raise ValueError(f"mask has {mask.shape[-1]} tokens but relevance has {T}")
+    m = mask[:, :, None, :]  # (N, G, 1, T)
+    d = relevance.to(dtype).nan_to_num(nan=0.0).clamp_min(0.0) * m  # (N, G, K, T)
+    peak = d.amax(-1, keepdim=True)  # (N, G, K, 1)
+    informative = peak > ZERO_RELEVANCE
+    dg = (d / torch.where(informative, peak, 1.0)).pow(gamma) * m  # in [0, 1]; its max is 1 where informative
+    length = m.sum(-1, keepdim=True)  # (N, G, 1, 1): T_i
+    what = torch.where(informative, length * dg / dg.sum(-1, keepdim=True).clamp_min(1.0), m)  # (N, G, K, T)
+    return m * ((1.0 - alpha) + alpha * what)
+
+
+def mrtpo_token_advantages(rewards: torch.Tensor, relevance: torch.Tensor, mask: torch.Tensor, weights=None,
+                           alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS) -> torch.Tensor:
+    """MRTPO: each reward's GDPO advantage ``Ahat_k`` goes to the tokens relevant to it.
+
+    ``A[t] = (sum_k lambda_k w[k, t] Ahat_k - mean_batch S) / (std_batch S + eps)``, 0 on padding.
+
+    Args:
+        rewards: ``(N, G, K)``; relevance: ``(N, G, K, T)``; mask: ``(N, G, T)`` 1 on response tokens.
+        weights: ``(K,)``, default 1. alpha, gamma: see ``mrtpo_token_weights``.
+    Returns:
+        ``(N, G, T)`` token advantages whose mean over a response's valid tokens is its GDPO advantage.
+    """
+    ahat, weights, S, mean_b, std_b = _gdpo_parts(rewards, weights, eps)
+    N, G, K = ahat.shape
+    relevance = torch.as_tensor(relevance)
+    if relevance.dim() != 4 or tuple(relevance.shape[:3]) != (N, G, K):
+        raise ValueError(f"relevance must be (N, G, K, T) with N, G, K = {N}, {G}, {K}, got {tuple(relevance.shape)}")
+    w = mrtpo_token_weights(relevance.to(ahat.dtype), mask, alpha, gamma)  # (N, G, K, T)
+    shaped = (weights[:, None] * w * ahat[..., None]).sum(2)  # (N, G, T)
+    valid = _check_mask(mask, N, G, ahat.dtype) > 0
+    return torch.where(valid, (shaped - mean_b) / (std_b + eps), 0.0)
+
+
+# ----------------------------------------------------------------------------------------------- registry
+
+def _over_tokens(adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Broadcast a sequence advantage ``(N, G)`` over the valid tokens: ``(N, G, T)``, 0 on padding."""
+    valid = _check_mask(mask, *adv.shape, adv.dtype) > 0
+    return torch.where(valid, adv[..., None], 0.0)  # (N, G, T)
+
+
+def _grpo_tokens(rewards, mask, relevance=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
+    return _over_tokens(grpo_advantages(rewards, weights, eps), mask)
+
+
+def _gdpo_tokens(rewards, mask, relevance=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
+    return _over_tokens(gdpo_advantages(rewards, weights, eps)[1], mask)
+
+
+def _mrtpo_tokens(rewards, mask, relevance=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
+    return mrtpo_token_advantages(rewards, relevance, mask, weights, alpha, gamma, eps)
+
+
+@dataclass(frozen=True)
+class AdvantageMethod:
+    """One advantage method behind the common call form (see the module docstring)."""
+
+    name: str
+    """Registry key, e.g. ``"mrtpo"``."""
+    title: str
+    """Human-readable name for the UI and plots."""
+    needs_relevance: bool
+    """Whether the method reads ``relevance`` (only then does the training loop run the replay)."""
+    fn: Callable[..., torch.Tensor]
+    """``fn(rewards, mask, relevance, weights, alpha, gamma, eps) -> (N, G, T)``."""
+
+    def __call__(self, rewards: torch.Tensor, mask: torch.Tensor, relevance: torch.Tensor | None = None,
+                 weights=None, alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS) -> torch.Tensor:
+        """Token-level advantages ``(N, G, T)``, 0 on padding."""
+        if self.needs_relevance and relevance is None:
+            raise ValueError(f"method {self.name!r} needs relevance (N, G, K, T); run the replay first")
+        return self.fn(rewards, mask, relevance, weights, alpha, gamma, eps)
+
+
+ADVANTAGE_METHODS: dict[str, AdvantageMethod] = {
+    m.name: m for m in (
+        AdvantageMethod("grpo", "GRPO (sum, then normalize)", False, _grpo_tokens),
+        AdvantageMethod("gdpo", "GDPO (normalize each reward, then sum)", False, _gdpo_tokens),
+        AdvantageMethod("mrtpo", "MRTPO (each reward's advantage to its relevant tokens)", True, _mrtpo_tokens),
+    )
+}
+"""Method name -> ``AdvantageMethod``. The CLI and UI take their choices from ``list(ADVANTAGE_METHODS)``."""
+
+
+def get_method(name: str) -> AdvantageMethod:
+    """An advantage method by registry name, with a clear error for unknown names."""
+    if name not in ADVANTAGE_METHODS:
+        raise ValueError(f"unknown advantage method {name!r}; choose one of {list(ADVANTAGE_METHODS)}")
+    return ADVANTAGE_METHODS[name]
