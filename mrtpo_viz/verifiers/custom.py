@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Optional, Union
 
@@ -102,8 +103,9 @@ def as_trl_reward(verifier: Verifier) -> TrlReward:
 Kind = Literal["regex_must", "regex_must_not", "keywords", "json_schema"]
 MAX_PATTERN_CHARS = 300
 """Longest user regex or keyword accepted."""
-REGEX_TIMEOUT_S = 0.5
-"""Time budget of one regex search over a response."""
+REGEX_TIMEOUT_S = 0.25
+"""Time budget of one regex search over a response, enforced by the ``regex`` engine (on a busy machine the
+wall time can be a few times longer). A sane pattern on a response of a few thousand characters needs microseconds."""
 
 
 @dataclass(frozen=True)
@@ -149,10 +151,13 @@ def _compile(spec: DeclarativeSpec) -> regex.Pattern:
         raise ValueError(f"verifier {spec.name!r}: bad regex {spec.pattern!r} ({e})") from None
 
 
-def _matches(pattern: regex.Pattern, text: str) -> Optional[list[Span]]:
-    """Spans of all matches (empty matches included), or None when the search ran past the time budget."""
+@lru_cache(maxsize=256)
+def _matches(pattern: regex.Pattern, text: str) -> Optional[tuple[Span, ...]]:
+    """Spans of all matches (empty matches included), or None when the search ran past the time budget.
+
+    Cached, so that the spans of a response just checked cost no second search (nor a second timeout)."""
     try:
-        return [m.span() for m in pattern.finditer(text, timeout=REGEX_TIMEOUT_S)]
+        return tuple(m.span() for m in pattern.finditer(text, timeout=REGEX_TIMEOUT_S))
     except TimeoutError:
         return None
 
