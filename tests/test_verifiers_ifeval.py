@@ -161,6 +161,7 @@ def test_generate_is_deterministic_and_sized():
     a, b = gen.generate(50, seed=7), gen.generate(50, seed=7)
     assert len(a) == 50 and [e.to_dict() for e in a] == [e.to_dict() for e in b]
     assert [e.prompt for e in a] != [e.prompt for e in gen.generate(50, seed=8)]
+    assert len({e.prompt for e in gen.generate(400, seed=0)}) == 400  # the sample file: no prompt in both splits
     with pytest.raises(ValueError):
         gen.generate(-1)
 

@@ -147,6 +147,7 @@ def test_generate_is_deterministic_and_sized():
     assert len(a) == 60 and [e.to_dict() for e in a] == [e.to_dict() for e in b]
     assert [e.prompt for e in a] != [e.prompt for e in gen.generate(60, seed=4)]
     assert {e.meta["tool"] for e in a[:12]} == set(gen.TOOLS)
+    assert len({e.prompt for e in gen.generate(400, seed=0)}) == 400  # the sample file: no prompt in both splits
     assert gen.generate(0) == []
     with pytest.raises(ValueError):
         gen.generate(-1)

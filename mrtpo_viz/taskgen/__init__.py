@@ -8,3 +8,14 @@ FAMILY_MODULES = {
     "text_to_sql": "mrtpo_viz.taskgen.text_to_sql",
     "instruction_following": "mrtpo_viz.taskgen.instruction_following",
 }
+
+
+def draw_unique(draw, seen: set, tries: int = 20):
+    """Call ``draw() -> Example`` until its prompt is not in ``seen`` (at most ``tries`` times, then accept a repeat),
+    so a sample of a few hundred holds no repeated prompt (train and test stay disjoint) and large ones never stall."""
+    for _ in range(tries):
+        ex = draw()
+        if ex.prompt not in seen:
+            break
+    seen.add(ex.prompt)
+    return ex

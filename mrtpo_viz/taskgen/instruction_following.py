@@ -15,6 +15,7 @@ import random
 from dataclasses import dataclass
 
 from ..tasks import Example
+from . import draw_unique
 from ..verifiers.ifeval import CONSTRAINTS, occurrences, sentence_ends, words
 
 TOPICS = {
@@ -181,5 +182,5 @@ def generate(n: int, seed: int = 0) -> list[Example]:
     """``n`` examples, deterministic for ``(n, seed)``."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    rng = random.Random(seed)
-    return [make_example(rng) for _ in range(n)]
+    rng, seen = random.Random(seed), set()
+    return [draw_unique(lambda: make_example(rng), seen) for _ in range(n)]

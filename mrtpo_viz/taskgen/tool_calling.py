@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..tasks import Example
+from . import draw_unique
 
 VERIFIERS = ("tool_call.format", "tool_call.correctness")
 OPEN_TAG, CLOSE_TAG = "<tool_call>", "</tool_call>"
@@ -23,14 +24,16 @@ CITIES = ("Paris", "Tokyo", "Lima", "Cairo", "Oslo", "Berlin", "Madrid", "Toront
           "Seoul", "Dublin", "Chicago", "Lisbon", "Mumbai", "Rome", "Vienna", "Denver", "Prague", "Boston")
 CURRENCIES = ("USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "INR")
 LANGUAGES = ("French", "Spanish", "German", "Italian", "Japanese", "Portuguese")
-SYMBOLS = ("AAPL", "MSFT", "NVDA", "TSLA", "AMZN", "GOOG", "IBM", "KO")
+SYMBOLS = ("AAPL", "MSFT", "NVDA", "TSLA", "AMZN", "GOOG", "IBM", "KO", "NFLX", "INTC", "ORCL", "PEP", "DIS", "NKE")
 UNITS = {"length": ("km", "miles", "meters", "feet"), "mass": ("kg", "pounds", "grams", "ounces")}
 PHRASES = ("good morning", "where is the station", "thank you very much", "I like this song", "see you tomorrow",
-           "the soup is hot", "how much is this", "my name is Sam")
+           "the soup is hot", "how much is this", "my name is Sam", "the bus is late", "I am lost",
+           "one coffee please", "happy new year", "open the window", "where is my hotel")
 EVENTS = ("Team sync", "Dentist", "Lunch with Ana", "Project review", "Yoga class", "Call mom", "Budget meeting")
 LABELS = ("wake up", "gym", "meds", "school run", "standup")
-CONTACTS = ("Ana", "Ben", "Chloe", "David", "Emma", "Farid", "Grace")
-MESSAGES = ("running late", "call me back", "dinner at eight", "meeting moved", "happy birthday")
+CONTACTS = ("Ana", "Ben", "Chloe", "David", "Emma", "Farid", "Grace", "Hugo", "Ines", "Jonas", "Kemi", "Leo")
+MESSAGES = ("running late", "call me back", "dinner at eight", "meeting moved", "happy birthday", "on my way",
+            "see you at noon", "bring the keys", "good luck today", "the train is delayed")
 NEWS_TOPICS = ("climate", "football", "science", "elections", "technology", "music")
 CUISINES = ("italian", "thai", "mexican", "indian", "japanese")
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -170,7 +173,7 @@ def _alarm(rng):
 
 
 def _timer(rng):
-    m = rng.choice((1, 3, 5, 10, 12, 20, 25, 45))
+    m = rng.randint(1, 90)
     return Request(rng.choice((f"Set a timer for {m} minutes.", f"Start a {m} minute timer.",
                                f"Timer, {m} minutes.", f"Remind me in {m} minutes with a timer.")), {"minutes": m})
 
@@ -207,7 +210,7 @@ def _message(rng):
 
 
 def _news(rng):
-    topic, k = rng.choice(NEWS_TOPICS), rng.choice((None, 3, 5, 10))
+    topic, k = rng.choice(NEWS_TOPICS), rng.choice((None, rng.randint(2, 10)))
     text = (rng.choice((f"Latest news on {topic}?", f"What's new in {topic}?", f"Show me {topic} headlines."))
             if k is None else rng.choice((f"Give me the top {k} {topic} headlines.", f"Show {k} news items on {topic}.")))
     return Request(text, {"topic": topic} | ({} if k is None else {"limit": k}))
@@ -256,10 +259,9 @@ def generate(n: int, seed: int = 0) -> list[Example]:
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     rng = random.Random(seed)
-    names = list(TOOLS)
-    out = []
+    names, seen, out = list(TOOLS), set(), []
     for i in range(n):
         if i % len(names) == 0:
             rng.shuffle(names)
-        out.append(make_example(names[i % len(names)], rng))
+        out.append(draw_unique(lambda: make_example(names[i % len(names)], rng), seen))
     return out
