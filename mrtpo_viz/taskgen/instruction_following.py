@@ -80,7 +80,9 @@ class Plan:
     """The chosen constraints with the arguments fixed before the text is written."""
 
     names: tuple[str, ...]
+    """Constraint names, in prompt order."""
     args: dict
+    """Constraint name -> arguments, for the constraints whose arguments do not depend on the text."""
 
 
 def choose_constraints(rng: random.Random) -> tuple[str, ...]:
@@ -126,20 +128,24 @@ def _sentences(rng: random.Random, topic: str, plan: Plan, n: int) -> list[str]:
     return [s.replace(",", "") if "no_comma" in plan.names else s for s in picked]
 
 
+def _body(rng: random.Random, topic: str, plan: Plan) -> str:
+    """The main text: bullet lines, ``***``-separated paragraphs of two sentences, or one paragraph."""
+    if "bullet_count" in plan.args:
+        return "\n".join("* " + s for s in _sentences(rng, topic, plan, plan.args["bullet_count"]["n"]))
+    if "paragraph_count" in plan.args:
+        n = plan.args["paragraph_count"]["n"]
+        sents = _sentences(rng, topic, plan, 2 * n)
+        return "\n***\n".join(" ".join(sents[2 * i:2 * i + 2]) for i in range(n))
+    return " ".join(_sentences(rng, topic, plan, rng.randint(3, 5)))
+
+
 def write_gold(rng: random.Random, topic: str, plan: Plan) -> str:
-    """The gold response for ``plan``: 20-60 words shaped by its constraints."""
+    """The gold response for ``plan`` (about 20-60 words): [title] [opening] body [closing] [P.S.], then case."""
     has = set(plan.names)
     if "json_format" in has:
         text = json.dumps({"note": " ".join(_sentences(rng, topic, plan, rng.randint(3, 4)))}, ensure_ascii=False)
     else:
-        if "bullet_count" in has:
-            body = "\n".join("* " + s for s in _sentences(rng, topic, plan, plan.args["bullet_count"]["n"]))
-        elif "paragraph_count" in has:
-            n = plan.args["paragraph_count"]["n"]
-            sents = _sentences(rng, topic, plan, 2 * n)
-            body = "\n***\n".join(" ".join(sents[2 * i:2 * i + 2]) for i in range(n))
-        else:
-            body = " ".join(_sentences(rng, topic, plan, rng.randint(3, 5)))
+        body = _body(rng, topic, plan)
         parts = [f"<<{topic.title()}>>"] if "title" in has else []
         glue = "\n" if "bullet_count" in has else " "
         parts.append(plan.args["starts_with"]["phrase"] + glue + body if "starts_with" in has else body)
