@@ -127,9 +127,9 @@ def _amount(rng: random.Random) -> int | float:
 def _weather(rng):
     city = rng.choice(CITIES)
     unit = rng.choice((None, "celsius", "fahrenheit"))
-    tail = "" if unit is None else f" in {unit}"
+    tail, use = ("", "") if unit is None else (f" in {unit}", f" Use {unit}.")
     text = rng.choice((f"What's the weather in {city}{tail}?", f"How warm is it in {city} right now{tail}?",
-                       f"Weather for {city}{tail}, please.", f"Is it cold in {city} today?" + ("" if unit is None else f" Use {unit}.")))
+                       f"Weather for {city}{tail}, please.", f"Is it cold in {city} today?{use}"))
     return Request(text, {"city": city} | ({} if unit is None else {"unit": unit}))
 
 
@@ -211,8 +211,9 @@ def _message(rng):
 
 def _news(rng):
     topic, k = rng.choice(NEWS_TOPICS), rng.choice((None, rng.randint(2, 10)))
-    text = (rng.choice((f"Latest news on {topic}?", f"What's new in {topic}?", f"Show me {topic} headlines."))
-            if k is None else rng.choice((f"Give me the top {k} {topic} headlines.", f"Show {k} news items on {topic}.")))
+    plain = (f"Latest news on {topic}?", f"What's new in {topic}?", f"Show me {topic} headlines.")
+    counted = (f"Give me the top {k} {topic} headlines.", f"Show {k} news items on {topic}.")
+    text = rng.choice(plain if k is None else counted)
     return Request(text, {"topic": topic} | ({} if k is None else {"limit": k}))
 
 
