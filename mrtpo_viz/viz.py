@@ -33,7 +33,7 @@ def visible(token: str) -> str:
     """The token's text with newlines, tabs and all-space tokens made visible (not escaped)."""
     if token and not token.strip(" "):
         return "\u00b7" * len(token)
-    return "".join(VISIBLE_WHITESPACE.get(ch, ch) for ch in token)
+    return "".join(VISIBLE_WHITESPACE.get(ch, ch if ch.isprintable() else f"\\x{ord(ch):02x}") for ch in token)
 
 
 def _text_colour(rgb: str) -> str:
@@ -260,3 +260,35 @@ def verdict_rows(rel: Relevance) -> list[list]:
     """One row per verifier: name, reward, reason, mean and max relevance."""
     return [[name, rel.rewards.get(name), rel.reasons.get(name, ""), float(rel.scores[k].mean()),
              float(rel.scores[k].max())] for k, name in enumerate(rel.verifiers)] if rel.T else []
+
+
+# ----------------------------------------------------------------------------------------------- rollouts
+
+def mean_relevance_bars(frame) -> go.Figure:
+    """Mean relevance per verifier over all scored tokens, controlled and raw side by side.
+
+    Args:
+        frame: long per-token table (``Relevance.to_frame`` rows of many rollouts): ``verifier``, ``score``,
+            ``raw_score``.
+    """
+    means = frame.groupby("verifier", sort=False)[["score", "raw_score"]].mean()
+    fig = go.Figure()
+    fig.add_bar(x=list(means.index), y=means["score"].tolist(), name="relevance (after control)",
+                marker_color=OKABE_ITO[0])
+    fig.add_bar(x=list(means.index), y=means["raw_score"].tolist(), name="raw relevance", marker_color=OKABE_ITO[1])
+    fig.update_layout(barmode="group", yaxis_title="mean relevance per token", legend=dict(orientation="h", y=-0.2))
+    fig = _layout(fig, "Mean relevance per verifier", 340)
+    fig.update_xaxes(showticklabels=True)
+    return fig
+
+
+def top_tokens(frame, n: int = 10, min_count: int = 1):
+    """Per verifier, the ``n`` token strings with the highest mean relevance (seen at least ``min_count`` times).
+
+    Returns a pandas frame: ``verifier``, ``token``, ``mean relevance``, ``count``.
+    """
+    g = frame.groupby(["verifier", "token"], sort=False)["score"].agg(["mean", "count"]).reset_index()
+    g = g[g["count"] >= min_count].sort_values(["verifier", "mean"], ascending=[True, False])
+    out = g.groupby("verifier", sort=False).head(n).rename(columns={"mean": "mean relevance"})
+    out["token"] = out["token"].map(visible)
+    return out.reset_index(drop=True)

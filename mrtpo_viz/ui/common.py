@@ -1,0 +1,187 @@
+"""What every tab shares: input limits, readable errors, the checkpoint, example pickers.
+
+Nothing here loads a model at import time; ``get_policy`` loads on first use (``load_policy`` caches per process).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import logging
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import gradio as gr
+
+from ..tasks import SAMPLE_DATA, Example, load_examples
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CHECKPOINT = os.environ.get("MRTPO_CHECKPOINT") or str(SAMPLE_DATA / "policies" / "tiny-mrtpo")
+"""The bundled tiny policy (``MRTPO_CHECKPOINT`` overrides it)."""
+MODEL = "model"
+"""The one concurrency group of every event that runs the model: one model, one queue."""
+MAX_VERIFIERS = 6
+"""Information boxes in the relevance tab (verifiers replayed at once)."""
+MAX_EXAMPLES = 40
+"""Examples listed per task family in the pickers."""
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on user input, so one request cannot hold the shared model for minutes."""
+
+    max_tokens: int = _env_int("MRTPO_MAX_TOKENS", 1024)
+    """Most response tokens replayed (env ``MRTPO_MAX_TOKENS``)."""
+    max_chars: int = _env_int("MRTPO_MAX_CHARS", 8000)
+    """Most characters of a prompt or a response (env ``MRTPO_MAX_CHARS``)."""
+    max_info_chars: int = _env_int("MRTPO_MAX_INFO_CHARS", 4000)
+    """Most characters of one verifier-information text (env ``MRTPO_MAX_INFO_CHARS``)."""
+    max_new_tokens: int = 256
+    """Largest generation length offered."""
+    max_rollouts: int = _env_int("MRTPO_MAX_ROLLOUTS", 200)
+    """Most rollouts scored from one upload (env ``MRTPO_MAX_ROLLOUTS``)."""
+    max_upload_bytes: int = 5 * 2**20
+    """Largest rollouts file accepted."""
+
+
+LIMITS = Limits()
+
+
+def check_text(label: str, text: str | None, max_chars: int, required: bool = True) -> str:
+    """``text`` if it is within ``max_chars``; a ValueError that names the field otherwise."""
+    text = text or ""
+    if required and not text.strip():
+        raise ValueError(f"The {label} is empty: type or generate one first.")
+    if len(text) > max_chars:
+        raise ValueError(f"The {label} is too long: {len(text):,} characters, at most {max_chars:,} here.")
+    return text
+
+
+def check_token_count(policy, response: str) -> None:
+    n = len(policy.tokenizer(response, add_special_tokens=False)["input_ids"])
+    if n > LIMITS.max_tokens:
+        raise ValueError(f"The response has {n:,} tokens, at most {LIMITS.max_tokens:,} are replayed here "
+                         "(env MRTPO_MAX_TOKENS).")
+
+
+# ----------------------------------------------------------------------------------------------- errors
+
+def _message(err: BaseException) -> str:
+    text = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+    return str(text) or type(err).__name__
+
+
+def readable(fn):
+    """Turn any exception of a handler into a ``gr.Error`` with a readable message (no traceback reaches users).
+
+    Works for plain functions and generators; expected errors (bad input, missing files) keep their message,
+    anything else is logged and reported by type and message.
+    """
+    def convert(err: Exception) -> gr.Error:
+        if isinstance(err, gr.Error):
+            return err
+        if not isinstance(err, (ValueError, KeyError, FileNotFoundError, OSError, ImportError)):
+            log.exception("handler %s failed", fn.__name__)
+        return gr.Error(_message(err), print_exception=False)
+
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen_wrapper(*args, **kwargs):
+            try:
+                yield from fn(*args, **kwargs)
+            except Exception as err:
+                raise convert(err) from None
+        return gen_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as err:
+            raise convert(err) from None
+    return wrapper
+
+
+# ----------------------------------------------------------------------------------------------- checkpoint
+
+def checkpoint_choices() -> list[str]:
+    """The default checkpoint and every bundled policy folder."""
+    found = sorted(str(p.parent) for p in (SAMPLE_DATA / "policies").glob("*/config.json"))
+    return list(dict.fromkeys([DEFAULT_CHECKPOINT, *found]))
+
+
+def get_policy(checkpoint: str | None):
+    """The loaded policy for a folder or hub id (cached by ``load_policy``)."""
+    from ..policy import load_policy
+
+    checkpoint = (checkpoint or "").strip()
+    if not checkpoint:
+        raise ValueError("No checkpoint given: pick the bundled policy or type a local folder or hub id.")
+    threads = os.environ.get("MRTPO_THREADS")
+    return load_policy(checkpoint, threads=int(threads) if threads else None)
+
+
+def load_status(checkpoint: str | None) -> str:
+    """A status line for the checkpoint: what loaded, or why it did not (never raises)."""
+    try:
+        policy = get_policy(checkpoint)
+    except Exception as err:  # the status line is the error report here
+        hint = " The bundled policy is built by `python -m mrtpo_viz make-sample-policy`." \
+            if (checkpoint or "").strip() == DEFAULT_CHECKPOINT and not Path(DEFAULT_CHECKPOINT).exists() else ""
+        return f"**Checkpoint not loaded:** {_message(err)}{hint}"
+    return f"**Loaded** `{checkpoint}`: {policy.describe()}"
+
+
+# ----------------------------------------------------------------------------------------------- examples
+
+@lru_cache(maxsize=None)
+def examples(task: str) -> tuple[Example, ...]:
+    """The first test examples of a task family (read once per process)."""
+    return tuple(load_examples(task, split="test")[:MAX_EXAMPLES])
+
+
+def example_choices(task: str) -> list[tuple[str, int]]:
+    """Dropdown choices ``(label, index)``; empty where the task has no sample data."""
+    try:
+        exs = examples(task)
+    except (FileNotFoundError, ValueError):
+        return []
+    return [(f"{i}: {prompt_text(ex)[:70]}", i) for i, ex in enumerate(exs)]
+
+
+def get_example(task: str, index) -> Example:
+    exs = examples(task)
+    try:
+        return exs[int(index)]
+    except (TypeError, ValueError, IndexError):
+        raise ValueError(f"No example {index!r} in {task}: pick one of 0..{len(exs) - 1}.") from None
+
+
+def prompt_text(example: Example) -> str:
+    """The last user message: what the prompt box shows and edits."""
+    users = [m["content"] for m in example.messages() if m.get("role") == "user"]
+    return users[-1] if users else ""
+
+
+def with_prompt(example: Example, text: str) -> Example:
+    """The example with its last user message replaced by ``text`` (a free prompt keeps the verifiers' meta)."""
+    text = check_text("prompt", text, LIMITS.max_chars)
+    if text == prompt_text(example):
+        return example
+    msgs = example.messages()
+    last = max((i for i, m in enumerate(msgs) if m.get("role") == "user"), default=None)
+    if last is None:
+        msgs.append({"role": "user", "content": text})
+    else:
+        msgs[last]["content"] = text
+    return dataclasses.replace(example, prompt=msgs, reference=None, id=f"{example.id} (edited)")

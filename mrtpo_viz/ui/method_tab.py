@@ -1,0 +1,59 @@
+"""Method tab: the formulas the app computes, marked as our reading of the paper."""
+from __future__ import annotations
+
+import gradio as gr
+
+LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
+
+METHOD_MD = r"""
+## What the app computes
+
+> **Our reading of the paper.** The formulas below are how this project implements MRTPO and the methods it is
+> compared with. Where the paper is silent (the normalization of the token weights, the controls) the choice is ours
+> and says so.
+
+**Shapes.** $N$ prompts, $G$ completions per prompt, $K$ rewards, $T$ response tokens; rewards $r \in
+\mathbb{R}^{N \times G \times K}$, reward weights $\lambda_k$ (default 1), $\epsilon = 10^{-4}$; standard deviations are
+Bessel-corrected, as in TRL.
+
+### GRPO (TRL's `sum_then_normalize`)
+$$r = \sum_k \lambda_k r_k, \qquad A = \frac{r - \operatorname{mean}_G r}{\operatorname{std}_G r + \epsilon}$$
+
+### GDPO (TRL's `normalize_then_sum`)
+$$\hat A_k = \frac{r_k - \operatorname{mean}_G r_k}{\operatorname{std}_G r_k + \epsilon}, \qquad
+S = \sum_k \lambda_k \hat A_k, \qquad A = \frac{S - \operatorname{mean}_{\text{batch}} S}{\operatorname{std}_{\text{batch}} S + \epsilon}$$
+Every token of a response gets the same $A$, whichever reward it came from.
+
+### Relevance: replay with and without the verifier information
+$$d[k, t] = \operatorname{JS}\big(\pi(\cdot \mid x, y_{<t}),\ \pi(\cdot \mid x + c_k, y_{<t})\big) \in [0, 1]$$
+the Jensen-Shannon *distance* (base 2) between the policy's next-token distributions without and with verifier
+$k$'s information $c_k$ in the prompt. No auxiliary model, no token labels. KL and total variation are offered too.
+
+**Controls (ours).** Raw JS also follows the policy's own uncertainty where it ignores the information, so the
+replay can hold each with-information branch against something else: *placebo* (minus the JS of a neutral block of
+similar length), *corrupted* (another example's information instead of none), *others* (minus the mean JS of the
+other verifiers, clipped at 0). The relevance tab shows raw and controlled relevance side by side.
+
+### MRTPO token weights and advantages
+$$\hat w[k, t] = T_i \, \frac{m_t \, d[k, t]^\gamma}{\sum_{t'} m_{t'} \, d[k, t']^\gamma}, \qquad
+w[k, t] = (1 - \alpha) + \alpha \, \hat w[k, t]$$
+$$A[t] = \frac{\sum_k \lambda_k \, w[k, t] \, \hat A_k - \operatorname{mean}_{\text{batch}} S}{\operatorname{std}_{\text{batch}} S + \epsilon}$$
+with $m$ the response mask and $T_i$ the response length; uniform weights where a reward's relevance is all ~0.
+Defaults $\alpha = 1$, $\gamma = 1$.
+
+*Our choice:* $\hat w$ sums to the response length, so $\alpha = 0$ gives GDPO exactly and the mean of $A[t]$ over a
+response's tokens equals its GDPO advantage for every $\alpha, \gamma$. The advantage panel of the relevance tab
+stacks $\lambda_k w[k, t] \hat A_k / (\operatorname{std} S + \epsilon)$ per reward: the stacks sum to $A[t]$.
+
+### Loss
+Token-level clipped surrogate ($\epsilon_{\text{clip}} = 0.2$), token mean over the batch (DAPO style), no KL term
+by default.
+
+### Links
+- GDPO in TRL: `GRPOConfig(multi_objective_aggregation="normalize_then_sum")`.
+- Source, tests and benchmarks: this repository's README.
+"""
+
+
+def build_method_tab() -> None:
+    gr.Markdown(METHOD_MD, latex_delimiters=LATEX, elem_classes=["mrtpo-method"])
