@@ -43,6 +43,7 @@ FORMAT_CASES = [
     (block("SELECT 1") + "\n" + block("SELECT 2"), 0.0),  # two fenced blocks
     ("```python\nprint(1)\n```\n" + block("SELECT 1"), 0.0),  # another fenced block
     ("```sql\nSELECT 1", 0.0),  # unclosed
+    ("```sql SELECT 1```", 1.0),  # one line
     ("```\nSELECT 1\n```", 0.0),  # not marked sql
     ("```sqlite\nSELECT 1\n```", 0.0),
     (block("INSERT INTO products VALUES (1, 'x', 2, 'toys')"), 0.0),
@@ -77,6 +78,10 @@ EXECUTION_CASES = [
     (GOLD, block("SELECT name FROM products WHERE price > 60; SELECT 1"), 0.0),
     (GOLD, block("SELEC name FROM products"), 0.0),
     (GOLD, "SELECT name FROM products WHERE price > 60", 0.0),  # no block to run
+    (GOLD, "```sql\n" + GOLD, 1.0),  # broken form (unclosed fence) costs sql.format only
+    (GOLD, "```\n" + GOLD + "\n```", 1.0),  # not marked sql: the first fenced block runs
+    (GOLD, "```python\nx = 1\n```\n" + block(GOLD) + "\n" + block("SELECT 1"), 1.0),  # the first sql block runs
+    (GOLD, "```sql " + GOLD + "```", 1.0),  # one line
     (GOLD, "", 0.0),
     (GOLD, block("DELETE FROM products WHERE price > 60"), 0.0),
     ("SELECT AVG(price) FROM products", block("SELECT SUM(price) * 1.0 / COUNT(*) FROM products"), 1.0),
@@ -130,6 +135,8 @@ def test_format_spans_are_the_decision_points(dbs):
     assert [r[a:b] for a, b in FMT.relevant_spans(r, ex)] == ["```sql", "WITH", "SELECT", "```"]
     assert FMT.relevant_spans(r, ex) == [(7, 13), (14, 18), (35, 41), (51, 54)]
     assert FMT.relevant_spans("no fence at all", ex) == []
+    r = "```SQL select 1"  # unclosed: no closing fence to point at
+    assert [r[a:b] for a, b in FMT.relevant_spans(r, ex)] == ["```SQL", "select"]
 
 
 def test_execution_spans_are_names_literals_and_aggregates(dbs):
@@ -139,6 +146,8 @@ def test_execution_spans_are_names_literals_and_aggregates(dbs):
     got = [r[a:b] for a, b in EXE.relevant_spans(r, ex)]
     assert got == ["category", "COUNT", "products", "price", "20.5", "name", "'Kite'", "category"]
     assert EXE.relevant_spans("no query", ex) is None
+    r = "```\nSELECT MAX(price) FROM products"
+    assert [r[a:b] for a, b in EXE.relevant_spans(r, ex)] == ["MAX", "price", "products"]
 
 
 def test_information(dbs):

@@ -8,8 +8,9 @@ A response must hold one query in a fenced block::
 
 ``sql.format`` scores the form only: exactly one fenced block (its info string ``sql``, any case), holding exactly
 one statement (one trailing semicolon and comments allowed) whose main verb is SELECT (``WITH ... SELECT`` too;
-keywords in any case). ``sql.execution`` runs the query of the first ```` ```sql ```` block in the read-only
-sandbox and compares its rows with the gold query's: as multisets, or as lists when ``meta["ordered"]``. Numbers
+keywords in any case). ``sql.execution`` runs the query of the first ```` ```sql ```` block (else of the first
+fenced block, closed or not: a broken form costs ``sql.format`` only) in the read-only sandbox and compares its
+rows with the gold query's: as multisets, or as lists when ``meta["ordered"]``. Numbers
 compare by value (``3`` equals ``3.0``; floats to 6 decimals), so ``SUM(x) / COUNT(*)`` may stand for ``AVG(x)``.
 
 Example meta: ``{"db": "shop", "gold_sql": "...", "ordered": bool}``; ``meta["db_path"]`` overrides the database
@@ -17,12 +18,12 @@ file, which otherwise is ``SAMPLE_DATA / "databases" / f"{db}.sqlite"``.
 
 Relevant spans (character ``[start, end)`` offsets in the response):
 
-- ``sql.format``: its decision points: the opening fence with its info string (```` ```sql ````), the statement's
+- ``sql.format``: its decision points: the opening fence with its info string (```` ```sql ````) of the first block, the statement's
   first keyword (SELECT or WITH) and, for a WITH query, the main SELECT, and the closing fence. Points that are
   absent are left out (an empty list when the response has no fence at all).
 - ``sql.execution``: the tokens of the response's query that decide its result: table and column names of the
   database (each part of ``table.column``), string and number literals, and aggregate function names. Keywords,
-  punctuation and comments are left out. ``None`` when the response has no ```` ```sql ```` block.
+  punctuation and comments are left out. ``None`` when the response has no fenced block.
 """
 from __future__ import annotations
 
@@ -63,37 +64,43 @@ def tokenize(sql: str, offset: int = 0) -> list[Token]:
     return [Token(m.lastgroup, m.group(), m.start() + offset, m.end() + offset) for m in _TOKEN.finditer(sql)]
 
 
-class SqlBlock(NamedTuple):
+class Block(NamedTuple):
+    """One fenced block of a response (positions are character offsets in the response)."""
+
     open_start: int
     """Position of the opening fence."""
+    label: str
+    """Its info string (``sql``, ``python``, or empty)."""
     body_start: int
-    """Position of the query text (after ```` ```sql ````)."""
+    """Position of the text after the fence and its info string."""
     body: str
-    close_start: int
-    """Position of the closing fence."""
+    close_start: Optional[int]
+    """Position of the closing fence; None when the block runs unclosed to the end of the response."""
 
 
-def fenced_blocks(response: str) -> tuple[list[tuple[int, int]], bool]:
-    """Pairs ``(open, close)`` of fence positions, and whether a fence is left unclosed."""
+_LABEL = re.compile(r"([A-Za-z0-9_+-]*)[ \t]*(?=\n)|(sql)(?=\s)", re.IGNORECASE)
+"""An info string: a word alone on the fence's line, or ``sql`` followed by the query on the same line."""
+
+
+def fenced_blocks(response: str) -> list[Block]:
+    """The fenced blocks in order; an odd last fence opens a block that runs to the end of the response."""
     marks = [m.start() for m in re.finditer(re.escape(FENCE), response)]
-    return list(zip(marks[0::2], marks[1::2])), len(marks) % 2 == 1
+    blocks = []
+    for open_at, close_at in zip(marks[0::2], marks[1::2] + [None]):
+        end = len(response) if close_at is None else close_at
+        m = _LABEL.match(response, open_at + len(FENCE), end)
+        label, start = (m.group(1) or m.group(2) or "", m.end()) if m else ("", open_at + len(FENCE))
+        blocks.append(Block(open_at, label, start, response[start:end], close_at))
+    return blocks
 
 
-def _as_sql_block(response: str, open_at: int, close_at: int) -> Optional[SqlBlock]:
-    m = re.match(r"```sql(?=\s)", response[open_at:close_at + 1], re.IGNORECASE)
-    if m is None:
-        return None
-    start = open_at + m.end()
-    return SqlBlock(open_at, start, response[start:close_at], close_at)
+def query_block(response: str) -> Optional[Block]:
+    """The block whose query ``sql.execution`` runs: the first marked ``sql``, else the first of any kind.
 
-
-def first_sql_block(response: str) -> Optional[SqlBlock]:
-    """The first fenced block whose info string is ``sql``, or None."""
-    for open_at, close_at in fenced_blocks(response)[0]:
-        block = _as_sql_block(response, open_at, close_at)
-        if block is not None:
-            return block
-    return None
+    Lenient on purpose, so that a broken form (no label, no closing fence, a second block) costs ``sql.format``
+    and not ``sql.execution``: the two rewards stay separate."""
+    blocks = fenced_blocks(response)
+    return next((b for b in blocks if b.label.lower() == "sql"), blocks[0] if blocks else None)
 
 
 def statements(tokens: list[Token]) -> list[list[Token]]:
@@ -125,15 +132,14 @@ def main_verb(stmt: list[Token]) -> Optional[Token]:
 
 # --------------------------------------------------------------------------------------------- sql.format
 def check_format(response: str, example: Example) -> Verdict:
-    pairs, unclosed = fenced_blocks(response)
-    if unclosed:
+    blocks = fenced_blocks(response)
+    if blocks and blocks[-1].close_start is None:
         return Verdict(0.0, "a ``` fence is not closed")
-    if len(pairs) != 1:
-        return Verdict(0.0, f"expected exactly one fenced block, found {len(pairs)}")
-    block = _as_sql_block(response, *pairs[0])
-    if block is None:
+    if len(blocks) != 1:
+        return Verdict(0.0, f"expected exactly one fenced block, found {len(blocks)}")
+    if blocks[0].label.lower() != "sql":
         return Verdict(0.0, "the fenced block is not marked ```sql")
-    stmts = statements(tokenize(block.body))
+    stmts = statements(tokenize(blocks[0].body))
     if len(stmts) != 1:
         return Verdict(0.0, f"expected one SQL statement in the block, found {len(stmts)}")
     verb = main_verb(stmts[0])
@@ -144,20 +150,19 @@ def check_format(response: str, example: Example) -> Verdict:
 
 
 def format_spans(response: str, example: Example) -> list[Span]:
-    pairs, unclosed = fenced_blocks(response)
-    if not pairs:
-        return [] if not unclosed else [(response.index(FENCE), response.index(FENCE) + len(FENCE))]
-    open_at, close_at = pairs[0]
-    block = _as_sql_block(response, open_at, close_at)
-    body_start = block.body_start if block else open_at + len(FENCE)
-    spans = [(open_at, body_start)]
-    stmts = statements(tokenize(response[body_start:close_at], body_start))
+    blocks = fenced_blocks(response)
+    if not blocks:
+        return []
+    block = blocks[0]
+    spans = [(block.open_start, block.open_start + len(FENCE) + len(block.label))]
+    stmts = statements(tokenize(block.body, block.body_start))
     if stmts:
         first, verb = stmts[0][0], main_verb(stmts[0])
         spans.append((first.start, first.end))
         if verb is not None and verb is not first:
             spans.append((verb.start, verb.end))
-    spans.append((close_at, close_at + len(FENCE)))
+    if block.close_start is not None:
+        spans.append((block.close_start, block.close_start + len(FENCE)))
     return spans
 
 
@@ -224,9 +229,9 @@ def compare_rows(got, want, ordered: bool) -> Verdict:
 
 def check_execution(response: str, example: Example) -> Verdict:
     want = gold_rows(example)
-    block = first_sql_block(response)
+    block = query_block(response)
     if block is None:
-        return Verdict(0.0, "no ```sql block to run")
+        return Verdict(0.0, "no fenced query to run")
     res = run_query(db_path(example), block.body)
     if not res.ok:
         return Verdict(0.0, res.error)
@@ -234,7 +239,7 @@ def check_execution(response: str, example: Example) -> Verdict:
 
 
 def execution_spans(response: str, example: Example) -> Optional[list[Span]]:
-    block = first_sql_block(response)
+    block = query_block(response)
     if block is None:
         return None
     names = {n.lower() for t, cols in schema(db_path(example)).items() for n in (t, *cols)}
