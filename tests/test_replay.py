@@ -191,3 +191,22 @@ def test_display_tokens_join_multibyte_characters(tiny_policy):
     tokens, offsets, joined = display_tokens(tiny_policy.tokenizer, ids)
     assert joined == text and "".join(tokens) == text and len(tokens) == len(ids)
     assert offsets[-1][1] == len(text)
+
+
+def test_real_tool_calling_example_and_cli(tiny_policy_dir, tiny_policy, tmp_path, capsys):
+    """The task-family verifiers on a bundled example: rewards, spans, token table and JSON output."""
+    from mrtpo_viz.cli import main
+    from mrtpo_viz.tasks import load_examples
+
+    example = load_examples("tool_calling")[0]
+    rel = replay(tiny_policy, example, example.reference, list(example.verifiers))
+    assert rel.rewards == {"tool_call.format": 1.0, "tool_call.correctness": 1.0}
+    assert rel.spans["tool_call.format"][0] == (0, 11)  # the opening tag decides the format verdict
+    assert any(rel.token_in_span("tool_call.correctness"))
+    out = tmp_path / "r.json"
+    assert main(["replay", "--checkpoint", str(tiny_policy_dir), "--task", "tool_calling", "--example", "0",
+                 "--out", str(out), "--threads", "1"]) == 0
+    printed = capsys.readouterr().out
+    assert "tool_call.format: reward 1.00" in printed and printed.count("\n") > rel.T
+    back = Relevance.from_json(out.read_text())
+    assert back.token_ids == rel.token_ids and torch.allclose(back.scores, rel.scores, atol=1e-6)
