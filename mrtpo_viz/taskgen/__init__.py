@@ -10,7 +10,7 @@ FAMILY_MODULES = {
 }
 
 
-def draw_unique(draw, seen: set, tries: int = 20):
+def draw_unique(draw, seen: set, tries: int = 5):
     """Call ``draw() -> Example`` until its prompt is not in ``seen`` (at most ``tries`` times, then accept a repeat),
     so a sample of a few hundred holds no repeated prompt (train and test stay disjoint) and large ones never stall."""
     for _ in range(tries):

@@ -21,6 +21,7 @@ brackets of a JSON response (or the character where parsing failed).
 """
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -56,10 +57,14 @@ def paragraphs(text: str) -> list[str]:
     return [p for p in SEPARATOR_RE.split(text) if p.strip()]
 
 
+@functools.lru_cache(maxsize=1024)
+def _word_pattern(word: str) -> re.Pattern:
+    return re.compile(r"(?<!\w)" + re.escape(word.strip()) + r"(?!\w)", re.I)
+
+
 def occurrences(text: str, word: str) -> list[Span]:
     """Case-insensitive whole-word occurrences of ``word`` (a word or phrase) in ``text``."""
-    pattern = re.compile(r"(?<!\w)" + re.escape(word.strip()) + r"(?!\w)", re.I)
-    return [m.span() for m in pattern.finditer(text)]
+    return [m.span() for m in _word_pattern(word).finditer(text)]
 
 
 def char_runs(text: str, pred: Callable[[str], bool]) -> list[Span]:
