@@ -163,6 +163,8 @@ def test_information(dbs):
 def test_generator_is_deterministic_and_regular():
     a, b = t2s.generate(300, seed=3), t2s.generate(300, seed=3)
     assert a == b and a != t2s.generate(300, seed=4)
+    assert len({ex.prompt for ex in a}) == 300  # distinct while the prompt space is far from used up
+    assert [t2s.prompt_space(db) for db in t2s.DATABASES.values()] == [387, 421, 469]
     assert {len(db.templates) for db in t2s.DATABASES.values()} <= set(range(38, 45))
     for ex in a:
         sql = ex.meta["gold_sql"]
@@ -187,6 +189,9 @@ def test_every_gold_reference_scores_one_on_the_sample_data():
     examples = load_examples("text_to_sql", split="all")
     assert len(examples) == 400
     assert {ex.meta["db"] for ex in examples} == {"shop", "school", "company"}
+    train = {ex.prompt for ex in load_examples("text_to_sql", split="train")}
+    test = {ex.prompt for ex in load_examples("text_to_sql", split="test")}
+    assert (len(train), len(test), len(train & test)) == (300, 100, 0)
     scores = [(FMT.score(ex.reference, ex), EXE.score(ex.reference, ex)) for ex in examples]
     assert scores == [(1.0, 1.0)] * len(examples)
     assert not any(math.isnan(s) for pair in scores for s in pair)

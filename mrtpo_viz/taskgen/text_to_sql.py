@@ -9,6 +9,7 @@ the columns it orders by have distinct values, so the expected order has no ties
 """
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..tasks import Example
+from . import draw_unique
 
 TASK = "text_to_sql"
 VERIFIERS = ("sql.format", "sql.execution")
@@ -397,14 +399,28 @@ def make_example(db_name: str, template: int, rng: random.Random) -> Example:
                    reference=f"```sql\n{sql}\n```", verifiers=VERIFIERS)
 
 
+def prompt_space(db: Database) -> int:
+    """How many distinct prompts the templates of ``db`` can make (the product of slot pool sizes, summed)."""
+    return sum(math.prod(len(db.slots[pool]) for pool, _ in dict.fromkeys(_SLOT.findall(q + " " + sql)))
+               for q, sql in db.templates)
+
+
 def generate(n: int, seed: int = 0) -> list[Example]:
-    """``n`` examples, databases in turn, a random template each; the same seed gives the same list."""
+    """``n`` examples, databases in turn, a uniformly drawn template each; the same seed gives the same list.
+
+    While less than half of a database's prompt space is drawn, a repeated prompt is redrawn (up to 15 times,
+    ``draw_unique``), so a sample of a few hundred has distinct prompts and disjoint train and test splits; past
+    that, repeats are accepted at once, which keeps drawing thousands cheap."""
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     rng = random.Random(seed)
-    names = list(DATABASES)
-    out = []
+    dbs = list(DATABASES.values())
+    seen: dict[str, set] = {db.name: set() for db in dbs}
+    space = {db.name: prompt_space(db) for db in dbs}
+    out: list[Example] = []
     for i in range(n):
-        name = names[i % len(names)]
-        out.append(make_example(name, rng.randrange(len(DATABASES[name].templates)), rng))
+        db = dbs[i % len(dbs)]
+        tries = 15 if 2 * len(seen[db.name]) < space[db.name] else 1
+        draw = lambda: make_example(db.name, rng.randrange(len(db.templates)), rng)  # noqa: E731
+        out.append(draw_unique(draw, seen[db.name], tries))
     return out
