@@ -144,8 +144,14 @@ def load_policy(name_or_path: Union[str, os.PathLike], *, device: Union[str, tor
         threads: torch CPU threads to use (default: leave torch's setting).
     Raises:
         PolicyLoadError: not found, not a model, not a causal LM, no tokenizer, pickle weights only, remote code
-            required, hub unreachable, or too large for the available memory.
+            required, hub unreachable, too large for the available memory, or not on the operator's allow-list.
     """
+    from .settings import get_settings
+
+    try:
+        get_settings().check_checkpoint(name_or_path)  # the operator's allow-list (MRTPO_ALLOWED_CHECKPOINTS)
+    except ValueError as e:
+        raise PolicyLoadError(str(e)) from None
     if threads is not None:
         torch.set_num_threads(int(threads))
     dev = _resolve_device(device)

@@ -1,0 +1,126 @@
+"""Operator settings for a shared deployment (a public Space), read from environment variables.
+
+| variable                     | default | meaning                                                                |
+|------------------------------|---------|------------------------------------------------------------------------|
+| ``MRTPO_ALLOWED_CHECKPOINTS`` | (any)  | comma list of hub ids and local folders; when set, nothing else loads  |
+| ``MRTPO_MAX_TOKENS``          | 2048   | tokens of one request: prompt + response + verifier information        |
+| ``MRTPO_MAX_INFO_CHARS``      | 4000   | characters of one verifier-information text                            |
+| ``MRTPO_MAX_TRAININGS``       | 1      | trainings running at once in one app process                           |
+| ``MRTPO_MAX_UPLOAD_MB``       | 5      | size of an uploaded rollouts file                                      |
+| ``MRTPO_MAX_NEW_TOKENS``      | 256    | longest generated response                                             |
+
+The allow-list: an entry that is an existing folder admits that checkpoint folder and every folder below it
+(compared after resolving ``..`` and symbolic links, so a path cannot climb out); any other entry is a hub id,
+admitted only by exact name. The bundled tiny policy (``sample_data/policies``) is always admitted: it ships with
+the app, is its default, and holds only safetensors written by this package.
+
+``get_settings()`` parses the environment on every call (cheap), so tests can change it; an invalid value raises a
+:class:`SettingsError` that names the variable, which the app calls at start-up so it fails before serving.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Mapping, Optional
+
+from .tasks import SAMPLE_DATA
+
+BUNDLED_POLICIES = SAMPLE_DATA / "policies"
+"""Folder of the bundled policies, always admitted by the allow-list."""
+
+
+class SettingsError(ValueError):
+    """An environment variable with an invalid value; the message names it and says what is expected."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Limits and the checkpoint allow-list of one app process."""
+
+    allowed_checkpoints: tuple[str, ...] = ()
+    """``MRTPO_ALLOWED_CHECKPOINTS``: hub ids and folders that may load; empty admits any checkpoint."""
+    max_tokens: int = 2048
+    """``MRTPO_MAX_TOKENS``: tokens of one request (prompt + response + all verifier information)."""
+    max_info_chars: int = 4000
+    """``MRTPO_MAX_INFO_CHARS``: characters of one verifier-information text."""
+    max_trainings: int = 1
+    """``MRTPO_MAX_TRAININGS``: trainings running at once in one process."""
+    max_upload_mb: float = 5.0
+    """``MRTPO_MAX_UPLOAD_MB``: megabytes (MiB) of one uploaded rollouts file."""
+    max_new_tokens: int = 256
+    """``MRTPO_MAX_NEW_TOKENS``: longest generated response."""
+
+    def __post_init__(self):
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name != "allowed_checkpoints" and not value > 0:
+                raise SettingsError(f"{ENV_NAMES[f.name]} must be a positive number, got {value!r}")
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 2**20)
+
+    def checkpoint_allowed(self, name_or_path: str | os.PathLike) -> bool:
+        """Whether the allow-list admits this checkpoint (always, when no list is set)."""
+        if not self.allowed_checkpoints:
+            return True
+        name = str(name_or_path).strip()
+        path = _resolved(name)
+        roots = [BUNDLED_POLICIES.resolve()] + [r for r in map(_resolved, self.allowed_checkpoints) if r]
+        if path is not None and any(path == r or r in path.parents for r in roots):
+            return True
+        return name in self.allowed_checkpoints and _resolved(name) is None
+
+    def check_checkpoint(self, name_or_path: str | os.PathLike) -> None:
+        """Raise ValueError when the allow-list does not admit the checkpoint."""
+        if not self.checkpoint_allowed(name_or_path):
+            raise ValueError(f"checkpoint {str(name_or_path)!r} is not allowed here; this app loads only "
+                             f"{', '.join(self.allowed_checkpoints)} and the bundled policy "
+                             "(MRTPO_ALLOWED_CHECKPOINTS)")
+
+
+def _resolved(name: str) -> Optional[Path]:
+    """The resolved folder ``name`` points to, or None when it is not an existing folder."""
+    try:
+        path = Path(name).expanduser()
+        return path.resolve() if path.is_dir() else None
+    except (OSError, ValueError, RuntimeError):  # NUL bytes, loops, over-long names
+        return None
+
+
+ENV_NAMES = {
+    "allowed_checkpoints": "MRTPO_ALLOWED_CHECKPOINTS", "max_tokens": "MRTPO_MAX_TOKENS",
+    "max_info_chars": "MRTPO_MAX_INFO_CHARS", "max_trainings": "MRTPO_MAX_TRAININGS",
+    "max_upload_mb": "MRTPO_MAX_UPLOAD_MB", "max_new_tokens": "MRTPO_MAX_NEW_TOKENS",
+}
+"""Settings field -> environment variable."""
+
+
+def _parse(field_name: str, text: str, kind: type):
+    var = ENV_NAMES[field_name]
+    if kind is tuple:
+        entries = tuple(e.strip() for e in text.split(",") if e.strip())
+        if not entries:
+            raise SettingsError(f"{var} is set but names no checkpoint; unset it to allow any, or list some")
+        return entries
+    try:
+        return kind(text.strip())
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise SettingsError(f"{var} must be {what}, got {text!r}") from None
+
+
+_KINDS = {"allowed_checkpoints": tuple, "max_tokens": int, "max_info_chars": int, "max_trainings": int,
+          "max_upload_mb": float, "max_new_tokens": int}
+
+
+def get_settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
+    """The settings from ``environ`` (default ``os.environ``); unset or empty variables keep their defaults.
+
+    Raises:
+        SettingsError: a value that is not a number, not positive, or an allow-list with no entry.
+    """
+    env = os.environ if environ is None else environ
+    given = {name: _parse(name, env[var], _KINDS[name]) for name, var in ENV_NAMES.items() if env.get(var, "").strip()}
+    return Settings(**given)

@@ -1,0 +1,91 @@
+"""Operator settings: parsing, validation, and the checkpoint allow-list (also through ``load_policy``)."""
+import pytest
+
+from mrtpo_viz.settings import BUNDLED_POLICIES, ENV_NAMES, Settings, SettingsError, get_settings
+
+
+def test_defaults_when_nothing_is_set():
+    s = get_settings({})
+    assert s == Settings()
+    assert (s.max_tokens, s.max_info_chars, s.max_trainings, s.max_new_tokens) == (2048, 4000, 1, 256)
+    assert s.max_upload_bytes == 5 * 2**20
+    assert s.checkpoint_allowed("/anything/at/all") and s.checkpoint_allowed("owner/model")
+
+
+def test_values_are_parsed_and_blank_means_default():
+    env = {"MRTPO_MAX_TOKENS": " 512 ", "MRTPO_MAX_INFO_CHARS": "100", "MRTPO_MAX_TRAININGS": "3",
+           "MRTPO_MAX_UPLOAD_MB": "0.5", "MRTPO_MAX_NEW_TOKENS": "", "MRTPO_ALLOWED_CHECKPOINTS": " a/b ,, c/d "}
+    s = get_settings(env)
+    assert (s.max_tokens, s.max_info_chars, s.max_trainings, s.max_new_tokens) == (512, 100, 3, 256)
+    assert s.max_upload_bytes == 2**19
+    assert s.allowed_checkpoints == ("a/b", "c/d")
+
+
+def test_every_field_has_an_environment_variable():
+    from dataclasses import fields
+
+    assert [f.name for f in fields(Settings)] == list(ENV_NAMES)
+    assert all(v.startswith("MRTPO_") for v in ENV_NAMES.values())
+
+
+@pytest.mark.parametrize("var, value, says", [
+    ("MRTPO_MAX_TOKENS", "lots", "MRTPO_MAX_TOKENS must be a whole number, got 'lots'"),
+    ("MRTPO_MAX_TOKENS", "1.5", "MRTPO_MAX_TOKENS must be a whole number"),
+    ("MRTPO_MAX_TRAININGS", "0", "MRTPO_MAX_TRAININGS must be a positive number, got 0"),
+    ("MRTPO_MAX_NEW_TOKENS", "-5", "MRTPO_MAX_NEW_TOKENS must be a positive number, got -5"),
+    ("MRTPO_MAX_UPLOAD_MB", "nan", "MRTPO_MAX_UPLOAD_MB must be a positive number"),
+    ("MRTPO_MAX_UPLOAD_MB", "5MB", "MRTPO_MAX_UPLOAD_MB must be a number, got '5MB'"),
+    ("MRTPO_ALLOWED_CHECKPOINTS", " , ,", "MRTPO_ALLOWED_CHECKPOINTS is set but names no checkpoint"),
+])
+def test_invalid_values_name_the_variable(var, value, says):
+    with pytest.raises(SettingsError) as err:
+        get_settings({var: value})
+    assert says in str(err.value)
+    assert isinstance(err.value, ValueError)
+
+
+def test_settings_are_frozen():
+    with pytest.raises(Exception):
+        Settings().max_tokens = 1
+
+
+def test_allow_list_admits_listed_folders_their_subfolders_and_hub_ids(tmp_path):
+    (tmp_path / "runs" / "a").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    s = get_settings({"MRTPO_ALLOWED_CHECKPOINTS": f"org/model,{tmp_path / 'runs'}"})
+    assert s.checkpoint_allowed("org/model")
+    assert s.checkpoint_allowed(tmp_path / "runs") and s.checkpoint_allowed(tmp_path / "runs" / "a")
+    assert not s.checkpoint_allowed("org/other") and not s.checkpoint_allowed(tmp_path / "other")
+    assert not s.checkpoint_allowed(f"{tmp_path}/runs/../other")  # resolved before comparing: no climbing out
+    assert not s.checkpoint_allowed("/etc") and not s.checkpoint_allowed("../../etc")
+    assert not s.checkpoint_allowed("bad\x00name")
+
+
+def test_allow_list_admits_the_bundled_policy_only_inside_its_folder(tmp_path):
+    s = get_settings({"MRTPO_ALLOWED_CHECKPOINTS": "org/model"})
+    assert s.checkpoint_allowed(BUNDLED_POLICIES)
+    assert not s.checkpoint_allowed(BUNDLED_POLICIES / ".." / "..")
+
+
+def test_allow_list_symlink_cannot_smuggle_a_folder_in(tmp_path):
+    (tmp_path / "allowed").mkdir()
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "allowed" / "link").symlink_to(tmp_path / "secret")
+    s = get_settings({"MRTPO_ALLOWED_CHECKPOINTS": str(tmp_path / "allowed")})
+    assert not s.checkpoint_allowed(tmp_path / "allowed" / "link")
+
+
+def test_check_checkpoint_message_lists_what_is_allowed():
+    s = get_settings({"MRTPO_ALLOWED_CHECKPOINTS": "org/model"})
+    with pytest.raises(ValueError, match=r"'/etc/passwd' is not allowed here; this app loads only org/model"):
+        s.check_checkpoint("/etc/passwd")
+
+
+def test_load_policy_obeys_the_allow_list(monkeypatch, tiny_policy_dir):
+    from mrtpo_viz.policy import PolicyLoadError, load_policy
+
+    monkeypatch.setenv("MRTPO_ALLOWED_CHECKPOINTS", "org/model")
+    with pytest.raises(PolicyLoadError, match="not allowed here"):
+        load_policy(tiny_policy_dir, device="cpu", dtype="float32")
+    monkeypatch.setenv("MRTPO_ALLOWED_CHECKPOINTS", str(tiny_policy_dir))
+    assert load_policy(tiny_policy_dir, device="cpu", dtype="float32").n_params > 0
