@@ -353,3 +353,56 @@ def build_sft_data(n_per_task: dict[str, int], seed: int, cfg: NoiseConfig = Noi
         out += [make_sft_example(ex, rng, cfg, pools) for ex in examples]
     rng.shuffle(out)
     return out
+
+
+# -------------------------------------------------------------------------------- one known error (benchmarks)
+def _tool_value_error(ex, rng, pools):
+    from .taskgen.tool_calling import format_call
+
+    args = dict(ex.meta["arguments"])
+    key = rng.choice(sorted(args))
+    wrong = _wrong_value(ex, key, rng, pools)
+    return None if wrong is None else format_call(ex.meta["tool"], args | {key: wrong})
+
+
+def _sql_content_error(ex, rng, pools):
+    sql, edits = ex.meta["gold_sql"], _sql_edits(ex.meta["gold_sql"], ex, pools)
+    if not edits:
+        return None
+    start, end, options = rng.choice(edits)
+    return ex.reference.replace(sql, sql[:start] + rng.choice(options) + sql[end:], 1)
+
+
+def _call_of(reference: str) -> str:
+    return reference.removeprefix("<tool_call>").removesuffix("</tool_call>")
+
+
+def _sql_of(reference: str) -> str:
+    return reference.removeprefix("```sql\n").removesuffix("\n```")
+
+
+ERRORS: dict[str, Callable[[Example, random.Random, Pools], Optional[str]]] = {
+    "tool_call.correctness": _tool_value_error,
+    "tool_call.format": lambda ex, rng, pools: rng.choice(TOOL_FORMAT_ERRORS[1:])(_call_of(ex.reference)),
+    "sql.execution": _sql_content_error,
+    "sql.format": lambda ex, rng, pools: rng.choice(SQL_FORMAT_ERRORS[1:])(_sql_of(ex.reference)),
+}
+"""Verifier -> one error in the gold reference (``ifeval.<name>`` uses :data:`VIOLATIONS`)."""
+
+
+def inject_error(ex: Example, verifier: str, rng: random.Random, pools: Optional[Pools] = None) -> Optional[str]:
+    """The gold reference with one error that makes ``verifier`` fail, or None where none could be made.
+
+    The error sits at a known place: the first character where the result differs from the reference.
+    """
+    pools = pools or Pools()
+    constraint = verifier.split(".", 1)[1] if verifier.startswith("ifeval.") else None
+    for _ in range(TRIES):
+        if constraint is not None:
+            args = next((c.get("args", {}) for c in ex.meta.get("constraints", []) if c.get("name") == constraint), {})
+            text = VIOLATIONS[constraint](ex.reference, args, rng) if constraint in VIOLATIONS else None
+        else:
+            text = ERRORS[verifier](ex, rng, pools) if verifier in ERRORS else None
+        if text is not None and text != ex.reference and get_verifier(verifier).score(text, ex) < 1.0:
+            return text
+    return None

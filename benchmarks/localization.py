@@ -1,0 +1,224 @@
+"""Localization benchmark: does relevance point at the tokens that decide each verifier's verdict?
+
+Held-out split of every task family, gold reference responses, every verifier with ``relevant_spans``. Methods:
+raw JS (the paper's signal), each ``control`` of the replay (placebo, corrupted, others), KL, and two baselines
+that know nothing of the verifier: the no-information token entropy and a uniform score. Three views, per verifier
+and as a mean over verifiers:
+
+(a) span AUROC: relevance against the tokens the verifier's spans cover (all tokens; and the first token of each
+    span against the tokens outside every span);
+(b) reward specificity: on responses with two or more verifiers, AUROC of ``rel_k - rel_j`` for telling tokens
+    relevant to k (and not j) from tokens relevant to j (and not k); entropy and uniform give 0.5 by construction;
+(c) error localization: one error injected into the gold response makes verifier k fail at a known token (the first
+    character that differs); where does verifier k's relevance rank that token (top-1 and top-3 rates; ties count
+    at their mean rank)?
+
+Usage: ``python benchmarks/localization.py [--quick] [--n 40] [--checkpoint DIR] [--out benchmarks/results]``.
+Writes ``localization.csv`` (long: view, verifier, method, value, n) and ``localization.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import rankdata
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mrtpo_viz.tasks import TASKS, load_examples  # noqa: E402
+
+METHODS = ("js_raw", "js_placebo", "js_corrupted", "js_others", "kl", "entropy", "uniform")
+"""Relevance signals compared; the first five come from the replay, the last two are baselines."""
+REPLAYS = {"js_placebo": ("js", "placebo"), "js_corrupted": ("js", "corrupted"), "js_others": ("js", "others"),
+           "kl": ("kl", "none")}
+"""Replays run per response: (metric, control); ``js_raw`` is the raw score of any JS replay."""
+
+
+def auroc(scores, labels) -> float:
+    """Area under the ROC curve by the rank-sum (Mann-Whitney U) formula; ties get average ranks; NaN if one class
+    is empty. ``scores`` (N,), ``labels`` (N,) bool."""
+    scores, labels = np.asarray(scores, dtype=float), np.asarray(labels, dtype=bool)
+    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(scores)
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def mean_rank(scores, index: int) -> float:
+    """1-based rank of ``scores[index]`` from the top, ties at their mean rank."""
+    scores = np.asarray(scores, dtype=float)
+    greater, equal = int((scores > scores[index]).sum()), int((scores == scores[index]).sum())
+    return greater + (equal + 1) / 2
+
+
+def signals(policy, ex, response: str, verifiers: list[str]) -> tuple[dict[str, np.ndarray], object]:
+    """Every method's (K, T) relevance for one response, and one Relevance (offsets, spans)."""
+    from mrtpo_viz.replay import replay
+
+    out, rel = {}, None
+    for method, (metric, control) in REPLAYS.items():
+        rel = replay(policy, ex, response, verifiers, metric=metric, control=control)
+        out[method] = rel.scores.numpy()
+        if metric == "js":
+            out["js_raw"] = rel.raw_scores.numpy()
+    K, T = out["js_raw"].shape
+    out["entropy"] = np.broadcast_to(rel.entropy.numpy(), (K, T))
+    out["uniform"] = np.zeros((K, T))
+    return out, rel
+
+
+def token_masks(rel, verifier: str) -> tuple[np.ndarray, np.ndarray]:
+    """(T,) bool: tokens overlapping a span of the verifier, and tokens holding the first character of a span."""
+    spans = rel.spans.get(verifier) or []
+    inside = np.array([any(a < e and s < b for a, b in spans) for s, e in rel.offsets], dtype=bool)
+    first = np.array([any(s <= a < e for a, _ in spans) for s, e in rel.offsets], dtype=bool)
+    return inside, first
+
+
+@dataclass
+class Pools:
+    """Pooled (score, label) pairs per (view, verifier, method), and error ranks per (verifier, method)."""
+
+    pairs: dict = field(default_factory=dict)
+    ranks: dict = field(default_factory=dict)
+
+    def add(self, view: str, verifier: str, method: str, scores, labels) -> None:
+        s, l = self.pairs.setdefault((view, verifier, method), ([], []))
+        s.append(np.asarray(scores, dtype=float))
+        l.append(np.asarray(labels, dtype=bool))
+
+
+def spans_and_specificity(pools: Pools, sig: dict, rel) -> None:
+    """Views (a) and (b) for one gold response."""
+    masks = {v: token_masks(rel, v) for v in rel.verifiers}
+    for k, v in enumerate(rel.verifiers):
+        inside, first = masks[v]
+        for method, s in sig.items():
+            pools.add("span_all", v, method, s[k], inside)
+            pools.add("span_first", v, method, s[k][first | ~inside], first[first | ~inside])
+            for j, w in enumerate(rel.verifiers):
+                only_k, only_j = inside & ~masks[w][0], masks[w][0] & ~inside
+                if j != k and only_k.any() and only_j.any():
+                    keep = only_k | only_j
+                    pools.add("specificity", v, method, (s[k] - s[j])[keep], only_k[keep])
+
+
+def error_localization(pools: Pools, policy, ex, rng: random.Random, data_pools) -> None:
+    """View (c): one injected error per verifier of the example."""
+    from mrtpo_viz.sft_data import inject_error
+
+    for k, v in enumerate(ex.verifiers):
+        bad = inject_error(ex, v, rng, data_pools)
+        if bad is None:
+            continue
+        at = next((i for i, (a, b) in enumerate(zip(bad, ex.reference)) if a != b), min(len(bad), len(ex.reference)))
+        sig, rel = signals(policy, ex, bad, list(ex.verifiers))
+        t = next((i for i, (s, e) in enumerate(rel.offsets) if s <= min(at, len(bad) - 1) < e), rel.T - 1)
+        for method, s in sig.items():
+            pools.ranks.setdefault((v, method), []).append(mean_rank(s[k], t))
+
+
+def summarize(pools: Pools) -> list[dict]:
+    """Long rows: view, verifier, method, value, n (pooled over responses), plus the mean over verifiers."""
+    rows = []
+    for (view, v, method), (s, l) in sorted(pools.pairs.items()):
+        labels = np.concatenate(l)
+        rows.append({"view": view, "verifier": v, "method": method, "value": auroc(np.concatenate(s), labels),
+                     "n": int(labels.sum())})
+    for (v, method), ranks in sorted(pools.ranks.items()):
+        r = np.asarray(ranks)
+        rows.append({"view": "error_top1", "verifier": v, "method": method, "value": float((r <= 1).mean()),
+                     "n": len(r)})
+        rows.append({"view": "error_top3", "verifier": v, "method": method, "value": float((r <= 3).mean()),
+                     "n": len(r)})
+    means = {}
+    for r in rows:
+        if not np.isnan(r["value"]):
+            means.setdefault((r["view"], r["method"]), []).append(r["value"])
+    rows += [{"view": view, "verifier": "mean", "method": m, "value": float(np.mean(x)), "n": len(x)}
+             for (view, m), x in sorted(means.items())]
+    return rows
+
+
+VIEWS = {"span_all": "(a) span AUROC, all span tokens", "span_first": "(a) span AUROC, first token of each span",
+         "specificity": "(b) reward specificity AUROC of rel_k - rel_j", "error_top1": "(c) error localization, top-1",
+         "error_top3": "(c) error localization, top-3"}
+
+
+def markdown(rows: list[dict], header: str) -> str:
+    """One table per view: verifiers x methods, the mean last."""
+    out = [header]
+    for view, title in VIEWS.items():
+        table = {(r["verifier"], r["method"]): r for r in rows if r["view"] == view}
+        verifiers = sorted({v for v, _ in table if v != "mean"}) + ["mean"]
+        out += [f"\n### {title}\n", "| verifier | n | " + " | ".join(METHODS) + " |",
+                "|---|---:|" + "---:|" * len(METHODS)]
+        for v in verifiers:
+            cells = [table.get((v, m)) for m in METHODS]
+            n = next((c["n"] for c in cells if c), 0)
+            vals = ["" if c is None or np.isnan(c["value"]) else f"{c['value']:.2f}" for c in cells]
+            out.append(f"| {'**mean**' if v == 'mean' else '`' + v + '`'} | {n} | " + " | ".join(vals) + " |")
+    return "\n".join(out) + "\n"
+
+
+def run(checkpoint: str, n: int, seed: int = 0) -> tuple[list[dict], dict]:
+    """All three views over the first ``n`` test examples of each family; returns (rows, run info)."""
+    from mrtpo_viz.policy import load_policy
+    from mrtpo_viz.sft_data import Pools as DataPools
+
+    policy, pools, rng, t0 = load_policy(checkpoint), Pools(), random.Random(seed), time.time()
+    counts = {}
+    for task in TASKS:
+        examples = [e for e in load_examples(task, "test") if e.reference][:n]
+        data_pools = DataPools.from_examples(load_examples(task, "train"))
+        for ex in examples:
+            names = [v for v in ex.verifiers]
+            sig, rel = signals(policy, ex, ex.reference, names)
+            spans_and_specificity(pools, sig, rel)
+            error_localization(pools, policy, ex, rng, data_pools)
+        counts[task] = len(examples)
+    return summarize(pools), {"examples": counts, "seconds": round(time.time() - t0, 1), "checkpoint": checkpoint}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--checkpoint", default=str(ROOT / "sample_data" / "policies" / "tiny-mrtpo"))
+    ap.add_argument("--n", type=int, default=40, help="test examples per task family")
+    ap.add_argument("--quick", action="store_true", help="5 examples per family (for `python -m mrtpo_viz bench`)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    rows, info = run(args.checkpoint, 5 if args.quick else args.n, args.seed)
+    write(rows, info, Path(args.out), suffix="_quick" if args.quick else "")
+    return 0
+
+
+def write(rows: list[dict], info: dict, out: Path, suffix: str = "") -> None:
+    import csv
+
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / f"localization{suffix}.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=["view", "verifier", "method", "value", "n"])
+        writer.writeheader()
+        writer.writerows(rows)
+    header = (f"# Localization benchmark\n\nCommand: `python benchmarks/localization.py` · policy "
+              f"`{Path(info['checkpoint']).name}` · held-out examples per family: {info['examples']} · "
+              f"{info['seconds']:.0f} s on one CPU thread. Gold responses (views a, b) and one injected error per "
+              f"verifier (view c). AUROC 0.5 = chance; n = positive tokens (a, b) or responses (c).\n")
+    (out / f"localization{suffix}.md").write_text(markdown(rows, header))
+    print((out / f"localization{suffix}.md").read_text())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
