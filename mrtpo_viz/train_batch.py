@@ -97,32 +97,27 @@ def score_rollouts(rollouts: Rollouts, verifiers: Sequence[str]) -> torch.Tensor
     return rewards
 
 
-@torch.no_grad()
 def rollout_relevance(policy, rollouts: Rollouts, verifiers: Sequence[str], *, metric: str, control: str,
-                      info_position: str) -> tuple[torch.Tensor, list]:
+                      info_position: str, pool: Optional[Sequence[Example]] = None) -> torch.Tensor:
     """Relevance of every completion's tokens to every verifier that applies to its prompt.
 
-    Each completion is replayed on its exact training ids, with the policy as it sampled them (before the update).
+    Each completion is replayed on its exact training ids with the policy as it sampled them (before the
+    update); the G completions of a prompt share one prefix pass and one batched forward (``group_relevance``).
 
     Returns:
-        ``(relevance, replays)``: (N, G, K, T) relevance, 0 on padding and where a verifier does not apply; and
-        the N x G ``Relevance`` records (for display).
+        (N, G, K, T) relevance, 0 on padding and where a verifier does not apply.
     """
-    from .replay import replay
+    from .train_replay import group_relevance
 
     N, G, K, T = rollouts.N, rollouts.G, len(verifiers), rollouts.T
     relevance = torch.zeros((N, G, K, T))
-    replays = []
     for i, ex in enumerate(rollouts.examples):
         names = [n for n in verifiers if n in ex.verifiers]
         rows = [verifiers.index(n) for n in names]
-        group = []
-        for g, ids in enumerate(rollouts.response_ids[i]):
-            rel = replay(policy, ex, list(ids), names, metric=metric, control=control, info_position=info_position)
-            relevance[i, g, rows, :len(ids)] = rel.scores.to(relevance.dtype)  # (K_i, T_ig)
-            group.append(rel)
-        replays.append(group)
-    return relevance, replays
+        scores = group_relevance(policy, ex, rollouts.response_ids[i], names, metric=metric, control=control,
+                                 info_position=info_position, pool=pool)  # (G, K_i, T_i)
+        relevance[i][:, rows, :scores.shape[-1]] = scores[..., :T]
+    return relevance
 
 
 def padded_batch(rollouts: Rollouts, pad_id: int, device) -> tuple[torch.Tensor, ...]:
@@ -164,23 +159,24 @@ def token_logprobs(model, rollouts: Rollouts, pad_id: int, device, temperature: 
 
 
 def sample_display(rollouts: Rollouts, rewards: torch.Tensor, adv: torch.Tensor, verifiers: Sequence[str],
-                   tokenizer, replays: Optional[list] = None) -> dict:
+                   tokenizer, relevance: Optional[torch.Tensor] = None) -> dict:
     """One completion for display: the one with the largest token advantage (most to learn from).
 
     Args:
-        rewards: (N, G, K); adv: (N, G, T) token advantages.
+        rewards: (N, G, K); adv: (N, G, T) token advantages; relevance: (N, G, K, T) or None.
     Returns:
-        ``{"text", "tokens", "adv", "rewards", "relevance", "prompt"}`` (relevance per verifier when replayed).
+        ``{"prompt", "text", "tokens", "adv", "rewards", "relevance"}``: display tokens that join back to the
+        text, one advantage per token, reward per applicable verifier, relevance per verifier when replayed.
     """
-    flat = adv.abs().amax(-1).reshape(-1)  # (N * G,)
-    b = int(flat.argmax()) if flat.numel() else 0
+    from .replay import display_tokens
+
+    b = int(adv.abs().amax(-1).reshape(-1).argmax()) if adv.numel() else 0  # row i * G + g
     i, g = divmod(b, rollouts.G)
     ids = rollouts.response_ids[i][g]
-    rel = replays[i][g] if replays else None
-    tokens = list(rel.tokens) if rel is not None and len(rel.tokens) == len(ids) else \
-        [tokenizer.decode([t]) for t in ids]
-    r = {n: float(rewards[i, g, k]) for k, n in enumerate(verifiers) if not torch.isnan(rewards[i, g, k])}
-    relevance = {} if rel is None else {n: rel.scores[k].tolist() for k, n in enumerate(rel.verifiers)}
-    prompt = rollouts.examples[i].messages()[-1]["content"]
-    return {"text": rollouts.texts[i][g], "tokens": tokens, "adv": adv[i, g, :len(ids)].tolist(), "rewards": r,
-            "relevance": relevance, "prompt": prompt}
+    applies = ~torch.isnan(rewards[i, g])  # (K,)
+    r = {n: float(rewards[i, g, k]) for k, n in enumerate(verifiers) if applies[k]}
+    rel = {} if relevance is None else \
+        {n: relevance[i, g, k, :len(ids)].tolist() for k, n in enumerate(verifiers) if applies[k]}
+    return {"prompt": rollouts.examples[i].messages()[-1]["content"], "text": rollouts.texts[i][g],
+            "tokens": display_tokens(tokenizer, ids)[0], "adv": adv[i, g, :len(ids)].tolist(), "rewards": r,
+            "relevance": rel}

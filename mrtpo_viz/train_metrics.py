@@ -65,7 +65,7 @@ def relevance_stats(relevance: Optional[torch.Tensor], rewards: torch.Tensor,
 
 
 def step_metrics(run, step: int, rollouts, rewards: torch.Tensor, mask: torch.Tensor, adv: torch.Tensor,
-                 relevance: Optional[torch.Tensor], replays, losses: dict[str, float],
+                 relevance: Optional[torch.Tensor], losses: dict[str, float],
                  times: dict[str, float]) -> StepMetrics:
     """The StepMetrics record; rewards, all-pass and lengths are gathered over all processes."""
     from .train_batch import sample_display
@@ -81,5 +81,5 @@ def step_metrics(run, step: int, rollouts, rewards: torch.Tensor, mask: torch.Te
         mean_length=float(lengths.float().mean()), adv_mean=adv_mean, adv_std=adv_std, adv_absmax=adv_absmax,
         relevance_mean=rel_mean, relevance_top10_mass=rel_top, loss=losses["loss"], kl=losses["kl"],
         clip_frac=losses["clip_frac"], times={p: round(t, 4) for p, t in times.items()},
-        sample=sample_display(rollouts, rewards, adv, run.verifiers, run.policy.tokenizer, replays),
+        sample=sample_display(rollouts, rewards, adv, run.verifiers, run.policy.tokenizer, relevance),
     )

@@ -235,17 +235,17 @@ def train_step(run: Run, step: int) -> StepMetrics:
                                    temperature=cfg.temperature, top_p=cfg.top_p)
     with _timed(times, "score"):
         rewards = score_rollouts(rollouts, run.verifiers)  # (N, G, K)
-    relevance, replays = None, None
+    relevance = None
     with _timed(times, "replay"):
         if method.needs_relevance:  # the policy before the update, no grad
-            relevance, replays = rollout_relevance(run.policy, rollouts, run.verifiers, metric=cfg.metric,
-                                                   control=cfg.control, info_position=cfg.info_position)
+            relevance = rollout_relevance(run.policy, rollouts, run.verifiers, metric=cfg.metric,
+                                          control=cfg.control, info_position=cfg.info_position, pool=run.examples)
     mask = rollouts.mask()  # (N, G, T)
     with _timed(times, "advantages"):
         adv = method(rewards, mask, relevance, weights=run.weights, alpha=cfg.alpha, gamma=cfg.gamma)  # (N, G, T)
     with _timed(times, "update"):
         losses = update_policy(run, rollouts, adv, mask)
-    return step_metrics(run, step, rollouts, rewards, mask, adv, relevance, replays, losses, times)
+    return step_metrics(run, step, rollouts, rewards, mask, adv, relevance, losses, times)
 
 
 def update_policy(run: Run, rollouts, adv: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:

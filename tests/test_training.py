@@ -102,3 +102,97 @@ def test_unknown_task_and_weights_are_reported(tiny_policy):
     cfg = _config(reward_weights=(("test.nope", 2.0),))
     with pytest.raises(ValueError, match="test.nope"):
         next(train(cfg, examples=_examples(), policy=tiny_policy))
+
+
+# --- relevance: the batched group replay equals the replay -----------------------------------------------------------
+
+@pytest.mark.parametrize("control", ["none", "placebo", "others"])
+def test_group_relevance_equals_replay_per_completion(tiny_policy, control):
+    from mrtpo_viz.replay import replay
+    from mrtpo_viz.train_replay import group_relevance
+
+    ex = _examples(("test.letter_e", "test.brief"))[0]
+    group = tiny_policy.generate_group(ex, 3, max_new_tokens=9, temperature=1.0, seed=5)
+    responses = [c.token_ids + [tiny_policy.tokenizer.eos_token_id] for c in group]
+    got = group_relevance(tiny_policy, ex, responses, ["test.letter_e", "test.brief"], control=control)
+    assert got.shape == (3, 2, max(len(r) for r in responses))
+    for g, ids in enumerate(responses):
+        want = replay(tiny_policy, ex, ids, ["test.letter_e", "test.brief"], control=control).scores
+        assert torch.allclose(got[g, :, :len(ids)], want, atol=2e-5), (got[g], want)
+        assert torch.all(got[g, :, len(ids):] == 0)
+    assert got.max() > 0.01  # the sharp random-init model does react to the information
+
+
+# --- one verifier, alpha = 0: the three methods give the same update ---------------------------------------------------
+
+def _one_step_params(tiny_policy, **kw):
+    from mrtpo_viz.training import setup_run, train_step
+
+    run = setup_run(_config(steps=1, prompts_per_step=1, group_size=6, lr=1e-3, **kw), _examples(), tiny_policy)
+    m = train_step(run, 0)
+    return _params(run), m
+
+
+def test_one_verifier_alpha_zero_gives_identical_updates(tiny_policy):
+    start = torch.cat([p.detach().flatten() for p in tiny_policy.model.parameters()])
+    grpo, m = _one_step_params(tiny_policy, method="grpo")
+    gdpo, _ = _one_step_params(tiny_policy, method="gdpo")
+    mrtpo, m_mrtpo = _one_step_params(tiny_policy, method="mrtpo", alpha=0.0)
+    assert m.adv_absmax > 0.5  # the group's rewards differ: there is an update to compare
+    assert (grpo - start).abs().max() > 1e-4
+    # MRTPO at alpha = 0 is GDPO to the bit. GRPO's advantages equal GDPO's up to a scale of 1 + O(eps) with one
+    # prompt per step; Adam divides that scale out, except on a handful of near-zero gradients (|g| ~ 1e-8, where
+    # Adam's own eps and rounding matter): allow 2% of the learning rate there.
+    assert torch.equal(mrtpo, gdpo)
+    assert (gdpo - grpo).abs().max() < 0.02 * 1e-3
+    assert int(((gdpo - grpo).abs() > 1e-7).sum()) < 1e-3 * grpo.numel()
+    assert m_mrtpo.relevance_mean > 0  # MRTPO did replay; alpha = 0 ignores it
+    # A control that the comparison can fail: relevance-weighted credit (alpha = 1) moves the parameters elsewhere.
+    weighted, _ = _one_step_params(tiny_policy, method="mrtpo", alpha=1.0)
+    print("alpha=1 vs gdpo", (weighted - gdpo).abs().max().item(), int(((weighted - gdpo).abs() > 1e-7).sum()))
+    assert (weighted - gdpo).abs().max() > 0.5 * 1e-3
+    assert int(((weighted - gdpo).abs() > 1e-7).sum()) > 0.05 * grpo.numel()
+
+
+# --- checkpoints: kill and resume ----------------------------------------------------------------------------------
+
+def _csv_rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_kill_and_resume_continues_the_run(tiny_policy, tmp_path):
+    ex = _examples()
+    whole = [m.to_row() for m in train(_config(steps=4), examples=ex, policy=tiny_policy)]
+    # Crash after step 2 (index 2): the checkpoint of save_every=2 holds 2 steps, the CSV already 3 rows.
+    cfg = _config(tmp_path, steps=4, save_every=2)
+    first = train(cfg, examples=ex, policy=tiny_policy)
+    assert [next(first).step for _ in range(3)] == [0, 1, 2]
+    first.close()
+    assert len(_csv_rows(tmp_path / "metrics.csv")) == 3
+    assert (tmp_path / "checkpoints" / "LATEST").read_text() == "step-000002"
+    # A kill in the middle of a later save leaves temporary files behind; they must be ignored.
+    (tmp_path / "checkpoints" / ".step-000004.tmp-999").mkdir()
+    (tmp_path / ".metrics.csv.tmp-999").write_text("step,meth")
+    resumed = [m.to_row() for m in train(cfg, examples=ex, policy=tiny_policy)]
+    assert [r["step"] for r in resumed] == [2, 3]
+    rows = _csv_rows(tmp_path / "metrics.csv")
+    assert [int(r["step"]) for r in rows] == [0, 1, 2, 3]
+    # Same prompts, seeds and optimizer state: the resumed steps are the uninterrupted run's steps.
+    for got, want in zip(resumed, whole[2:]):
+        assert got["reward/test.letter_e"] == pytest.approx(want["reward/test.letter_e"], abs=1e-6)
+        assert got["loss"] == pytest.approx(want["loss"], abs=1e-6)
+    assert list(train(cfg, examples=ex, policy=tiny_policy)) == []  # finished: nothing left to do
+
+
+def test_corrupted_or_foreign_checkpoint_is_reported(tiny_policy, tmp_path):
+    from mrtpo_viz.train_state import CheckpointError
+
+    cfg = _config(tmp_path, steps=1, save_every=1)
+    list(train(cfg, examples=_examples(), policy=tiny_policy))
+    with pytest.raises(CheckpointError, match="another run"):
+        next(train(_config(tmp_path, steps=2, save_every=1, method="grpo"), examples=_examples(), policy=tiny_policy))
+    weights = tmp_path / "checkpoints" / "step-000001" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    with pytest.raises(CheckpointError, match="corrupted"):
+        next(train(_config(tmp_path, steps=2, save_every=1), examples=_examples(), policy=tiny_policy))
