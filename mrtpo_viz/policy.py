@@ -185,8 +185,11 @@ def _resolve_dtype(dtype, device: torch.device) -> torch.dtype:
 def _resolve_folder(name: str) -> Path:
     """A local folder as is; a hub id through the local cache or a download; anything else is 'not found'."""
     path = Path(name).expanduser()
-    if path.is_dir():
-        return path.resolve()
+    try:
+        if path.is_dir():
+            return path.resolve()
+    except OSError:  # e.g. a name longer than the file system allows
+        raise PolicyLoadError(f"policy not found: {name[:80]!r} is not a usable path") from None
     looks_like_path = name.startswith((".", "/", "~")) or "\\" in name or ".." in name or name.count("/") > 1
     if path.exists() or looks_like_path or not _HUB_ID.match(name):
         raise PolicyLoadError(f"policy not found: {name!r} is neither a local model folder nor a hub id")
@@ -242,10 +245,13 @@ def _param_count(folder: Path) -> int:
 
     n = 0
     for file in folder.glob("*.safetensors"):
-        with safe_open(str(file), framework="pt") as f:
-            for name in f.keys():
-                shape = f.get_slice(name).get_shape()
-                n += int(torch.Size(shape).numel())
+        try:
+            with safe_open(str(file), framework="pt") as f:
+                for name in f.keys():
+                    shape = f.get_slice(name).get_shape()
+                    n += int(torch.Size(shape).numel())
+        except Exception as e:  # safetensors raises its own SafetensorError on a truncated or garbled header
+            raise PolicyLoadError(f"{file} is not a readable safetensors file ({e})") from None
     return n
 
 

@@ -55,6 +55,8 @@ def _check_row(row: Any, lineno: int) -> dict:
         raise ValueError("'response' must be a non-empty string")
     if not isinstance(row.get("meta") or {}, dict):
         raise ValueError("'meta' must be an object")
+    if "db_path" in (row.get("meta") or {}):  # a file must not point the SQL verifier at any database on the machine
+        raise ValueError("'meta.db_path' is not accepted in a rollouts file; name a bundled database with 'meta.db'")
     verifiers = row.get("verifiers") or []
     if isinstance(verifiers, str):
         verifiers = [v.strip() for v in verifiers.split(",") if v.strip()]

@@ -73,3 +73,25 @@ def tiny_policy(tiny_policy_dir):
     from mrtpo_viz.policy import load_policy
 
     return load_policy(str(tiny_policy_dir), device="cpu", dtype="float32")
+
+
+# --- The sample data must come out of the hostile-input suites byte-identical (owned by tests/test_hostile*.py) ------
+def _tree_digest(root) -> dict[str, str]:
+    """Relative path -> sha256 of every file under ``root``."""
+    import hashlib
+    from pathlib import Path
+
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(Path(root).rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="session")
+def sample_data_unchanged():
+    """Hashes the sample_data tree before the first test that asks for it and checks it again at the session's end."""
+    from mrtpo_viz.tasks import SAMPLE_DATA
+
+    before = _tree_digest(SAMPLE_DATA)
+    yield SAMPLE_DATA
+    after = _tree_digest(SAMPLE_DATA)
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert not changed, f"hostile input changed files under sample_data: {changed[:10]}"

@@ -39,6 +39,8 @@ from ..tasks import SAMPLE_DATA, Example
 from .base import Span, Verdict, Verifier, register
 
 FENCE = "```"
+_DB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A bundled database's name (``meta['db']``): no path separators, no dots."""
 AGGREGATES = frozenset({"count", "sum", "avg", "min", "max", "total", "group_concat"})
 _VERBS = frozenset({"select", "insert", "update", "delete", "replace", "values", "create", "drop", "pragma",
                     "attach", "alter"})
@@ -179,6 +181,8 @@ def db_path(example: Example) -> Path:
         return Path(meta["db_path"])
     if not meta.get("db"):
         raise ValueError("a text_to_sql example needs meta['db'] (or meta['db_path'])")
+    if not isinstance(meta["db"], str) or not _DB_NAME.fullmatch(meta["db"]):  # no path: only bundled databases
+        raise ValueError(f"meta['db'] must name a bundled database (letters, digits, _ or -), got {meta['db']!r}")
     return SAMPLE_DATA / "databases" / f"{meta['db']}.sqlite"
 
 
