@@ -1,14 +1,16 @@
-"""Relevance for a whole group of completions in one forward: the replay of :mod:`mrtpo_viz.replay`, batched.
+"""Relevance for a whole group of completions at once: the replay of :mod:`mrtpo_viz.replay`, batched.
 
 A training step needs ``d[k, t]`` for all G completions of a prompt. Their replay branches (no information, one
 per verifier, a control's extra branches) have the same prompt texts; only the response differs. So the shared
-prompt prefix runs once for the group, and the ``G x B`` suffix rows (rest of prompt + response, right-padded)
-run in one batched forward over its expanded cache. The scores are the same as ``replay(...)`` per completion
-(the control combination is the replay module's own), without the display columns (top-k, entropy) that
-training does not need.
+prompt prefix runs once, each branch's rest of prompt (with its information) runs once for the group, and only
+the ``G x B`` response rows run over that branch cache. The information blocks are often longer than the
+responses, so this is about half the work of one replay per completion. The scores equal ``replay(...)`` per
+completion (the control combination is the replay module's own), without the display columns (top-k, entropy)
+that training does not need.
 """
 from __future__ import annotations
 
+import copy
 from typing import Optional, Sequence
 
 import torch
@@ -16,31 +18,67 @@ import torch
 from .divergence import chunked_metric
 from .kvcache import expand_cache, forward
 from .replay import CONTROLS, plan_replay
-from .replay_batch import prefix_cache
+from .replay_batch import Branches, prefix_cache
 from .tasks import Example
 
 
-def _group_suffix_batch(prefix_len: int, suffixes: list[list[int]], responses: list[list[int]], pad_id: int,
-                        device) -> tuple[torch.Tensor, ...]:
-    """Rows ``suffix_b + response_g`` for g in G, b in B (row ``g * B + b``), right-padded.
+def _right_padded(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(R, L) ids and (R, L) 0/1 mask of right-padded rows."""
+    L = max(len(r) for r in rows)
+    ids = torch.full((len(rows), L), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), L), dtype=torch.long)
+    for j, r in enumerate(rows):
+        ids[j, :len(r)] = torch.tensor(r, dtype=torch.long)
+        mask[j, :len(r)] = 1
+    return ids, mask
+
+
+def _tile_cache(cache, G: int):
+    """A new cache whose layers hold ``G`` copies of the B rows: row ``g * B + b`` is branch ``b``."""
+    from transformers import DynamicCache
+
+    layers = []
+    for layer in cache.layers:
+        new = copy.copy(layer)
+        new.keys, new.values = layer.keys.repeat(G, 1, 1, 1), layer.values.repeat(G, 1, 1, 1)
+        layers.append(new)
+    out = DynamicCache()
+    out.layers = layers
+    return out
+
+
+def branch_logits_for_group(model, br: Branches, responses: list[list[int]], pad_id: int,
+                            device) -> torch.Tensor:
+    """Logits predicting each of G responses in each of B branches, in three passes of growing batch.
+
+    1. the shared prefix, once (1 row); 2. the B branch suffixes (rest of prompt with its information), right-
+    padded, over the prefix cache (B rows; the last real position predicts response token 0); 3. the G
+    responses over that branch cache tiled G times (G * B rows of response tokens only). Information tokens thus
+    run once per branch, not once per completion.
 
     Returns:
-        ids (G*B, L), attention mask (G*B, P + L) over cache + suffix, position ids (G*B, L), kept positions
-        (G*B, T) where ``[row, t]`` predicts response token t (clamped inside the row for padding).
+        (G, B, T, V) logits; ``[g, b, t]`` predicts token t of response g in branch b (T = longest response).
     """
-    rows = [(s, r) for r in responses for s in suffixes]
-    L = max(len(s) + len(r) for s, r in rows)
+    P, B, G = len(br.prefix_ids), br.B, len(responses)
+    prefix = prefix_cache(model, br.prefix_ids, device)
+    sfx, sfx_mask = _right_padded(br.suffix_ids, pad_id)  # (B, Ls)
+    lengths = sfx_mask.sum(-1)  # (B,)
+    attn = torch.cat([torch.ones((B, P), dtype=torch.long), sfx_mask], dim=1)  # (B, P + Ls)
+    positions = (P + torch.arange(sfx.shape[1])).expand(B, -1)  # (B, Ls)
+    first, branch_cache = forward(model, sfx.to(device), cache=None if prefix is None else expand_cache(prefix, B),
+                                  attention_mask=attn.to(device), position_ids=positions.to(device),
+                                  logits_to_keep=(lengths - 1)[:, None].to(device))  # (B, 1, V)
     T = max(len(r) for r in responses)
-    R = len(rows)
-    ids = torch.full((R, L), pad_id, dtype=torch.long)
-    mask = torch.zeros((R, prefix_len + L), dtype=torch.long)
-    for j, (s, r) in enumerate(rows):
-        ids[j, :len(s) + len(r)] = torch.tensor(s + r)
-        mask[j, :prefix_len + len(s) + len(r)] = 1
-    positions = (prefix_len + torch.arange(L)).expand(R, L)  # (R, L)
-    starts = torch.tensor([len(s) - 1 for s, _ in rows])  # (R,)
-    keep = (starts[:, None] + torch.arange(T)).clamp(max=L - 1)  # (R, T)
-    return tuple(x.to(device) for x in (ids, mask, positions, keep))
+    first = first[None].expand(G, -1, -1, -1)  # (G, B, 1, V)
+    if T == 1:
+        return first
+    resp, resp_mask = _right_padded([list(r[:-1]) or [pad_id] for r in responses], pad_id)  # (G, T - 1)
+    resp, resp_mask = resp[:, :T - 1], resp_mask[:, :T - 1]
+    attn = torch.cat([attn.repeat(G, 1), resp_mask.repeat_interleave(B, 0)], dim=1)  # (G * B, P + Ls + T - 1)
+    positions = P + lengths.repeat(G)[:, None] + torch.arange(T - 1)  # (G * B, T - 1)
+    rest, _ = forward(model, resp.repeat_interleave(B, 0).to(device), cache=_tile_cache(branch_cache, G),
+                      attention_mask=attn.to(device), position_ids=positions.to(device))  # (G * B, T - 1, V)
+    return torch.cat([first, rest.reshape(G, B, T - 1, -1)], dim=2)  # (G, B, T, V)
 
 
 @torch.no_grad()
@@ -61,13 +99,8 @@ def group_relevance(policy, example: Example, responses: Sequence[Sequence[int]]
     br, ctrl = plan.branches, CONTROLS[control]
     G, K, B = len(responses), len(plan.verifiers), plan.branches.B
     pad = next(i for i in (policy.tokenizer.pad_token_id, policy.tokenizer.eos_token_id, 0) if i is not None)
-    cache = prefix_cache(policy.model, br.prefix_ids, policy.device)
-    ids, mask, positions, keep = _group_suffix_batch(len(br.prefix_ids), br.suffix_ids,
-                                                     [list(r) for r in responses], pad, policy.device)
-    rows_cache = None if cache is None else expand_cache(cache, G * B)
-    logits, _ = forward(policy.model, ids, cache=rows_cache, attention_mask=mask, position_ids=positions,
-                        logits_to_keep=keep)
-    logits = logits.reshape(G, B, keep.shape[-1], -1)  # (G, B, T, V): [without, with_1..K, extra_1..K]
+    logits = branch_logits_for_group(policy.model, br, [list(r) for r in responses], pad, policy.device)
+    # logits: (G, B, T, V), branches [without, with_1..K, extra_1..K]
     without, with_k = logits[:, :1], logits[:, 1:K + 1]  # (G, 1, T, V), (G, K, T, V)
     raw = chunked_metric(with_k, without, metric)  # (G, K, T)
     if B > K + 1:

@@ -330,6 +330,6 @@ def _record(run: Run, step: int, metrics: StepMetrics) -> None:
 
 def cli_train(args) -> int:
     """``python -m mrtpo_viz train``: methods x seeds, then the metrics CSV, reward curves and a summary."""
-    from .train_report import run_comparison
+    from .train_compare import run_comparison
 
     return run_comparison(args)
