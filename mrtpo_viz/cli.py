@@ -58,6 +58,16 @@ def _add_train(sub):
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--checkpoint", default=DEFAULT_POLICY)
     p.add_argument("--out", required=True)
+    p.add_argument("--group-size", type=int, default=4, help="G: completions per prompt")
+    p.add_argument("--prompts-per-step", type=int, default=4, help="over all processes")
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--alpha", type=float, default=1.0, help="MRTPO: 0 = GDPO, 1 = full relevance weighting")
+    p.add_argument("--gamma", type=float, default=1.0, help="MRTPO: relevance sharpening")
+    p.add_argument("--threads", type=int, default=None, help="torch threads per process")
+    p.add_argument("--save-every", type=int, default=10, help="checkpoint every N steps (resumes from it)")
+    p.add_argument("--threshold", type=float, default=None, help="reward level for 'steps to threshold'")
+    p.add_argument("--window", type=int, default=5, help="smoothing window (steps) of the summary")
     return "mrtpo_viz.training:cli_train"
 
 
@@ -73,6 +83,7 @@ def _add_make_sample_policy(sub):
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--init-from", default=None, help="continue training a saved policy (a second stage)")
     return "mrtpo_viz.sample_policy:cli_main"
 
 
