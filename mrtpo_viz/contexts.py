@@ -5,6 +5,7 @@ blocks exactly as the replay inserts them.
 """
 from __future__ import annotations
 
+import string
 from typing import Literal, Sequence
 
 InfoPosition = Literal["user_end", "system"]
@@ -15,8 +16,17 @@ DEFAULT_INFO_TEMPLATE = "\n\n[Verifier: {title}] {info}"
 
 
 def render_info(title: str, info: str, template: str = DEFAULT_INFO_TEMPLATE) -> str:
-    """One information block; the template takes ``{title}`` and ``{info}``."""
+    """One information block; the template takes ``{title}`` and ``{info}``.
+
+    A template typed by a user may hold only those two plain fields: no attribute or index access
+    (``{info.__class__}``) and no format spec (``{info:>100000000}`` would build a 100 MB string).
+    """
     try:
+        fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template) if name is not None]
+        bad = ["{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+               for name, spec, conv in fields if name not in ("title", "info") or spec or conv]
+        if bad:
+            raise ValueError(f"not allowed: {', '.join(bad)}")
         return template.format(title=title, info=info)
     except (KeyError, IndexError, ValueError) as e:
         raise ValueError(f"bad information template {template!r}: use only {{title}} and {{info}} ({e})") from None
