@@ -191,3 +191,49 @@ def write_report(df: pd.DataFrame, out_dir, threshold: Optional[float] = None, w
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
     return summary
+
+
+# --- live display --------------------------------------------------------------------------------------------------
+
+def advantage_tokens_html(sample: dict, title: str = "") -> str:
+    """A step's sample completion with each token coloured by its advantage (blue > 0, red < 0), escaped.
+
+    Args:
+        sample: ``StepMetrics.sample``: ``tokens``, ``adv`` (one per token), ``rewards``, optional ``relevance``
+            (verifier -> one value per token) and ``prompt``.
+    """
+    import html
+
+    from .viz import visible
+
+    tokens, adv = sample.get("tokens") or [], sample.get("adv") or []
+    if not tokens:
+        return "<p>No sample yet.</p>"
+    vmax = max((abs(a) for a in adv), default=0.0) or 1.0
+    relevance = sample.get("relevance") or {}
+    spans = []
+    for t, (tok, a) in enumerate(zip(tokens, adv)):
+        x = max(-1.0, min(1.0, a / vmax))
+        rgb = (int(255 - 180 * x), int(255 - 120 * abs(x)), 255) if x >= 0 else (255, int(255 + 120 * x), int(255 + 180 * x))
+        tip = [f"token {t}: {visible(tok)!r}", f"advantage {a:+.3f}"]
+        tip += [f"relevance to {name}: {vals[t]:.3f}" for name, vals in relevance.items() if t < len(vals)]
+        spans.append(f'<span title="{html.escape(chr(10).join(tip), quote=True)}" style="background:rgb{rgb};'
+                     f'padding:1px 0;white-space:pre-wrap">{html.escape(visible(tok))}</span>')
+    rewards = ", ".join(f"{html.escape(k)} = {v:.2f}" for k, v in (sample.get("rewards") or {}).items())
+    head = f"<p><b>{html.escape(title)}</b> rewards: {rewards}</p>" if title else f"<p>rewards: {rewards}</p>"
+    prompt = html.escape(str(sample.get("prompt", ""))[:300])
+    return (f'<div class="mrtpo-train-sample">{head}<p style="opacity:0.7">prompt: {prompt}</p>'
+            f'<div style="font-family:monospace;line-height:1.9">{"".join(spans)}</div>'
+            '<p style="font-size:0.85em;opacity:0.7">Colour: token advantage (blue positive, red negative); '
+            'hover a token for its relevance to each verifier.</p></div>')
+
+
+def phase_times_markdown(latest: dict[str, dict[str, float]]) -> str:
+    """Seconds per phase of the latest step of each variant, as a markdown table."""
+    if not latest:
+        return ""
+    lines = ["| method | " + " | ".join(PHASES) + " | total |", "|---" * (len(PHASES) + 2) + "|"]
+    for variant, times in latest.items():
+        cells = [f"{times.get(p, 0.0):.2f}" for p in PHASES]
+        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {sum(times.values()):.2f} |")
+    return "Seconds per phase (latest step):\n\n" + "\n".join(lines)
