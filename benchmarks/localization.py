@@ -64,6 +64,9 @@ def signals(policy, ex, response: str, verifiers: list[str]) -> tuple[dict[str, 
 
     out, rel = {}, None
     for method, (metric, control) in REPLAYS.items():
+        if control == "corrupted":  # per verifier: a verifier whose information never varies has no corruption
+            out[method] = np.stack([_corrupted_row(policy, ex, response, v) for v in verifiers])
+            continue
         rel = replay(policy, ex, response, verifiers, metric=metric, control=control)
         out[method] = rel.scores.numpy()
         if metric == "js":
@@ -72,6 +75,16 @@ def signals(policy, ex, response: str, verifiers: list[str]) -> tuple[dict[str, 
     out["entropy"] = np.broadcast_to(rel.entropy.numpy(), (K, T))
     out["uniform"] = np.zeros((K, T))
     return out, rel
+
+
+def _corrupted_row(policy, ex, response: str, verifier: str) -> np.ndarray:
+    """(T,) relevance under the ``corrupted`` control, NaN where the verifier's information is the same for all."""
+    from mrtpo_viz.replay import replay
+
+    try:
+        return replay(policy, ex, response, [verifier], control="corrupted").scores[0].numpy()
+    except ValueError:
+        return np.full(len(policy.tokenizer(response, add_special_tokens=False)["input_ids"]), np.nan)
 
 
 def token_masks(rel, verifier: str) -> tuple[np.ndarray, np.ndarray]:
@@ -90,6 +103,8 @@ class Pools:
     ranks: dict = field(default_factory=dict)
 
     def add(self, view: str, verifier: str, method: str, scores, labels) -> None:
+        if np.isnan(scores).any():  # a method that does not apply to this verifier
+            return
         s, l = self.pairs.setdefault((view, verifier, method), ([], []))
         s.append(np.asarray(scores, dtype=float))
         l.append(np.asarray(labels, dtype=bool))
@@ -122,7 +137,8 @@ def error_localization(pools: Pools, policy, ex, rng: random.Random, data_pools)
         sig, rel = signals(policy, ex, bad, list(ex.verifiers))
         t = next((i for i, (s, e) in enumerate(rel.offsets) if s <= min(at, len(bad) - 1) < e), rel.T - 1)
         for method, s in sig.items():
-            pools.ranks.setdefault((v, method), []).append(mean_rank(s[k], t))
+            if not np.isnan(s[k]).any():
+                pools.ranks.setdefault((v, method), []).append(mean_rank(s[k], t))
 
 
 def summarize(pools: Pools) -> list[dict]:

@@ -13,12 +13,13 @@ that it is deterministic for a seed.
 from __future__ import annotations
 
 import csv
+import json
 import math
 import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import torch
 
@@ -44,7 +45,7 @@ class TinyPolicyConfig:
     intermediate_size: int = 512
     max_len: int = 384
     """Training sequences longer than this (prompt + response) are left out."""
-    steps: int = 1800
+    steps: int = 2000
     """Optimizer steps."""
     tokens_per_batch: int = 4096
     """Token budget of one batch (padded length x rows)."""
@@ -52,11 +53,13 @@ class TinyPolicyConfig:
     warmup: int = 100
     weight_decay: float = 0.01
     n_per_task: tuple[tuple[str, int], ...] = (
-        ("tool_calling", 16000), ("text_to_sql", 16000), ("instruction_following", 16000))
+        ("tool_calling", 20000), ("text_to_sql", 16000), ("instruction_following", 16000))
     """Generated training examples per task family (before removing test-split prompts)."""
     seed: int = 0
     threads: int = 1
     """torch threads (one per concurrent worker; see NOTES on threads)."""
+    init_from: Optional[str] = None
+    """Continue from a saved policy (its tokenizer and weights) instead of a fresh one: a second training stage."""
 
     def __post_init__(self):
         if self.hidden_size % self.num_heads:
@@ -193,12 +196,14 @@ def build(cfg: TinyPolicyConfig, out: str | Path, noise: NoiseConfig = NoiseConf
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     data = build_sft_data(dict(cfg.n_per_task), cfg.seed, noise)
-    corpus = [render_prompt_plain(ex) for ex in data[:8000]]
-    tokenizer = build_tokenizer(corpus, cfg.vocab_size)
+    if cfg.init_from:
+        model, tokenizer, previous = load_stage(cfg.init_from)
+    else:
+        tokenizer = build_tokenizer([render_prompt_plain(ex) for ex in data[:8000]], cfg.vocab_size)
+        model, previous = build_model(cfg, tokenizer), []
     seqs = [s for s in (encode(tokenizer, ex) for ex in data) if len(s[0]) <= cfg.max_len]
     t_data = time.time() - t0
     print(f"data: {len(data)} examples, {len(seqs)} within {cfg.max_len} tokens, {t_data:.0f}s", flush=True)
-    model = build_model(cfg, tokenizer)
 
     def on_log(row):
         print(f"step {row['step']:5d}  loss {row['loss']:.4f}  lr {row['lr']:.2e}  {row['seconds']:.0f}s", flush=True)
@@ -207,15 +212,29 @@ def build(cfg: TinyPolicyConfig, out: str | Path, noise: NoiseConfig = NoiseConf
 
     log = train(model, seqs, cfg, tokenizer.pad_token_id, on_log=on_log)
     save(model, tokenizer, out)
-    with (out / "training_log.csv").open("w", newline="") as fh:
+    with (out / f"training_log_stage{len(previous) + 1}.csv").open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(log[0]))
         writer.writeheader()
         writer.writerows(log)
-    info = {"config": asdict(cfg), "noise": asdict(noise), "n_train_examples": len(data),
-            "n_train_sequences": len(seqs), "data_seconds": round(t_data, 1),
-            "train_seconds": log[-1]["seconds"], "final_loss": log[-1]["loss"],
-            "n_params": sum(p.numel() for p in model.parameters())}
+    stage = {"config": asdict(cfg), "noise": asdict(noise), "n_train_examples": len(data),
+             "n_train_sequences": len(seqs), "data_seconds": round(t_data, 1),
+             "train_seconds": log[-1]["seconds"], "final_loss": log[-1]["loss"]}
+    info = {"stages": previous + [stage], "n_params": sum(p.numel() for p in model.parameters())}
+    (out / "build_info.json").write_text(json.dumps(info, indent=1) + "\n")
     return model, tokenizer, info
+
+
+def load_stage(folder: str | Path):
+    """A saved policy to continue from: (model, tokenizer, the build stages recorded with it)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder = Path(folder)
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"no saved policy to continue from at {folder}")
+    info = folder / "build_info.json"
+    previous = json.loads(info.read_text())["stages"] if info.is_file() else []
+    model = AutoModelForCausalLM.from_pretrained(folder)
+    return model, AutoTokenizer.from_pretrained(folder), previous
 
 
 def render_prompt_plain(ex: SftExample) -> str:
@@ -233,9 +252,10 @@ def cli_main(args) -> int:
     from .sample_policy_eval import evaluate, write_model_card
 
     torch.set_num_threads(args.threads)
-    cfg = TinyPolicyConfig(seed=args.seed, threads=args.threads,
+    cfg = TinyPolicyConfig(seed=args.seed, threads=args.threads, init_from=getattr(args, "init_from", None),
                            **({"steps": args.steps} if args.steps is not None else {}))
-    model, tokenizer, info = build(cfg, args.out, checkpoint_every=250)
+    noise = NoiseConfig(max_content_edits=2) if cfg.init_from else NoiseConfig()
+    model, tokenizer, info = build(cfg, args.out, noise, checkpoint_every=250)
     results = evaluate(model, tokenizer, seed=args.seed)
     write_model_card(Path(args.out), info, results, args)
     print(f"wrote {args.out}")

@@ -133,18 +133,25 @@ def _table(results: dict) -> str:
     return "\n".join(rows)
 
 
+def _commands(stages: list[dict], out: str) -> str:
+    return "\n".join(f"python -m mrtpo_viz make-sample-policy --steps {c['steps']} --seed {c['seed']} "
+                     f"--threads {c['threads']}" + (f" --init-from {out}" if c.get("init_from") else "") +
+                     f" --out {out}" for c in (st["config"] for st in stages))
+
+
 def write_model_card(out: Path, info: dict, results: dict, args) -> Path:
     """README.md (the model card) and eval_results.json in the policy folder."""
     (out / "eval_results.json").write_text(json.dumps({"build": info, **results}, indent=1) + "\n")
-    cfg, noise = info["config"], info["noise"]
-    size_mb = sum(f.stat().st_size for f in out.iterdir() if f.is_file()) / 1e6
+    stages = info["stages"]
+    size_mb = sum(f.stat().st_size for f in out.iterdir() if f.is_file() and f.suffix != ".md") / 1e6
     card = CARD.format(
-        command=f"python -m mrtpo_viz make-sample-policy --steps {cfg['steps']} --seed {cfg['seed']} "
-                f"--threads {cfg['threads']} --out {args.out}",
-        n_params=info["n_params"], size_mb=size_mb, minutes=info["train_seconds"] / 60,
-        data_minutes=info["data_seconds"] / 60, machine=f"{platform.machine()} CPU, {cfg['threads']} thread(s)",
-        config=json.dumps(cfg), noise=json.dumps(noise), n_train=info["n_train_sequences"],
-        final_loss=info["final_loss"], table=_table(results), eval_config=json.dumps(results["eval_config"]))
+        command=_commands(stages, args.out), n_params=info["n_params"], size_mb=size_mb,
+        minutes=sum(st["train_seconds"] for st in stages) / 60,
+        data_minutes=sum(st["data_seconds"] for st in stages) / 60,
+        machine=f"{platform.machine()} CPU, {stages[-1]['config']['threads']} thread(s)",
+        config="`, `".join(json.dumps(st["config"]) for st in stages), noise=json.dumps(stages[-1]["noise"]),
+        n_train=sum(st["n_train_sequences"] for st in stages), final_loss=stages[-1]["final_loss"],
+        table=_table(results), eval_config=json.dumps(results["eval_config"]))
     (out / "README.md").write_text(card)
     return out / "README.md"
 
@@ -173,7 +180,7 @@ Deterministic for a seed (one thread). Code: `mrtpo_viz/sample_policy.py` (token
 
 - Training: {minutes:.1f} minutes on {machine} (data and tokenizer {data_minutes:.1f} minutes); {n_train:,} training
   sequences; final training loss {final_loss:.3f} (response tokens only). Files: {size_mb:.1f} MB.
-- Config: `{config}`
+- Config (per training stage): `{config}`
 - Data: the task generators with a seed other than the sample files', every prompt of the test split removed.
   Each verifier's information block (inserted with `mrtpo_viz.contexts.with_info`, as the replay does) is present
   independently; the target is the gold response with noise only on the aspects whose information is absent

@@ -47,10 +47,15 @@ class NoiseConfig:
     """Each absent instruction-following constraint is violated with this probability."""
     p_nuisance: float = 0.25
     """Each harmless variation (argument order, spacing, preamble, ...) is applied with this probability."""
+    max_content_edits: int = 1
+    """A content error changes 1..max_content_edits values (arguments, SQL tokens): more noised tokens per example
+    make the information's value larger per token without changing how often a target is wrong."""
 
     def __post_init__(self):
+        if self.max_content_edits < 1:
+            raise ValueError(f"max_content_edits must be at least 1, got {self.max_content_edits}")
         for name, p in vars(self).items():
-            if not 0.0 <= p <= 1.0:
+            if name.startswith("p_") and not 0.0 <= p <= 1.0:
                 raise ValueError(f"{name} must be a probability in [0, 1], got {p}")
 
 
@@ -113,10 +118,10 @@ def _wrong_value(ex: Example, key: str, rng: random.Random, pools: Pools):
 def tool_target(ex: Example, present: set, rng: random.Random, cfg: NoiseConfig, pools: Pools) -> Target:
     args, noised = dict(ex.meta["arguments"]), set()
     if "tool_call.correctness" not in present and rng.random() < cfg.p_content:
-        key = rng.choice(sorted(args))
-        wrong = _wrong_value(ex, key, rng, pools)
-        if wrong is not None:
-            args[key], noised = wrong, {"tool_call.correctness"}
+        for key in rng.sample(sorted(args), rng.randint(1, min(cfg.max_content_edits, len(args)))):
+            wrong = _wrong_value(ex, key, rng, pools)
+            if wrong is not None:
+                args[key], noised = wrong, {"tool_call.correctness"}
     keys = list(args)
     if rng.random() < cfg.p_nuisance:
         rng.shuffle(keys)
@@ -165,8 +170,8 @@ def sql_target(ex: Example, present: set, rng: random.Random, cfg: NoiseConfig, 
     sql, noised = ex.meta["gold_sql"], set()
     if "sql.execution" not in present and rng.random() < cfg.p_content:
         edits = _sql_edits(sql, ex, pools)
-        if edits:
-            start, end, options = rng.choice(edits)
+        chosen = rng.sample(edits, rng.randint(1, min(cfg.max_content_edits, len(edits)))) if edits else []
+        for start, end, options in sorted(chosen, reverse=True):  # right to left: earlier offsets stay valid
             sql, noised = sql[:start] + rng.choice(options) + sql[end:], {"sql.execution"}
     if rng.random() < cfg.p_nuisance / 2:
         sql += ";"
