@@ -254,7 +254,7 @@ def cli_main(args) -> int:
     torch.set_num_threads(args.threads)
     cfg = TinyPolicyConfig(seed=args.seed, threads=args.threads, init_from=getattr(args, "init_from", None),
                            **({"steps": args.steps} if args.steps is not None else {}))
-    noise = NoiseConfig(max_content_edits=2) if cfg.init_from else NoiseConfig()
+    noise = NoiseConfig(max_content_edits=4) if cfg.init_from else NoiseConfig()
     model, tokenizer, info = build(cfg, args.out, noise, checkpoint_every=250)
     results = evaluate(model, tokenizer, seed=args.seed)
     write_model_card(Path(args.out), info, results, args)

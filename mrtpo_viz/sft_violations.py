@@ -1,0 +1,111 @@
+"""Instruction-following violations for the tiny policy's training data and the localization benchmark.
+
+Each function breaks one constraint at one known place of a gold response (a comma inserted after a word, one
+word re-cased, a sentence dropped or repeated, the start or end phrase removed, ...) and returns None where it
+cannot. The caller checks with the verifier that the result really fails.
+"""
+from __future__ import annotations
+
+import random
+import re
+from typing import Callable, Optional
+
+SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]+")
+
+
+def _recase(word: str, text: str) -> str:
+    """``word`` in the case the text uses (all capitals, all lowercase, or as given)."""
+    letters = [c for c in text if c.isalpha()]
+    if letters and all(c.isupper() for c in letters):
+        return word.upper()
+    return word.lower() if letters and all(c.islower() for c in letters) else word
+
+
+def _pick(spans: list, rng: random.Random):
+    return rng.choice(spans) if spans else None
+
+
+def _insert_comma(text, args, rng):
+    at = _pick([m.end() for m in re.finditer(r"[A-Za-z](?= [A-Za-z])", text)], rng)
+    return None if at is None else text[:at] + "," + text[at:]
+
+
+def _capitalize_word(text, args, rng):
+    at = _pick([m.start() for m in re.finditer(r"\b[a-z]", text)], rng)
+    return None if at is None else text[:at] + text[at].upper() + text[at + 1:]
+
+
+def _lower_word(text, args, rng):
+    m = _pick(list(re.finditer(r"\b[A-Z]{2,}\b", text)), rng)
+    return None if m is None else text[:m.start()] + m.group(0).lower() + text[m.end():]
+
+
+def _drop_sentence(text, args, rng):
+    m = _pick(list(SENTENCE_RE.finditer(text))[1:-1], rng)
+    return None if m is None else text[:m.start()] + text[m.end():].lstrip(" ")
+
+
+def _repeat_sentence(text, args, rng):
+    sents = list(SENTENCE_RE.finditer(text))[1:-1]
+    m, at = _pick(sents, rng), _pick(sents, rng)
+    return None if m is None else text[:at.end()] + " " + m.group(0).strip() + text[at.end():]
+
+
+def _word_count(text, args, rng):
+    change = _drop_sentence if args.get("min") is not None and rng.random() < 0.5 or args.get("max") is None \
+        else _repeat_sentence
+    for _ in range(8):  # a few sentences until the bound is crossed (the oracle checks the result)
+        text = change(text, args, rng) or text
+        n = len(re.findall(r"[^\W_]+", text))
+        if args.get("min") is not None and n < args["min"] or args.get("max") is not None and n > args["max"]:
+            return text
+    return None
+
+
+def _drop_line(pattern: str):
+    def violate(text, args, rng):
+        m = _pick(list(re.finditer(pattern, text, re.M)), rng)
+        return None if m is None else text[:m.start()] + text[m.end():]
+    return violate
+
+
+def _replace_keyword(text, args, rng):
+    word = str(args.get("word", ""))
+    for m in reversed(list(re.finditer(r"(?<!\w)" + re.escape(word) + r"(?!\w)", text, re.I))):
+        text = text[:m.start()] + _recase("it", text) + text[m.end():]
+    return text
+
+
+def _insert_forbidden(text, args, rng):
+    at = _pick([m.start() for m in re.finditer(r"(?<= )[A-Za-z]{4,}\b", text)], rng)
+    word = _recase(rng.choice(args.get("words") or ["very"]), text)
+    return None if at is None else text[:at] + word + " " + text[at:]
+
+
+def _drop_start(text, args, rng):
+    phrase = str(args.get("phrase", ""))
+    return text.lstrip()[len(phrase):].lstrip() if phrase and text.lstrip().startswith(phrase) else None
+
+
+def _drop_end(text, args, rng):
+    phrase = str(args.get("phrase", ""))
+    return text.rstrip()[:-len(phrase)].rstrip() if phrase and text.rstrip().endswith(phrase) else None
+
+
+VIOLATIONS: dict[str, Callable[[str, dict, random.Random], Optional[str]]] = {
+    "no_comma": _insert_comma,
+    "lowercase": _capitalize_word,
+    "uppercase": _lower_word,
+    "word_count": _word_count,
+    "sentence_count": lambda t, a, r: (_drop_sentence if r.random() < 0.5 else _repeat_sentence)(t, a, r),
+    "bullet_count": _drop_line(r"^[*-] [^\n]*\n?"),
+    "paragraph_count": _drop_line(r"^\*\*\*\n"),
+    "keyword": _replace_keyword,
+    "forbidden_words": _insert_forbidden,
+    "starts_with": _drop_start,
+    "ends_with": _drop_end,
+    "title": lambda t, a, r: t.replace("<<", "", 1).replace(">>", "", 1) if "<<" in t else None,
+    "json_format": lambda t, a, r: t.rstrip()[:-1] if t.rstrip().endswith("}") else None,
+    "postscript": _drop_line(r"\n*^P\.S\.[^\n]*"),
+}
+"""Constraint name -> ``(text, args, rng) -> violated text`` (None where it cannot); each breaks one known place."""
