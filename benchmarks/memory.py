@@ -1,0 +1,193 @@
+"""Peak memory of a replay on a Qwen2-0.5B-shaped model (vocabulary 151,936), and the metric's share of its time.
+
+A replay of T response tokens with K verifiers holds the (K + 1, T, V) branch logits in bf16 (for T = 1,024, K = 3:
+1.2 GB) plus whatever the metric needs on top. The metric works position chunk by position chunk in float32, so
+its extra memory is about ``chunk rows x V x 4 bytes`` per temporary instead of ``K x T x V x 4``. This script
+measures, with the model loaded (the weights are the baseline, not counted):
+
+- ``replay``: peak RSS above the baseline of one ``replay()`` call (K = 3; T = 512 and 1,024) for several chunk
+  sizes, with its phase timings (``Relevance.timings``);
+- ``metric``: the metric alone on the same logits, for several chunk sizes and unchunked (one chunk for all
+  positions) where that fits in half the free memory: its time and peak;
+- ``js_topk``: the top-k lower bound on JS (``divergence.js_topk``, k = 64) on the same logits: time, largest
+  difference from the exact JS, and the tail mass that bounds the error.
+
+RSS is sampled every 2 ms in a thread (``_common.measure``). Random weights: the memory and time do not depend on
+them; the JS values do (a random model's distributions are near uniform, so top-k tails are large).
+
+    python benchmarks/memory.py                 # T = 512 and 1,024, writes benchmarks/results/memory.{csv,md}
+    python benchmarks/memory.py --quick         # T = 256 only
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+from _common import RESULTS, measure, set_threads  # noqa: E402
+from vs_inseq import Case, make_case, run_replay  # noqa: E402
+
+K = 3
+CHUNK_ROWS = (4, None, 256)
+"""Rows of V per metric chunk; None is the library default (32 MiB of float32, 55 rows at V = 151,936)."""
+TOPK = 64
+
+
+def chunk_label(rows) -> str:
+    return "default" if rows is None else str(rows)
+
+
+def replay_rows(policy, case: Case, chunk_rows=CHUNK_ROWS) -> list[dict]:
+    """Peak RSS above the loaded weights and the phase timings of one replay per chunk size."""
+    from mrtpo_viz.replay import replay
+    from mrtpo_viz.verifiers import get_verifier
+
+    vs = [get_verifier(n) for n, _, _ in case.verifiers]
+    infos = {n: i for n, _, i in case.verifiers}
+    rows = []
+    for c in chunk_rows:
+        m = measure(replay, policy, case.prompt, case.response_ids, vs, infos=infos, metric="js", chunk_size=c)
+        t = m.result.timings
+        rows.append({"part": "replay", "response_tokens": len(case.response_ids), "K": len(vs),
+                     "chunk_rows": chunk_label(c), "seconds": round(m.seconds, 3), "peak_mib": round(m.peak_mib),
+                     "forward_s": round(t["forward"], 3), "metric_and_columns_s": round(t["metric"], 3)})
+        print(rows[-1], flush=True)
+    return rows
+
+
+@torch.no_grad()
+def branch_logits_of(policy, case: Case) -> torch.Tensor:
+    """The replay's (K + 1, T, V) logits: [without, with_1..K]."""
+    from mrtpo_viz.replay import _pad_id, plan_replay
+    from mrtpo_viz.replay_batch import branch_logits
+    from mrtpo_viz.verifiers import get_verifier
+
+    vs = [get_verifier(n) for n, _, _ in case.verifiers]
+    plan = plan_replay(policy, case.prompt, case.response_ids, vs, infos={n: i for n, _, i in case.verifiers})
+    return branch_logits(policy.model, plan.branches, _pad_id(policy), policy.device)
+
+
+def unchunked_fits(logits: torch.Tensor) -> bool:
+    """About 6 float32 temporaries of (K, T, V) for an unchunked JS; run it only within half the free memory."""
+    import psutil
+
+    need = 6 * (logits.shape[0] - 1) * logits.shape[1] * logits.shape[2] * 4
+    return need < psutil.virtual_memory().available / 2
+
+
+def metric_rows(logits: torch.Tensor, chunk_rows=CHUNK_ROWS) -> list[dict]:
+    """The exact JS and KL alone on the replay's logits, per chunk size (and unchunked where it fits)."""
+    from mrtpo_viz.divergence import chunked_metric
+
+    without, with_k = logits[:1], logits[1:]  # (1, T, V), (K, T, V)
+    Kk, T = with_k.shape[:2]
+    sizes = list(chunk_rows) + ([Kk * T] if unchunked_fits(logits) else [])
+    rows = []
+    for c in sizes:
+        for metric in ("js", "kl"):
+            m = measure(chunked_metric, with_k, without, metric, c)
+            label = "unchunked" if c == Kk * T else chunk_label(c)
+            rows.append({"part": f"metric {metric}", "response_tokens": T, "K": Kk, "chunk_rows": label,
+                         "seconds": round(m.seconds, 3), "peak_mib": round(m.peak_mib)})
+            print(rows[-1], flush=True)
+    if Kk * T not in sizes:
+        rows.append({"part": "metric js", "response_tokens": T, "K": Kk, "chunk_rows": "unchunked",
+                     "note": "not run: needs more than half the free memory"})
+    return rows
+
+
+def chunked_js_topk(with_k: torch.Tensor, without: torch.Tensor, k: int, rows: int = 64):
+    """``divergence.js_topk`` over position chunks: (K, T, V) and (1, T, V) logits -> (js, tail), each (K, T)."""
+    from mrtpo_viz.divergence import js_topk
+
+    parts = []
+    for s in range(0, with_k.shape[1], rows):
+        w = with_k[:, s:s + rows]
+        parts.append(js_topk(w, without[:, s:s + rows].expand_as(w), k))
+    return torch.cat([p[0] for p in parts], -1), torch.cat([p[1] for p in parts], -1)
+
+
+def topk_row(logits: torch.Tensor, exact_s: float) -> dict:
+    """Time of the top-k JS bound, its largest shortfall from the exact JS, and the tail mass (its error bound)."""
+    from mrtpo_viz.divergence import chunked_metric
+
+    without, with_k = logits[:1], logits[1:]
+    m = measure(chunked_js_topk, with_k, without, TOPK)
+    js_fast, tail = m.result
+    exact = chunked_metric(with_k, without, "js")
+    return {"part": f"js_topk k={TOPK}", "response_tokens": with_k.shape[1], "K": with_k.shape[0],
+            "chunk_rows": "64", "seconds": round(m.seconds, 3), "peak_mib": round(m.peak_mib),
+            "speedup_vs_exact": round(exact_s / m.seconds, 1),
+            "max_shortfall": float((exact - js_fast).max()), "max_tail_mass": float(tail.max()),
+            "mean_tail_mass": float(tail.mean())}
+
+
+def bench(policy, Ts) -> list[dict]:
+    rows = []
+    for T in Ts:
+        case = make_case(policy.tokenizer, T, K)
+        run_replay(policy, make_case(policy.tokenizer, 16, K), "js")  # warm-up
+        rows += replay_rows(policy, case)
+        logits = branch_logits_of(policy, case)
+        metric = metric_rows(logits)
+        rows += metric
+        exact_s = next(r["seconds"] for r in metric if r["part"] == "metric js" and r["chunk_rows"] == "default")
+        rows.append(topk_row(logits, exact_s))
+        print(rows[-1], flush=True)
+        del logits
+        _common.trim_memory()
+    return rows
+
+
+def run(quick: bool = True) -> list[dict]:
+    """Rows for T = 256 (quick) or 512 and 1,024, K = 3, on the 0.5B shape."""
+    from mrtpo_viz.policy import load_policy
+
+    with _common.qwen05b_folder() as folder:
+        policy = load_policy(str(folder), device="cpu", dtype="bfloat16")
+        return bench(policy, (256,) if quick else (512, 1024))
+
+
+COLUMNS = ["part", "response_tokens", "K", "chunk_rows", "seconds", "peak_mib", "forward_s", "metric_and_columns_s",
+           "speedup_vs_exact", "max_shortfall", "max_tail_mass", "note"]
+
+
+def notes(args, weights_mib: float) -> list[str]:
+    return [f"`python benchmarks/memory.py{' --quick' if args.quick else ''}`; {_common.machine()}; load average "
+            f"at the end {_common.load_average()}. Random-init Qwen2-0.5B shape (494M parameters, bf16, vocabulary "
+            f"151,936; RSS after loading it {weights_mib:.0f} MiB, the baseline), K = {K} verifiers.", "",
+            "`peak_mib`: peak RSS above the level before the call (sampled every 2 ms). `replay` rows: one "
+            "`replay()` call, metric JS, per chunk size (`chunk_rows` rows of V per float32 chunk; `default` = "
+            "32 MiB worth); `forward_s` and `metric_and_columns_s` are its phases (the latter: the metric plus the "
+            "per-token log-probs, entropy and top-5 columns). `metric` rows: the metric alone on the replay's "
+            "logits. `js_topk`: the union-of-top-k lower bound with one tail bucket; `max_shortfall` is its "
+            "largest distance below the exact JS, and the tail mass bounds the error (exact JS divergence <= "
+            "bound^2 + tail mass).", ""]
+
+
+def main(argv=None) -> int:
+    from mrtpo_viz.policy import load_policy
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--quick", action="store_true", help="T = 256 only")
+    ap.add_argument("--out", default=str(RESULTS / "memory"))
+    args = ap.parse_args(argv)
+    set_threads(args.threads)
+    with _common.qwen05b_folder() as folder:
+        policy = load_policy(str(folder), device="cpu", dtype="bfloat16")
+        _common.trim_memory()
+        weights_mib = _common.rss_mib()
+        rows = bench(policy, (256,) if args.quick else (512, 1024))
+    _, md = _common.write_results(rows, Path(args.out), "Replay memory and metric time, 0.5B shape",
+                                  notes(args, weights_mib), COLUMNS)
+    print(md.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,169 @@
+"""Browser latency of the app: from the click on Replay (or Generate, then Replay) until the heatmap is drawn.
+
+The app (``mrtpo_viz.ui.build_app()``) runs in this process on a free local port; Debian chromium, driven by
+playwright, opens it in a fresh profile. Each repeat reloads the page (no heatmap on screen), picks the
+instruction-following task (its first example has four verifiers; one is unchecked, leaving K = 3), types a
+response of 128 tokens of the policy's tokenizer, clicks **Replay** and waits until plotly has drawn the heatmap
+(``#relevance-heatmap .js-plotly-plot .main-svg`` with its heatmap layer). ``generate+replay`` clicks
+**Generate** (up to 128 new tokens), waits for the status line, then clicks **Replay**; its time covers both.
+
+The first replay (policy load, warm-up) is not counted. Target: replay heatmap within 1.5 s of the click.
+
+    python benchmarks/ui_latency.py --repeats 7        # writes benchmarks/results/ui_latency.{csv,md}
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+from _common import RESULTS, median, p95, set_threads  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+TASK = "instruction_following"
+EXAMPLE = 4
+"""Its test example 4 has three verifiers."""
+K = 3
+RESPONSE_TOKENS = 128
+HEATMAP = "#relevance-heatmap .js-plotly-plot .main-svg .heatmaplayer"
+TARGET_S = 1.5
+TIMEOUT_MS = 120_000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def response_text(checkpoint: str) -> str:
+    """128 tokens of sample text, as the policy's tokenizer splits it."""
+    from mrtpo_viz.policy import load_policy
+
+    tok = load_policy(checkpoint, device="cpu").tokenizer
+    ids = _common.response_ids(tok, _common.corpus(), RESPONSE_TOKENS + 1, skip=3000)[:RESPONSE_TOKENS]
+    return tok.decode(ids)
+
+
+def launch_app(port: int):
+    from mrtpo_viz.ui import build_app, launch_options
+
+    demo = build_app()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                **launch_options())
+    return demo
+
+
+def prepare_page(page, url: str, response: str) -> None:
+    """Fresh page: task, example EXAMPLE with K of its verifiers checked, the 128-token response typed in.
+
+    The example is picked from its dropdown (after the task): a task switch alone keeps index 0 and so does not
+    refill the verifiers.
+    """
+    from mrtpo_viz.tasks import load_examples
+
+    chosen = list(load_examples(TASK, split="test")[EXAMPLE].verifiers)
+    if len(chosen) < K:
+        raise RuntimeError(f"{TASK} example {EXAMPLE} has {len(chosen)} verifiers; {K} are needed")
+    page.goto(url)
+    page.wait_for_selector("#replay-btn", timeout=TIMEOUT_MS)
+    page.get_by_label("Task family").click()
+    page.get_by_role("option", name=TASK, exact=True).click()
+    page.get_by_label("Example (test split)").click()
+    page.get_by_role("option", name=re.compile(rf"^{EXAMPLE}: ")).click()
+    boxes = [page.get_by_label(name, exact=True) for name in chosen]
+    for box in boxes:  # the example's verifiers arrive checked
+        box.wait_for(timeout=TIMEOUT_MS)
+        page.wait_for_function("(el) => el.checked", arg=box.element_handle(), timeout=TIMEOUT_MS)
+    for box in boxes[K:]:
+        box.uncheck()
+    page.wait_for_timeout(500)  # the information boxes follow the verifier choice
+    page.locator("#response-box textarea").fill(response)
+
+
+def time_replay(page) -> float:
+    start = time.perf_counter()
+    page.click("#replay-btn")
+    page.wait_for_selector(HEATMAP, timeout=TIMEOUT_MS)
+    return time.perf_counter() - start
+
+
+def time_generate_replay(page) -> float:
+    start = time.perf_counter()
+    page.get_by_role("button", name="Generate", exact=True).click()
+    page.get_by_text("Generated ").first.wait_for(timeout=TIMEOUT_MS)
+    page.click("#replay-btn")
+    page.wait_for_selector(HEATMAP, timeout=TIMEOUT_MS)
+    return time.perf_counter() - start
+
+
+FLOWS = {"replay": time_replay, "generate+replay": time_generate_replay}
+
+
+def measure_flows(url: str, response: str, repeats: int) -> dict[str, list[float]]:
+    from playwright.sync_api import sync_playwright
+
+    times = {name: [] for name in FLOWS}
+    with tempfile.TemporaryDirectory(prefix="mrtpo_chromium_") as profile, sync_playwright() as pw:
+        browser = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, args=CHROMIUM_FLAGS,
+                                                        headless=True, viewport={"width": 1400, "height": 1000})
+        page = browser.new_page()
+        prepare_page(page, url, response)
+        time_replay(page)  # warm-up: loads the policy, first forward
+        for i in range(repeats):
+            for name, flow in FLOWS.items():
+                prepare_page(page, url, response)
+                times[name].append(flow(page))
+                print(name, i, round(times[name][-1], 3), flush=True)
+        browser.close()
+    return times
+
+
+def run(quick: bool = True, repeats: int = 5) -> list[dict]:
+    """Median and p95 seconds per flow (quick: 3 repeats)."""
+    from mrtpo_viz.ui.common import DEFAULT_CHECKPOINT
+
+    checkpoint = os.environ.get("MRTPO_CHECKPOINT", DEFAULT_CHECKPOINT)
+    port = free_port()
+    demo = launch_app(port)
+    try:
+        times = measure_flows(f"http://127.0.0.1:{port}/", response_text(checkpoint), 3 if quick else repeats)
+    finally:
+        demo.close()
+    return [{"flow": name, "response_tokens": RESPONSE_TOKENS, "K": K, "repeats": len(ts),
+             "median_s": round(median(ts), 3), "p95_s": round(p95(ts), 3), "max_s": round(max(ts), 3),
+             "target_s": TARGET_S if name == "replay" else None,
+             "met": (median(ts) <= TARGET_S) if name == "replay" else None} for name, ts in times.items()]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--out", default=str(RESULTS / "ui_latency"))
+    args = ap.parse_args(argv)
+    set_threads(args.threads)
+    rows = run(quick=False, repeats=args.repeats)
+    checkpoint = os.environ.get("MRTPO_CHECKPOINT", "sample_data/policies/tiny-mrtpo")
+    note = [f"`python benchmarks/ui_latency.py --repeats {args.repeats}`; {_common.machine()} (the app's model "
+            f"calls); load average at the end {_common.load_average()}; policy `{checkpoint}`; headless Debian "
+            "chromium through playwright on the same machine.", "",
+            f"Seconds from the click until the heatmap is drawn in the browser; {RESPONSE_TOKENS}-token response, "
+            f"K = {K} verifiers; the first replay (policy load) not counted. `generate+replay`: click Generate "
+            "(up to 128 new tokens), wait for it, click Replay, until the heatmap is drawn."]
+    _, md = _common.write_results(rows, Path(args.out), "App latency in the browser", note)
+    print(md.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
