@@ -39,13 +39,16 @@ def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
-def _check_args(prompt_ids, G: int, max_new_tokens: int, temperature: float, top_p: float) -> None:
+def _check_args(prompt_ids, G: int, max_new_tokens: int, temperature: float, top_p: float,
+                seed: Optional[int] = None) -> None:
     if not prompt_ids:
         raise ValueError("the prompt is empty: nothing to continue")
     if G < 1 or max_new_tokens < 1:
         raise ValueError(f"G and max_new_tokens must be at least 1 (got G={G}, max_new_tokens={max_new_tokens})")
-    if temperature < 0 or not 0 < top_p <= 1:
+    if not 0 <= temperature < float("inf") or not 0 < top_p <= 1:  # written so that NaN fails too
         raise ValueError(f"need temperature >= 0 and 0 < top_p <= 1 (got {temperature}, {top_p})")
+    if seed is not None and not -2**63 <= seed < 2**64:  # what torch.Generator.manual_seed accepts
+        raise ValueError(f"the seed must lie in [-2**63, 2**64), got {seed}")
 
 
 @torch.no_grad()
@@ -56,7 +59,7 @@ def sample_group(policy, prompt_ids: list[int], G: int, *, max_new_tokens: int =
     Returns:
         G lists of generated ids, each without its end-of-sequence token and without padding.
     """
-    _check_args(prompt_ids, G, max_new_tokens, temperature, top_p)
+    _check_args(prompt_ids, G, max_new_tokens, temperature, top_p, seed)
     model, dev = policy.model, policy.device
     gen = torch.Generator(device=dev)
     gen.manual_seed(seed) if seed is not None else gen.seed()
