@@ -292,3 +292,24 @@ def top_tokens(frame, n: int = 10, min_count: int = 1):
     out = g.groupby("verifier", sort=False).head(n).rename(columns={"mean": "mean relevance"})
     out["token"] = out["token"].map(visible)
     return out.reset_index(drop=True)
+
+
+def rollout_summary(frame):
+    """One row per (rollout, verifier): reward, mean and max relevance, the most relevant token, span share.
+
+    Args:
+        frame: long per-token table with ``id``, ``verifier``, ``token``, ``score``, ``reward``, ``in_span``.
+    """
+    import pandas as pd
+
+    def one(g):
+        top = g["score"].idxmax()
+        span = g["in_span"].astype("boolean") if "in_span" in g else None
+        total = g["score"].clip(lower=0).sum()
+        in_span = None if span is None or span.isna().any() or total <= 0 else \
+            float(g["score"].clip(lower=0)[span.fillna(False)].sum() / total)
+        return pd.Series({"reward": g["reward"].iloc[0], "tokens": len(g), "mean relevance": g["score"].mean(),
+                          "max relevance": g["score"].max(), "top token": visible(str(g.loc[top, "token"])),
+                          "span share": in_span})
+
+    return frame.groupby(["id", "verifier"], sort=False)[list(frame.columns)].apply(one).reset_index()

@@ -124,7 +124,7 @@ def _group_rewards(frame: pd.DataFrame, verifiers: list[str]):
     if missing:
         raise ValueError(f"The rewards table lacks the column(s) {', '.join(missing)}; replay again to reset it.")
     try:
-        values = frame[verifiers].apply(pd.to_numeric, errors="raise").to_numpy(dtype=float)
+        values = frame[verifiers].apply(pd.to_numeric, errors="raise").to_numpy(dtype=float, copy=True)
     except (ValueError, TypeError):
         raise ValueError("Every reward in the table must be a number (e.g. 0, 0.5, 1).") from None
     if values.shape[0] < 2:

@@ -1,0 +1,49 @@
+"""Write sample_data/rollouts/sample_rollouts.jsonl: a small rollouts file for the app's Rollouts tab.
+
+Per task family, the first test examples with three responses each: the gold reference, another example's reference
+(right format, wrong content: the correctness-type verifiers fail) and the reference cut short (the format-type
+verifiers fail too). Deterministic.  Usage: python scripts/make_sample_rollouts.py [--per-task 4]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mrtpo_viz.tasks import TASKS, load_examples  # noqa: E402
+
+OUT = ROOT / "sample_data" / "rollouts" / "sample_rollouts.jsonl"
+
+
+def responses(examples, i: int) -> dict[str, str]:
+    """Three responses to example ``i``: its reference, the next example's reference, its reference cut short."""
+    ref, other = examples[i].reference, examples[(i + 1) % len(examples)].reference
+    return {"reference": ref, "other_reference": other, "truncated": ref[: max(1, int(0.6 * len(ref)))]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--per-task", type=int, default=4)
+    args = ap.parse_args(argv)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with OUT.open("w", encoding="utf-8") as fh:
+        for task in TASKS:
+            examples = load_examples(task, split="test")
+            for i in range(args.per_task):
+                ex = examples[i]
+                for kind, text in responses(examples, i).items():
+                    row = {"id": f"{ex.id}/{kind}", "task": task, "prompt": ex.prompt, "meta": ex.meta,
+                           "verifiers": list(ex.verifiers), "response": text, "kind": kind}
+                    fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+                    n += 1
+    print(f"{n} rollouts -> {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,273 @@
+"""The app through its API (gradio_client against a launched app): generate, replay, advantages, A/B, rollouts, and
+bad inputs that must come back as readable errors while the app keeps serving.
+
+One app per module; the checkpoint is the bundled policy when it exists, else the tests' random-init tiny policy.
+"""
+import dataclasses
+import json
+import re
+import socket
+import time
+
+import pandas as pd
+import pytest
+import torch
+
+from mrtpo_viz.results import Relevance
+from mrtpo_viz.tasks import SAMPLE_DATA
+
+gradio_client = pytest.importorskip("gradio_client")
+AppError = gradio_client.exceptions.AppError
+TEMPLATE = "\n\n[Verifier: {title}] {info}"
+BUNDLED = SAMPLE_DATA / "policies" / "tiny-mrtpo"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(request) -> str:
+    if (BUNDLED / "config.json").is_file():
+        return str(BUNDLED)
+    return str(request.getfixturevalue("tiny_policy_dir"))
+
+
+def patient_url_ok(url: str) -> bool:
+    """Gradio's start-up check gives up after one 3 s request; on a loaded 2-core CI machine the first page can
+    take longer, so wait up to a minute for it."""
+    import httpx
+
+    for _ in range(30):
+        try:
+            if httpx.head(url, timeout=30).status_code < 400:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(1.0)
+    return False
+
+
+def launch_app():
+    """Build and launch the app on a free port; returns (demo, url)."""
+    from mrtpo_viz.ui import build_app, launch_options
+
+    demo = build_app()
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_port=free_port(), quiet=True, **launch_options())
+    return demo, url
+
+
+@pytest.fixture(scope="module")
+def client(checkpoint):
+    from mrtpo_viz.policy import load_policy
+
+    torch.set_num_threads(1)
+    load_policy(checkpoint)  # loaded once here, so no test's timing includes the load
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("gradio.networking.url_ok", patient_url_ok)
+        demo, url = launch_app()
+    c = gradio_client.Client(url, verbose=False)
+    yield c
+    c.close()
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def example():
+    from mrtpo_viz.ui.common import get_example
+
+    return get_example("tool_calling", 0)
+
+
+def replay_args(checkpoint, example, task="tool_calling", index=0, **kw):
+    """The positional inputs of /replay: checkpoint ... template, then six information boxes."""
+    from mrtpo_viz.ui.common import prompt_text
+
+    d = dict(checkpoint=checkpoint, task=task, index=index, prompt=prompt_text(example), response=example.reference,
+             verifiers=list(example.verifiers), position="user_end", metric="js", control="none", template=TEMPLATE)
+    infos = kw.pop("infos", None)
+    d.update(kw)
+    if infos is None:
+        from mrtpo_viz.verifiers import VERIFIERS
+
+        infos = [VERIFIERS[n].info(example) if n in VERIFIERS else "" for n in d["verifiers"]]
+    return [*d.values(), *(list(infos) + [""] * 6)[:6]]
+
+
+def plot(value) -> dict:
+    """A gr.Plot output (possibly wrapped in an update) as the plotly figure dict."""
+    value = value.get("value", value) if isinstance(value, dict) else value
+    return json.loads(value["plot"])
+
+
+def table(value) -> pd.DataFrame:
+    return pd.DataFrame(value["data"], columns=value["headers"])
+
+
+def test_api_lists_the_named_endpoints(client):
+    names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/generate", "/replay", "/advantages", "/sample_group", "/ab", "/rollouts", "/load_checkpoint"} <= names
+
+
+def test_load_status_names_the_model_or_the_problem(client, checkpoint):
+    assert "params" in client.predict(checkpoint, api_name="/load_checkpoint")
+    missing = client.predict("/no/such/checkpoint", api_name="/load_checkpoint")
+    assert "not loaded" in missing and "/no/such/checkpoint" in missing
+
+
+def test_generate_returns_text_and_token_count(client, checkpoint, example):
+    from mrtpo_viz.ui.common import prompt_text
+
+    text, status = client.predict(checkpoint, "tool_calling", 0, prompt_text(example), 1.0, 1.0, 16, 3,
+                                  api_name="/generate")
+    n = int(re.search(r"Generated (\d+) tokens", status).group(1))
+    assert isinstance(text, str) and 1 <= n <= 16
+
+
+def test_replay_renders_tokens_heatmap_verdicts_and_downloads(client, checkpoint, example):
+    html, raw_html, heat, raw_heat, verdicts, rewards, csv, js, status = client.predict(
+        *replay_args(checkpoint, example), api_name="/replay")
+    rel = Relevance.from_json(open(js, encoding="utf-8").read())
+    K, T = rel.K, rel.T
+    assert rel.verifiers == list(example.verifiers) and T > 5 and f"Replayed {T} tokens" in status
+    shown = [float(s) for s in re.findall(r'class="mrtpo-tok" data-score="([0-9.]+)"', html)]
+    assert len(shown) == K * T
+    assert shown == pytest.approx(rel.scores.flatten().tolist(), abs=1e-4)
+    z = plot(heat)["data"][0]["z"]
+    assert (len(z), len(z[0])) == (K, T) and z[0][3] == pytest.approx(float(rel.scores[0, 3]), abs=1e-6)
+    assert raw_html["visible"] is False  # control none: raw and controlled are the same, shown once
+    v = table(verdicts)
+    assert v["reward"].tolist() == [1.0] * K  # the gold reference passes every verifier
+    frame = pd.read_csv(csv)
+    assert len(frame) == K * T and set(frame["verifier"]) == set(rel.verifiers)
+    assert table(rewards).iloc[0, 1:].tolist() == [1.0] * K  # the group's row 1 is the replayed response
+
+
+def test_advantages_follow_the_typed_group(client, checkpoint, example):
+    client.predict(*replay_args(checkpoint, example), api_name="/replay")
+    K = len(example.verifiers)
+    group = {"headers": ["response", *example.verifiers],
+             "data": [["replayed"] + [1.0] * K, ["b"] + [0.0] * K, ["c"] + [1.0] + [0.0] * (K - 1)]}
+    fig, text = client.predict(group, 1.0, 1.0, "controlled", api_name="/advantages")
+    data = plot(fig)["data"]
+    bars = [t for t in data if t["type"] == "bar"]
+    total = next(t for t in data if t["name"] == "MRTPO total")["y"]
+    gdpo = next(t for t in data if t["name"].startswith("GDPO"))["y"][0]
+    stacked = torch.tensor([b["y"] for b in bars]).sum(0)
+    assert torch.allclose(stacked, torch.tensor(total), atol=1e-4)  # stacks sum to the MRTPO advantage
+    assert sum(total) / len(total) == pytest.approx(gdpo, abs=1e-3)  # whose token mean is GDPO's
+    assert gdpo > 0 and f"GDPO advantage {gdpo:+.3f}" in text  # the best response of the group
+    flat, _ = client.predict(group, 0.0, 1.0, "controlled", api_name="/advantages")
+    assert max(abs(y - gdpo) for y in next(t for t in plot(flat)["data"] if t["name"] == "MRTPO total")["y"]) < 1e-3
+    with pytest.raises(AppError, match="must be a number"):
+        client.predict({**group, "data": [["a"] + ["high"] * K, ["b"] + [0.0] * K]}, 1.0, 1.0, "controlled",
+                       api_name="/advantages")
+
+
+def test_sample_group_scores_new_responses(client, checkpoint, example):
+    from mrtpo_viz.ui.common import prompt_text
+
+    client.predict(*replay_args(checkpoint, example), api_name="/replay")
+    out = table(client.predict(checkpoint, "tool_calling", 0, prompt_text(example), 3, 1.0, 1.0, 12, 0,
+                               api_name="/sample_group"))
+    assert len(out) == 3 and out["response"][0] == "replayed"
+    assert out[list(example.verifiers)].map(lambda r: 0.0 <= r <= 1.0).all().all()
+
+
+def test_replay_with_a_control_shows_raw_and_controlled(client, checkpoint, example):
+    out = client.predict(*replay_args(checkpoint, example, control="others"), api_name="/replay")
+    rel = Relevance.from_json(open(out[7], encoding="utf-8").read())
+    assert rel.control == "others" and out[1]["visible"] is True and "mrtpo-tok" in out[1]["value"]
+    assert plot(out[3])["data"][0]["z"][0] == pytest.approx(rel.raw_scores[0].tolist(), abs=1e-6)
+    others = (rel.raw_scores.sum(0, keepdim=True) - rel.raw_scores) / (rel.K - 1)
+    assert torch.allclose(rel.scores, (rel.raw_scores - others).clamp_min(0), atol=1e-5)
+
+
+def test_other_task_after_switching(client, checkpoint):
+    """Choices follow the task per session: an SQL example replays with the SQL verifiers."""
+    from mrtpo_viz.ui.common import get_example
+
+    client.predict("text_to_sql", api_name="/task_examples")
+    prompt, response, _ = client.predict("text_to_sql", 1, api_name="/pick_example")
+    ex = get_example("text_to_sql", 1)
+    assert response == ex.reference
+    try:
+        out = client.predict(*replay_args(checkpoint, ex, task="text_to_sql", index=1), api_name="/replay")
+        assert table(out[4])["verifier"].tolist() == list(ex.verifiers)
+    finally:  # back to the first task, for the tests after this one
+        client.predict("tool_calling", api_name="/task_examples")
+        client.predict("tool_calling", 0, api_name="/pick_example")
+
+
+def test_ab_difference_is_b_minus_a(client, checkpoint, example):
+    from mrtpo_viz.ui.common import prompt_text
+    from mrtpo_viz.verifiers import get_verifier
+
+    name = example.verifiers[-1]
+    info_a = get_verifier(name).info(example)
+    html_a, html_b, diff, summary, status = client.predict(
+        checkpoint, "tool_calling", 0, prompt_text(example), example.reference, name, info_a,
+        "Check the answer carefully.", "user_end", "js", "none", api_name="/ab")
+    a = [float(s) for s in re.findall(r'data-score="([0-9.]+)"', html_a)]
+    b = [float(s) for s in re.findall(r'data-score="([0-9.]+)"', html_b)]
+    d = plot(diff)["data"][1]["z"][0]
+    assert len(a) == len(b) == len(d) > 5
+    assert d == pytest.approx([y - x for x, y in zip(a, b)], abs=2e-4)
+    s = table(summary).set_index("")
+    assert float(s.loc["mean relevance", "A"]) == pytest.approx(sum(a) / len(a), abs=1e-3)
+    assert 0.0 <= float(s.loc["share on the verifier's relevant spans", "A"]) <= 1.0
+
+
+def test_rollouts_scores_good_rows_and_reports_bad_lines(client, checkpoint, tmp_path):
+    rows = [json.loads(line) for line in open(SAMPLE_DATA / "rollouts" / "sample_rollouts.jsonl")][:2]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text(json.dumps(rows[0]) + "\n{not json\n" + json.dumps({"task": "tool_calling"}) + "\n"
+                    + json.dumps(rows[1]) + "\n", encoding="utf-8")
+    status, bars, top, summary, csv = client.predict(checkpoint, gradio_client.handle_file(str(path)), "js",
+                                                     "none", "user_end", api_name="/rollouts")
+    assert "Scored 2 rollouts" in status and "line 2: not valid JSON" in status and "line 3: missing" in status
+    s = table(summary)
+    assert sorted(set(s["id"])) == sorted(r["id"] for r in rows)
+    frame = pd.read_csv(csv)
+    means = frame.groupby("verifier")["score"].mean()
+    fig = plot(bars)["data"][0]
+    assert dict(zip(fig["x"], fig["y"])) == pytest.approx(means.to_dict())
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(checkpoint="/no/such/checkpoint"), "policy not found"),
+    (dict(response=""), "response is empty"),
+    (dict(response="   \n "), "response is empty"),
+    (dict(verifiers=["no_such.verifier"]), "not in the list of choices"),
+    (dict(verifiers=[]), "at least one verifier"),
+    (dict(response="x" * 20_000), "too long"),
+    (dict(infos=["i" * 100_000]), "too long: 100,000 characters"),
+    (dict(template="{nope}"), "bad information template"),
+])
+def test_bad_replay_inputs_give_readable_errors_and_the_app_keeps_serving(client, checkpoint, example, change,
+                                                                          message):
+    with pytest.raises(AppError, match=re.escape(message)) as err:
+        client.predict(*replay_args(**{"checkpoint": checkpoint, "example": example, **change}), api_name="/replay")
+    assert "Traceback" not in str(err.value)
+    html = client.predict(*replay_args(checkpoint, example), api_name="/replay")[0]
+    assert "mrtpo-tok" in html
+
+
+def test_response_over_the_token_cap_is_refused(client, checkpoint, example, monkeypatch):
+    from mrtpo_viz.ui import common
+
+    monkeypatch.setattr(common, "LIMITS", dataclasses.replace(common.LIMITS, max_tokens=5))
+    with pytest.raises(AppError, match=r"at most 5 are replayed"):
+        client.predict(*replay_args(checkpoint, example), api_name="/replay")
+
+
+def test_bad_rollouts_files(client, checkpoint, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("not json\n", encoding="utf-8")
+    with pytest.raises(AppError, match="holds no valid rollout"):
+        client.predict(checkpoint, gradio_client.handle_file(str(empty)), "js", "none", "user_end",
+                       api_name="/rollouts")
+    with pytest.raises(AppError, match="policy not found"):
+        client.predict("/no/such/checkpoint", None, "js", "none", "user_end", api_name="/rollouts")
