@@ -63,6 +63,8 @@ def config_from_args(args) -> TrainConfig:
 
 def run_comparison(args) -> int:
     """``python -m mrtpo_viz train``: methods x seeds, then metrics CSV, curves (HTML, PNG) and a summary."""
+    from accelerate import PartialState
+
     from .train_report import write_report
 
     variants = [v for v in args.methods.split(",") if v.strip()]
@@ -75,6 +77,8 @@ def run_comparison(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     df = run_variants(base, variants, range(args.seeds), out, on_step=_progress(max(1, args.steps // 10)))
+    if not PartialState().is_main_process:  # under accelerate launch / torchrun: one report, by the main process
+        return 0
     if df.empty:
         raise ValueError("no steps were run (steps = 0?)")
     summary = write_report(df, out, threshold=args.threshold, window=args.window)

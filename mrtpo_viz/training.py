@@ -22,7 +22,7 @@ import copy
 import dataclasses
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Literal, Optional, Sequence
 
@@ -142,7 +142,6 @@ class Run:
     ref_model: Optional[torch.nn.Module] = None
     start_step: int = 0
     log: object = None
-    times: dict[str, float] = field(default_factory=dict)
 
     @property
     def out_dir(self) -> Optional[Path]:
@@ -176,21 +175,11 @@ def _own_policy(config: TrainConfig, policy, device):
     return dataclasses.replace(base, model=model, device=torch.device(device))
 
 
-def setup_run(config: TrainConfig, examples: Optional[Sequence[Example]] = None, policy=None) -> Run:
-    """Build (or resume) a run: accelerator, own policy copy, optimizer, prompts, verifiers, metrics log."""
-    from accelerate import Accelerator
-
+def _prompts_and_rewards(config: TrainConfig, examples) -> tuple[list[Example], list[str], torch.Tensor]:
+    """The training examples, the verifier names (K columns of the reward matrix) and the (K,) reward weights."""
     from .tasks import load_examples
     from .train_batch import union_verifiers
-    from .train_state import MetricsLog, latest_checkpoint, load_checkpoint
 
-    if config.threads is not None:
-        torch.set_num_threads(config.threads)
-    torch.manual_seed(config.seed)
-    accelerator = Accelerator()
-    if config.prompts_per_step % accelerator.num_processes:
-        raise ValueError(f"prompts_per_step={config.prompts_per_step} must be a multiple of the "
-                         f"{accelerator.num_processes} processes")
     if examples is None and config.task not in TASKS:
         raise ValueError(f"unknown task {config.task!r}; choose one of {TASKS} or pass examples")
     examples = list(examples) if examples is not None else load_examples(config.task, "train")
@@ -201,17 +190,33 @@ def setup_run(config: TrainConfig, examples: Optional[Sequence[Example]] = None,
     unknown = set(weights) - set(verifiers)
     if unknown:
         raise ValueError(f"reward_weights name verifiers the task does not use: {sorted(unknown)}")
+    return examples, verifiers, torch.tensor([weights.get(n, 1.0) for n in verifiers])
+
+
+def setup_run(config: TrainConfig, examples: Optional[Sequence[Example]] = None, policy=None) -> Run:
+    """Build (or resume) a run: accelerator, own policy copy, optimizer, prompts, verifiers, metrics log."""
+    from accelerate import Accelerator
+
+    from .train_state import MetricsLog, latest_checkpoint, load_checkpoint
+
+    if config.threads is not None:
+        torch.set_num_threads(config.threads)
+    torch.manual_seed(config.seed)
+    accelerator = Accelerator()
+    if config.prompts_per_step % accelerator.num_processes:
+        raise ValueError(f"prompts_per_step={config.prompts_per_step} must be a multiple of the "
+                         f"{accelerator.num_processes} processes")
+    examples, verifiers, weights = _prompts_and_rewards(config, examples)
     own = _own_policy(config, policy, accelerator.device)
     optimizer = torch.optim.AdamW(own.model.parameters(), lr=config.lr, weight_decay=0.0)
     ref_model = copy.deepcopy(own.model).requires_grad_(False) if config.kl_coef > 0 else None
-    folder = latest_checkpoint(Path(config.out_dir)) if config.out_dir else None
+    out_dir = Path(config.out_dir) if config.out_dir else None
+    folder = latest_checkpoint(out_dir)
     start = load_checkpoint(folder, own.model, optimizer, config).steps_done if folder else 0
     model, optimizer = accelerator.prepare(own.model, optimizer)
-    log = MetricsLog(Path(config.out_dir) / "metrics.csv" if config.out_dir and accelerator.is_main_process
-                     else None)
+    log = MetricsLog(out_dir / "metrics.csv" if out_dir and accelerator.is_main_process else None)
     log.keep_before(start)
-    return Run(config, accelerator, own, model, optimizer, examples, verifiers,
-               torch.tensor([weights.get(n, 1.0) for n in verifiers]), ref_model, start, log)
+    return Run(config, accelerator, own, model, optimizer, examples, verifiers, weights, ref_model, start, log)
 
 
 # --- one step ------------------------------------------------------------------------------------------------------
