@@ -143,14 +143,22 @@ def _response_ids(policy: Policy, response) -> list[int]:
     return ids
 
 
+def _decode_prefixes(tokenizer, ids: list[int]) -> list[str]:
+    """``decode(ids[:t + 1])`` for every t (one call to the fast backend where there is one)."""
+    prefixes = [ids[:t + 1] for t in range(len(ids))]
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        return backend.decode_batch(prefixes, skip_special_tokens=False)
+    return [tokenizer.decode(p) for p in prefixes]
+
+
 def display_tokens(tokenizer, ids: list[int]) -> tuple[list[str], list[tuple[int, int]], str]:
     """Display text per token that joins back to the decoded response, their character offsets, and that text.
 
     A token that ends inside a multi-byte character shows as ``""``; the token that completes it shows it.
     """
     tokens, offsets, text = [], [], ""
-    for t in range(len(ids)):
-        now = tokenizer.decode(ids[:t + 1])
+    for now in _decode_prefixes(tokenizer, ids):
         piece = "" if now.endswith("\ufffd") or not now.startswith(text) else now[len(text):]
         tokens.append(piece)
         offsets.append((len(text), len(text) + len(piece)))
@@ -261,7 +269,7 @@ def _relevance(policy, br: Branches, logits, vs, info_list, extra, ctrl: Control
     ids = torch.tensor(br.response_ids, device=logits.device).expand(K + 1, T)  # (K + 1, T)
     stats = token_stats(logits[:K + 1], ids, topk=topk, chunk_size=chunk_size)
     tokens, offsets, text = display_tokens(policy.tokenizer, br.response_ids)
-    top = [_decode_top(policy.tokenizer, stats.top_ids[b], stats.top_probs[b]) for b in range(K + 1)]
+    top = _decode_top(policy.tokenizer, stats.top_ids, stats.top_probs)  # (K + 1) x T x topk
     return Relevance(
         tokens=tokens, token_ids=list(br.response_ids), verifiers=[v.name for v in vs], scores=scores,
         raw_scores=raw, metric=metric, control=ctrl.name, response=text, offsets=offsets,
@@ -269,10 +277,20 @@ def _relevance(policy, br: Branches, logits, vs, info_list, extra, ctrl: Control
         logp_with=stats.logprob[1:], entropy=stats.entropy[0], top_without=top[0], top_with=top[1:])
 
 
-def _decode_top(tokenizer, top_ids: torch.Tensor, top_probs: torch.Tensor) -> list[list[tuple[str, float]]]:
-    """(T, k) ids and probs -> T lists of (token text, prob)."""
-    return [[(tokenizer.decode([i]), round(float(p), 6)) for i, p in zip(ids, probs)]
-            for ids, probs in zip(top_ids.tolist(), top_probs.tolist())]
+def _decode_each(tokenizer, ids: list[int]) -> dict[int, str]:
+    """Text of each distinct single token (through the fast backend in one call where there is one)."""
+    uniq = sorted(set(ids))
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        return dict(zip(uniq, backend.decode_batch([[i] for i in uniq], skip_special_tokens=False)))
+    return {i: tokenizer.decode([i]) for i in uniq}
+
+
+def _decode_top(tokenizer, top_ids: torch.Tensor, top_probs: torch.Tensor) -> list[list[list[tuple[str, float]]]]:
+    """(B, T, k) ids and probs -> B x T lists of (token text, prob), most likely first."""
+    text = _decode_each(tokenizer, top_ids.reshape(-1).tolist())
+    return [[[(text[i], round(p, 6)) for i, p in zip(ids, probs)] for ids, probs in zip(row_ids, row_probs)]
+            for row_ids, row_probs in zip(top_ids.tolist(), top_probs.tolist())]
 
 
 def _add_verdicts(rel: Relevance, vs: list[Verifier], example: Example) -> None:
