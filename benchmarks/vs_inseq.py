@@ -232,8 +232,8 @@ def bench_model(name: str, Ts, Ks, repeats: int) -> tuple[list[dict], dict]:
 
 
 def run(quick: bool = True, models: tuple[str, ...] = ("tiny",), repeats: int = 3) -> list[dict]:
-    """Speed rows. Quick: 32 and 128 tokens, K = 1 and 3, one run each."""
-    Ts, Ks = ((32, 128), (1, 3)) if quick else ((32, 128, 512), (1, 3, 6))
+    """Speed rows. Quick: 32 and 128 tokens, K = 1, one run each."""
+    Ts, Ks = ((32, 128), (1,)) if quick else ((32, 128, 512), (1, 3, 6))
     return [r for name in models for r in bench_model(name, Ts, Ks, 1 if quick else repeats)[0]]
 
 
@@ -251,17 +251,18 @@ COLUMNS = ["model", "dtype", "response_tokens", "K", "replay_kl_s", "replay_kl_c
 
 
 def notes(agree: list[dict], args) -> list[str]:
-    lines = [f"`python benchmarks/vs_inseq.py --models {args.models} --repeats {args.repeats}`; {_common.machine()}; "
+    lines = [f"`python benchmarks/vs_inseq.py {' '.join(sys.argv[1:])}`; {_common.machine()}; "
              f"load average at the end {_common.load_average()} (the 2 cores were shared with other work, so "
-             "absolute times are noisy; both tools ran under the same load).", "",
+             "wall times are noisy).", "",
              "Seconds to per-token scores for one response and K verifiers (median of the runs; model loading not "
-             "timed); `_s` wall time, `_cpu_s` CPU time of the process (one torch thread, so about the compute; it "
-             "moves less than wall time when the shared cores are busy). `replay_*`: one `replay()` call for all K "
-             "(prefix once, K + 1 suffixes batched, metric and per-token columns included). `inseq`: K calls of `attribute_context_with_model`, CTI only (KL), one "
-             "context per call. `speedup` = inseq CPU time / replay CPU time (the same ratio per verifier). "
-             "Rows marked *estimated* were not run because they would take over 3 minutes: K x the measured one-verifier time at the same "
-             "length, or for a new length the last measured one scaled linearly (a lower bound: Inseq's cost grows "
-             "faster than linearly with length, since it recomputes the whole prefix for every token).", ""]
+             "timed); `_s` is wall time, `_cpu_s` the CPU time of the process (one torch thread, so about the "
+             "compute; it moves less than wall time when the shared cores are busy). `replay_*`: one `replay()` "
+             "call for all K (prefix once, K + 1 suffixes batched, metric and per-token columns included). "
+             "`inseq`: K calls of `attribute_context_with_model`, CTI only (KL), one context per call. `speedup` = "
+             "Inseq CPU time / replay CPU time (the same ratio per verifier). Rows marked *estimated* were not run "
+             "because they would take over 3 minutes: K x the measured one-verifier time at the same length, or "
+             "for a new length the last measured one scaled linearly (a lower bound: Inseq's cost grows faster "
+             "than linearly with length, since it recomputes the whole prefix for every token).", ""]
     if agree:
         lines += ["Agreement on the same input (32-token response, first verifier): Inseq's CTI score is "
                   "KL(P_without || P_with); ours in that direction from the replay's logits:", "",
@@ -277,13 +278,17 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="tiny,qwen05b", help="comma-separated: tiny, qwen05b")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=3, help="runs per configuration (the 0.5B shape: 1)")
-    ap.add_argument("--quick", action="store_true", help="32 and 128 tokens, K = 1 and 3, one run")
+    ap.add_argument("--quick", action="store_true", help="32 and 128 tokens, K = 1, one run")
+    ap.add_argument("--lengths", default=None, help="response tokens, comma-separated (default 32,128,512)")
+    ap.add_argument("--verifiers", default=None, help="K values, comma-separated (default 1,3,6)")
     ap.add_argument("--out", default=str(RESULTS / "vs_inseq"))
     args = ap.parse_args(argv)
     set_threads(args.threads)
     if not inseq_available():
         print("inseq is not installed (pip install -r benchmarks/requirements.txt): timing the replay only")
-    Ts, Ks = ((32, 128), (1, 3)) if args.quick else ((32, 128, 512), (1, 3, 6))
+    Ts, Ks = ((32, 128), (1,)) if args.quick else ((32, 128, 512), (1, 3, 6))
+    Ts = tuple(int(x) for x in args.lengths.split(",")) if args.lengths else Ts
+    Ks = tuple(int(x) for x in args.verifiers.split(",")) if args.verifiers else Ks
     rows, agree = [], []
     for name in args.models.split(","):
         r, a = bench_model(name, Ts, Ks, 1 if args.quick or name == "qwen05b" else args.repeats)

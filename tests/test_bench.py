@@ -34,9 +34,10 @@ def test_localization_summary_keeps_mean_rows_of_chosen_views_and_methods():
 
 
 def test_vs_inseq_summary_marks_estimates_and_skips_rows_without_inseq():
-    rows = [{"model": "tiny", "response_tokens": "127", "K": "1", "speedup_kl": "62.5", "inseq_how": "measured, 1 run"},
-            {"model": "tiny", "response_tokens": "127", "K": "3", "speedup_kl": "110", "inseq_how": "estimated, not run"},
-            {"model": "tiny", "response_tokens": "31", "K": "1", "speedup_kl": ""}]
+    tiny = {"model": "tiny", "response_tokens": "127"}
+    rows = [{**tiny, "K": "1", "speedup_kl": "62.5", "inseq_how": "measured, 1 run"},
+            {**tiny, "K": "3", "speedup_kl": "110", "inseq_how": "estimated, not run"},
+            {**tiny, "response_tokens": "31", "K": "1", "speedup_kl": ""}]
     out = bench.summarize_vs_inseq(rows)
     assert [r["value"] for r in out] == [62.5, 110.0]
     assert "estimated" not in out[0]["measure"] and "estimated" in out[1]["measure"]
