@@ -214,7 +214,7 @@ def client(ckpt):
         mp.setattr("gradio.networking.url_ok", _patient_url_ok)
         _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=_free_port(),
                                 quiet=True)
-    c = gradio_client.Client(url, verbose=False)
+    c = gradio_client.Client(url, verbose=False, analytics_enabled=False)
     yield c
     c.close()
     demo.close()

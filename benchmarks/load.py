@@ -1,0 +1,294 @@
+"""A shared Space under load: 16 concurrent ``gradio_client`` sessions replaying against one local app.
+
+The app runs in a child process (``python -m mrtpo_viz serve``, loopback only, ``MRTPO_THREADS`` torch threads)
+so that its memory can be watched. Each session is its own ``gradio_client.Client`` (its own Gradio session and
+``gr.State``) and loops, until the deadline or ``--max-requests``, over:
+
+1. ``/replay`` of the first tool-calling test example with a response and an information text that only this
+   session uses (the reference plus a marker ``S07Z``, the information plus ``(session 07)``);
+2. ``/advantages`` for a typed group, which reads the session's own replayed ``Relevance`` from ``gr.State``.
+
+Checks per request: no error; the Relevance JSON that came back holds this session's response and information; the
+advantage chart's x axis is this session's tokens (a leak of another session's state would show another marker).
+Memory: the server's RSS once every session has finished its first round (warm-up), and at the end; goal: under 5%
+growth. Goal for errors and leaks: 0.
+
+    python benchmarks/load.py --sessions 16 --duration 60     # writes benchmarks/results/load.{csv,md}
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+from _common import RESULTS, ROOT, median, p95  # noqa: E402
+
+TASK, EXAMPLE = "tool_calling", 0
+REQUEST_TIMEOUT_S = 600
+"""Client-side timeout of one request: 16 sessions share one model queue on a busy machine."""
+
+
+@dataclass
+class Request:
+    """One timed request of one session."""
+
+    session: int
+    endpoint: str
+    start_s: float
+    """Seconds since the load started."""
+    latency_s: float
+    ok: bool
+    leak: bool = False
+    """The answer held another session's response, information or tokens."""
+    error: str = ""
+
+
+@dataclass
+class Load:
+    """What every session thread appends to, and the time origin."""
+
+    t0: float
+    deadline: float
+    max_requests: int
+    requests: list[Request] = field(default_factory=list)
+    warm: threading.Barrier = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, r: Request) -> None:
+        with self.lock:
+            self.requests.append(r)
+
+
+# ----------------------------------------------------------------------------------------------- the server
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, threads: int) -> subprocess.Popen:
+    env = {**os.environ, "MRTPO_THREADS": str(threads), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
+    return subprocess.Popen([sys.executable, "-m", "mrtpo_viz", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wait_up(url: str, proc: subprocess.Popen, timeout_s: float = 180) -> None:
+    import httpx
+
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the app exited: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            if httpx.get(url, timeout=10).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    raise TimeoutError(f"the app did not answer at {url} within {timeout_s:.0f} s")
+
+
+def prewarm(url: str, checkpoint: str) -> None:
+    """Load the checkpoint in the app before the sessions start (the load is not part of any request's latency)."""
+    from gradio_client import Client
+
+    client = Client(url, verbose=False, analytics_enabled=False, httpx_kwargs={"timeout": REQUEST_TIMEOUT_S})
+    try:
+        status = client.predict(checkpoint, api_name="/load_checkpoint")
+    finally:
+        client.close()
+    if "Loaded" not in status:
+        raise RuntimeError(f"the app could not load {checkpoint}: {status}")
+
+
+def rss_mib(pid: int) -> float:
+    import psutil
+
+    return psutil.Process(pid).memory_info().rss / 2**20
+
+
+# ----------------------------------------------------------------------------------------------- one session
+
+def session_inputs(i: int, checkpoint: str) -> tuple[list, str, str]:
+    """/replay inputs whose response and first information carry session ``i``'s marker; (inputs, response, info)."""
+    from mrtpo_viz.ui.common import get_example, prompt_text
+    from mrtpo_viz.verifiers import get_verifier
+
+    ex = get_example(TASK, EXAMPLE)
+    response = f"{ex.reference} S{i:02d}Z"
+    infos = [get_verifier(n).info(ex) for n in ex.verifiers]
+    infos[0] = f"{infos[0]} (session {i:02d})"
+    inputs = [checkpoint, TASK, EXAMPLE, prompt_text(ex), response, list(ex.verifiers), "user_end", "js", "none",
+              "\n\n[Verifier: {title}] {info}", *(infos + [""] * 6)[:6]]
+    return inputs, response, infos[0]
+
+
+def _group(verifiers: list[str]) -> dict:
+    K = len(verifiers)
+    return {"headers": ["response", *verifiers],
+            "data": [["replayed"] + [1.0] * K, ["b"] + [0.0] * K, ["c"] + [1.0] + [0.0] * (K - 1)]}
+
+
+def _replay_leak(out, response: str, info: str, verifier: str) -> tuple[bool, list[str]]:
+    """(leaked?, expected advantage x labels) from the /replay outputs' Relevance JSON."""
+    from mrtpo_viz import viz
+    from mrtpo_viz.results import Relevance
+
+    rel = Relevance.from_json(Path(out[7]).read_text(encoding="utf-8"))
+    leaked = rel.response != response or rel.infos.get(verifier) != info
+    return leaked, [f"{t}: {viz.visible(tok)}" for t, tok in enumerate(rel.tokens)]
+
+
+def _advantage_leak(fig, labels: list[str]) -> bool:
+    import json
+
+    figure = json.loads((fig.get("value", fig) if isinstance(fig, dict) else fig)["plot"])
+    return figure["data"][0]["x"] != labels
+
+
+def _call(load: Load, i: int, endpoint: str, fn):
+    """(answer, start, end) of one request; a failed request is recorded here and answers None."""
+    start = time.monotonic()
+    try:
+        return fn(), start, time.monotonic()
+    except Exception as err:  # noqa: BLE001 -- any failure of a request is counted, not raised
+        load.add(Request(i, endpoint, start - load.t0, time.monotonic() - start, False,
+                         error=f"{type(err).__name__}: {err}"[:200]))
+        return None, start, None
+
+
+def run_session(i: int, url: str, checkpoint: str, load: Load) -> None:
+    """Replay, then advantages, until the deadline or ``max_requests``; the first round is the warm-up."""
+    from gradio_client import Client
+
+    inputs, response, info = session_inputs(i, checkpoint)
+    verifiers, client, warmed = inputs[5], None, False
+    try:
+        client = Client(url, verbose=False, analytics_enabled=False, httpx_kwargs={"timeout": REQUEST_TIMEOUT_S})
+        for n in range(load.max_requests // 2):
+            if time.monotonic() > load.deadline:
+                break
+            out, start, end = _call(load, i, "/replay", lambda: client.predict(*inputs, api_name="/replay"))
+            if out is not None:
+                leaked, labels = _replay_leak(out, response, info, verifiers[0])
+                load.add(Request(i, "/replay", start - load.t0, end - start, True, leak=leaked))
+                out, start, end = _call(load, i, "/advantages", lambda: client.predict(
+                    _group(verifiers), 1.0, 1.0, "controlled", api_name="/advantages"))
+                if out is not None:
+                    load.add(Request(i, "/advantages", start - load.t0, end - start, True,
+                                     leak=_advantage_leak(out[0], labels)))
+            if not warmed:
+                warmed = True
+                try:
+                    load.warm.wait()
+                except threading.BrokenBarrierError:  # another session failed early: keep going without it
+                    pass
+    finally:
+        if not warmed:  # a session that failed early must not hold the others at the barrier
+            load.warm.abort()
+        if client is not None:
+            client.close()
+
+
+# ----------------------------------------------------------------------------------------------- the run
+
+def run(sessions: int, duration_s: float, max_requests: int, threads: int, checkpoint: str) -> dict:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    proc = start_server(port, threads)
+    try:
+        wait_up(url, proc)
+        prewarm(url, checkpoint)
+        rss = {"start": rss_mib(proc.pid)}
+        load = Load(t0=time.monotonic(), deadline=float("inf"), max_requests=max_requests)
+        load.warm = threading.Barrier(sessions + 1)
+        workers = [threading.Thread(target=run_session, args=(i, url, checkpoint, load), daemon=True)
+                   for i in range(sessions)]
+        for w in workers:
+            w.start()
+        try:
+            load.warm.wait(timeout=600)
+        except threading.BrokenBarrierError:  # a session failed before its first round: its errors are counted
+            pass
+        rss["warm"], warm_s = rss_mib(proc.pid), time.monotonic() - load.t0
+        load.deadline = time.monotonic() + duration_s  # the measured window starts after the warm-up
+        for w in workers:
+            w.join(timeout=duration_s + 600)
+        rss["end"], elapsed = rss_mib(proc.pid), time.monotonic() - load.t0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    return summarize(load.requests, rss, elapsed, warm_s, sessions, threads, duration_s)
+
+
+def _stat(fn, xs: list[float]) -> float:
+    return round(fn(xs), 3) if xs else float("nan")
+
+
+def summarize(requests: list[Request], rss: dict, elapsed: float, warm_s: float, sessions: int, threads: int,
+              duration_s: float) -> dict:
+    """Errors and leaks over all requests; latency and throughput over the window after the warm-up."""
+    ok = [r for r in requests if r.ok and r.start_s >= warm_s]  # the measured window: after the warm-up
+    window = elapsed - warm_s
+    replays = [r.latency_s for r in ok if r.endpoint == "/replay"]
+    advantages = [r.latency_s for r in ok if r.endpoint == "/advantages"]
+    return {
+        "sessions": sessions, "duration_s": duration_s, "measured_s": round(window, 1), "torch_threads": threads,
+        "requests": len(requests), "errors": sum(not r.ok for r in requests), "leaks": sum(r.leak for r in requests),
+        "throughput_rps": round(len(ok) / window, 3), "replays_per_s": round(len(replays) / window, 3),
+        "replay_p50_s": _stat(median, replays), "replay_p95_s": _stat(p95, replays),
+        "advantages_p50_s": _stat(median, advantages), "advantages_p95_s": _stat(p95, advantages),
+        "warm_up_s": round(warm_s, 1), "rss_start_mib": round(rss["start"], 1), "rss_warm_mib": round(rss["warm"], 1),
+        "rss_end_mib": round(rss["end"], 1), "rss_growth_pct": round(100 * (rss["end"] / rss["warm"] - 1), 2),
+        "first_errors": sorted({r.error for r in requests if not r.ok})[:3],
+    }
+
+
+def write(summary: dict, requests_csv: Path, md: Path, machine: str, load_avg: str) -> None:
+    with requests_csv.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["metric", "value"])
+        writer.writerows([k, v] for k, v in summary.items() if k != "first_errors")
+    goals = {"errors": "0", "leaks": "0", "rss_growth_pct": "< 5"}
+    rows = "\n".join(f"| {k} | {v} | {goals.get(k, '')} |" for k, v in summary.items() if k != "first_errors")
+    errors = "".join(f"\n- `{e}`" for e in summary["first_errors"]) or " none"
+    md.write_text(
+        f"# Load: {summary['sessions']} concurrent gradio_client sessions for {summary['duration_s']:.0f} s\n\n"
+        f"`python benchmarks/load.py` on {machine}; 1-minute load average at the end {load_avg}. One app process "
+        "(loopback), the bundled policy, every model call in one queue (`concurrency_limit=1`), so latency includes "
+        "the wait behind the other sessions. Each session replays the same example with its own response and "
+        "information, then asks for the advantages of its own replay (from `gr.State`); a leak is an answer that "
+        "holds another session's response, information or tokens. RSS is the server's, after every session's first "
+        f"round (warm-up) and at the end.\n\n| metric | value | goal |\n|---|---|---|\n{rows}\n\n"
+        f"Errors seen:{errors}\n", encoding="utf-8")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sessions", type=int, default=16)
+    p.add_argument("--duration", type=float, default=60.0, help="seconds of load after the start")
+    p.add_argument("--max-requests", type=int, default=400, help="per session: a bound that ends every loop")
+    p.add_argument("--threads", type=int, default=1, help="torch threads of the app (MRTPO_THREADS)")
+    p.add_argument("--checkpoint", default=str(_common.BUNDLED_POLICY))
+    p.add_argument("--out", default=str(RESULTS / "load"), help="stem of the .csv and .md results")
+    args = p.parse_args(argv)
+    summary = run(args.sessions, args.duration, args.max_requests, args.threads, args.checkpoint)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write(summary, out.with_suffix(".csv"), out.with_suffix(".md"), _common.machine(), _common.load_average())
+    print("\n".join(f"{k}: {v}" for k, v in summary.items()))
+    return 0 if summary["errors"] == 0 and summary["leaks"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
