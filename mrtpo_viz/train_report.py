@@ -214,7 +214,8 @@ def advantage_tokens_html(sample: dict, title: str = "") -> str:
     spans = []
     for t, (tok, a) in enumerate(zip(tokens, adv)):
         x = max(-1.0, min(1.0, a / vmax))
-        rgb = (int(255 - 180 * x), int(255 - 120 * abs(x)), 255) if x >= 0 else (255, int(255 + 120 * x), int(255 + 180 * x))
+        fade = (int(255 - 180 * abs(x)), int(255 - 120 * abs(x)))
+        rgb = (fade[0], fade[1], 255) if x >= 0 else (255, fade[1], fade[0])  # blue for > 0, red for < 0
         tip = [f"token {t}: {visible(tok)!r}", f"advantage {a:+.3f}"]
         tip += [f"relevance to {name}: {vals[t]:.3f}" for name, vals in relevance.items() if t < len(vals)]
         spans.append(f'<span title="{html.escape(chr(10).join(tip), quote=True)}" style="background:rgb{rgb};'

@@ -29,6 +29,8 @@ from typing import Iterator, Literal, Optional, Sequence
 import torch
 
 from .advantages import ADVANTAGE_METHODS
+from .contexts import INFO_POSITIONS
+from .divergence import METRICS
 from .results import StepMetrics
 from .tasks import TASKS, Example
 
@@ -95,6 +97,10 @@ class TrainConfig:
             raise ValueError(f"unknown method {self.method!r}; choose one of {list(ADVANTAGE_METHODS)}")
         if self.control not in Control.__args__:
             raise ValueError(f"unknown control {self.control!r}; choose one of {list(Control.__args__)}")
+        if self.metric not in METRICS:
+            raise ValueError(f"unknown metric {self.metric!r}; choose one of {list(METRICS)}")
+        if self.info_position not in INFO_POSITIONS:
+            raise ValueError(f"unknown info_position {self.info_position!r}; choose one of {list(INFO_POSITIONS)}")
         _check_ranges(self)
         object.__setattr__(self, "reward_weights", tuple((str(k), float(w)) for k, w in dict(self.reward_weights)
                                                          .items()))
@@ -236,8 +242,8 @@ def train_step(run: Run, step: int) -> StepMetrics:
     cfg, method, times = run.config, ADVANTAGE_METHODS[run.config.method], {}
     examples, seeds = run.prompts_for(step)
     with _timed(times, "sample"):
-        rollouts = sample_rollouts(run.policy, examples, cfg.group_size, seeds=seeds, max_new_tokens=cfg.max_new_tokens,
-                                   temperature=cfg.temperature, top_p=cfg.top_p)
+        rollouts = sample_rollouts(run.policy, examples, cfg.group_size, seeds=seeds,
+                                   max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
     with _timed(times, "score"):
         rewards = score_rollouts(rollouts, run.verifiers)  # (N, G, K)
     relevance = None

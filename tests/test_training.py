@@ -90,6 +90,8 @@ def test_the_shared_policy_is_not_trained(tiny_policy):
     ({"clip_eps": 0.0}, "clip_eps"),
     ({"lr": -1.0}, "lr"),
     ({"save_every": 2}, "out_dir"),
+    ({"metric": "cosine"}, "unknown metric"),
+    ({"info_position": "middle"}, "unknown info_position"),
 ])
 def test_config_rejects_bad_values(kw, words):
     with pytest.raises(ValueError, match=words):
@@ -123,7 +125,7 @@ def test_group_relevance_equals_replay_per_completion(tiny_policy, control):
     assert got.max() > 0.01  # the sharp random-init model does react to the information
 
 
-# --- one verifier, alpha = 0: the three methods give the same update ---------------------------------------------------
+# --- one verifier, alpha = 0: the three methods give the same update ------------------------------------------------
 
 def _one_step_params(tiny_policy, **kw):
     from mrtpo_viz.training import setup_run, train_step

@@ -1,4 +1,5 @@
-"""A 2-process CPU run (gloo, through ``torchrun``; accelerate picks the process group up) finishes and leaves identical parameters on both ranks."""
+"""A 2-process CPU run (gloo, through ``torchrun``; accelerate picks the process group up) finishes and leaves
+identical parameters on both ranks."""
 import os
 import socket
 import subprocess
