@@ -91,6 +91,9 @@ def launch_options() -> dict:
 
 def launch(host: str | None = None, port: int | None = None, **kw):
     """Build and serve the app; keyword arguments go to ``Blocks.launch`` (never ``share=True``)."""
+    from ..settings import get_settings
+
+    get_settings()  # an invalid MRTPO_* variable stops the app here, with its name, before anything is served
     demo = build_app()
     options = {**launch_options(), **kw}
     return demo.launch(server_name=host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),

@@ -7,7 +7,6 @@ generator, so the Stop button cancels it between steps and the curves stay as th
 from __future__ import annotations
 
 import dataclasses
-import os
 import threading
 import time
 
@@ -16,18 +15,12 @@ import pandas as pd
 
 from ..advantages import ADVANTAGE_METHODS
 from ..tasks import TASKS
+from ..settings import get_settings
 from ..train_report import advantage_tokens_html, phase_times_markdown, reward_curves_figure
 from .common import DEFAULT_CHECKPOINT, get_policy, readable
 
 
-def _max_trainings() -> int:
-    try:
-        return max(1, int(os.environ.get("MRTPO_MAX_TRAININGS", 1)))
-    except ValueError:
-        return 1
-
-
-MAX_TRAININGS = _max_trainings()
+MAX_TRAININGS = get_settings().max_trainings
 _SLOTS = threading.BoundedSemaphore(MAX_TRAININGS)
 """One slot per concurrent training run in this process."""
 
