@@ -139,6 +139,7 @@ def relevance_heatmap(rel: Relevance, raw: bool = False, title: Optional[str] = 
     label = f"{'raw ' if raw else ''}{rel.metric}"
     fig = go.Figure(_heatmap(scores.tolist(), rel.tokens, rel.verifiers, SCALE, colorbar_title=label))
     fig.update_traces(zmin=0.0)
+    fig.update_yaxes(autorange="reversed")  # first verifier on top, as in the token rows
     default = f"Relevance ({label}{'' if raw or rel.control == 'none' else ', control ' + rel.control})"
     return _layout(fig, title or default, 140 + 45 * rel.K)
 
@@ -158,6 +159,7 @@ def difference_heatmap(rel_a: Relevance, rel_b: Relevance, verifier: str) -> go.
     fig.add_trace(_heatmap([(b - a).tolist()], rel_a.tokens, ["B - A"], DIVERGING, zmid=0.0,
                            colorbar_title="B - A", colorbar_y=0.2, colorbar_len=0.4), row=2, col=1)
     fig.data[0].update(zmin=0.0, zmax=zmax)
+    fig.update_yaxes(autorange="reversed", row=1, col=1)  # A above B
     fig.data[1].update(zmin=-diff_max, zmax=diff_max)
     return _layout(fig, f"{verifier}: information A vs B", 330)
 
@@ -276,7 +278,8 @@ def mean_relevance_bars(frame) -> go.Figure:
     fig.add_bar(x=list(means.index), y=means["score"].tolist(), name="relevance (after control)",
                 marker_color=OKABE_ITO[0])
     fig.add_bar(x=list(means.index), y=means["raw_score"].tolist(), name="raw relevance", marker_color=OKABE_ITO[1])
-    fig.update_layout(barmode="group", yaxis_title="mean relevance per token", legend=dict(orientation="h", y=-0.2))
+    fig.update_layout(barmode="group", yaxis_title="mean relevance per token",
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
     fig = _layout(fig, "Mean relevance per verifier", 340)
     fig.update_xaxes(showticklabels=True)
     return fig

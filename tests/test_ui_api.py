@@ -215,9 +215,10 @@ def test_ab_difference_is_b_minus_a(client, checkpoint, example):
     d = plot(diff)["data"][1]["z"][0]
     assert len(a) == len(b) == len(d) > 5
     assert d == pytest.approx([y - x for x, y in zip(a, b)], abs=2e-4)
-    s = table(summary).set_index("")
+    s = table(summary).set_index("measure")
     assert float(s.loc["mean relevance", "A"]) == pytest.approx(sum(a) / len(a), abs=1e-3)
     assert 0.0 <= float(s.loc["share on the verifier's relevant spans", "A"]) <= 1.0
+    assert float(s.loc["max relevance", "B"]) == pytest.approx(max(b), abs=1e-3)
 
 
 def test_rollouts_scores_good_rows_and_reports_bad_lines(client, checkpoint, tmp_path):
@@ -259,7 +260,7 @@ def test_response_over_the_token_cap_is_refused(client, checkpoint, example, mon
     from mrtpo_viz.ui import common
 
     monkeypatch.setattr(common, "LIMITS", dataclasses.replace(common.LIMITS, max_tokens=5))
-    with pytest.raises(AppError, match=r"at most 5 are replayed"):
+    with pytest.raises(AppError, match=r"at most 5 are replayed here \(MRTPO_MAX_TOKENS\)"):
         client.predict(*replay_args(checkpoint, example), api_name="/replay")
 
 

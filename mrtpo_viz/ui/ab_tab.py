@@ -45,7 +45,7 @@ def _summary(rel_a, rel_b, verifier: str) -> pd.DataFrame:
     fmt = lambda x: "n/a" if x is None else f"{x:.4f}"  # noqa: E731
     rows = [[label, fmt(a[key]), fmt(b[key])] for key, label in SUMMARY_ROWS]
     tops = [", ".join(f"{viz.visible(tok)!r} {s:.3f}" for tok, s in d["top_tokens"]) for d in (a, b)]
-    return pd.DataFrame(rows + [["top tokens", *tops]], columns=["", "A", "B"])
+    return pd.DataFrame(rows + [["top tokens", *tops]], columns=["measure", "A", "B"])
 
 
 @readable
@@ -59,7 +59,7 @@ def compare(checkpoint, task, index, prompt, response, verifier, info_a, info_b,
     infos = [check_text(f"information {ab}", text, LIMITS.max_info_chars, required=False)
              for ab, text in (("A", info_a), ("B", info_b))]
     policy = get_policy(checkpoint)
-    check_token_count(policy, response)
+    check_token_count(policy, prompt_text(ex), response, max(infos, key=len))
     rel_a, rel_b = (replay(policy, ex, response, [verifier], infos={verifier: info}, metric=metric,
                            info_position=position, control=control) for info in infos)
     vmax = max(float(rel_a.scores.max()), float(rel_b.scores.max())) if rel_a.T else 0.0

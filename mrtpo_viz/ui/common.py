@@ -15,6 +15,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from ..settings import Settings, get_settings
 from ..tasks import SAMPLE_DATA, Example, load_examples
 
 log = logging.getLogger(__name__)
@@ -38,23 +39,31 @@ def _env_int(name: str, default: int) -> int:
 
 @dataclass(frozen=True)
 class Limits:
-    """Caps on user input, so one request cannot hold the shared model for minutes."""
+    """Caps on user input, so one request cannot hold the shared model for minutes.
 
-    max_tokens: int = _env_int("MRTPO_MAX_TOKENS", 1024)
-    """Most response tokens replayed (env ``MRTPO_MAX_TOKENS``)."""
+    The shared ones come from the operator settings (:mod:`mrtpo_viz.settings`, ``MRTPO_*`` variables).
+    """
+
+    max_tokens: int
+    """Most tokens of one request: prompt + response + verifier information (``MRTPO_MAX_TOKENS``)."""
+    max_info_chars: int
+    """Most characters of one verifier-information text (``MRTPO_MAX_INFO_CHARS``)."""
+    max_new_tokens: int
+    """Largest generation length (``MRTPO_MAX_NEW_TOKENS``)."""
+    max_upload_bytes: int
+    """Largest rollouts file accepted (``MRTPO_MAX_UPLOAD_MB``)."""
     max_chars: int = _env_int("MRTPO_MAX_CHARS", 8000)
-    """Most characters of a prompt or a response (env ``MRTPO_MAX_CHARS``)."""
-    max_info_chars: int = _env_int("MRTPO_MAX_INFO_CHARS", 4000)
-    """Most characters of one verifier-information text (env ``MRTPO_MAX_INFO_CHARS``)."""
-    max_new_tokens: int = 256
-    """Largest generation length offered."""
+    """Most characters of a prompt or a response (``MRTPO_MAX_CHARS``)."""
     max_rollouts: int = _env_int("MRTPO_MAX_ROLLOUTS", 200)
-    """Most rollouts scored from one upload (env ``MRTPO_MAX_ROLLOUTS``)."""
-    max_upload_bytes: int = 5 * 2**20
-    """Largest rollouts file accepted."""
+    """Most rollouts scored from one upload (``MRTPO_MAX_ROLLOUTS``)."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "Limits":
+        return cls(max_tokens=settings.max_tokens, max_info_chars=settings.max_info_chars,
+                   max_new_tokens=settings.max_new_tokens, max_upload_bytes=settings.max_upload_bytes)
 
 
-LIMITS = Limits()
+LIMITS = Limits.from_settings(get_settings())
 
 
 def check_text(label: str, text: str | None, max_chars: int, required: bool = True) -> str:
@@ -67,11 +76,12 @@ def check_text(label: str, text: str | None, max_chars: int, required: bool = Tr
     return text
 
 
-def check_token_count(policy, response: str) -> None:
-    n = len(policy.tokenizer(response, add_special_tokens=False)["input_ids"])
+def check_token_count(policy, *texts: str) -> None:
+    """Refuse a request whose texts (prompt, response, verifier information) exceed ``LIMITS.max_tokens``."""
+    n = sum(len(policy.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts if t)
     if n > LIMITS.max_tokens:
-        raise ValueError(f"The response has {n:,} tokens, at most {LIMITS.max_tokens:,} are replayed here "
-                         "(env MRTPO_MAX_TOKENS).")
+        raise ValueError(f"The request has {n:,} tokens (prompt, response and verifier information); at most "
+                         f"{LIMITS.max_tokens:,} are replayed here (MRTPO_MAX_TOKENS).")
 
 
 # ----------------------------------------------------------------------------------------------- errors

@@ -13,7 +13,6 @@ import gradio as gr
 import pandas as pd
 
 from .. import viz
-from ..advantages import ADVANTAGE_METHODS
 from ..contexts import DEFAULT_INFO_TEMPLATE, INFO_POSITIONS
 from ..divergence import METRICS
 from ..tasks import TASKS
@@ -106,7 +105,7 @@ def replay_response(checkpoint, task, index, prompt, response, verifiers, positi
     response = check_text("response", response, LIMITS.max_chars)
     chosen = _chosen_infos(list(verifiers or []), infos)
     policy = get_policy(checkpoint)
-    check_token_count(policy, response)
+    check_token_count(policy, prompt_text(ex), response, *chosen.values())
     rel = replay(policy, ex, response, list(chosen), infos=chosen, metric=metric, info_position=position,
                  control=control, template=template or DEFAULT_INFO_TEMPLATE)
     show_raw = rel.control != "none"
@@ -237,8 +236,6 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
                 csv_file = gr.DownloadButton("Download CSV (per-token table)", value=None)
                 json_file = gr.DownloadButton("Download JSON (Relevance)", value=None)
     rel_state = gr.State(None)
-    gr.Markdown(f"Methods available in training: {', '.join(m.title for m in ADVANTAGE_METHODS.values())}.",
-                elem_classes=["mrtpo-footnote"])
 
     task.change(task_examples, task, example, api_name="task_examples")
     example.change(pick_example, [task, example], [prompt, response, verifiers], api_name="pick_example"

@@ -1,0 +1,119 @@
+"""The app in a real browser (playwright driving Debian's chromium): pick an example, replay, and check that the
+coloured tokens, the heatmap and the advantage bars hold real content; save the screenshot the README shows.
+
+Skipped when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), where that is a failure.
+"""
+import os
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SCREENSHOT = Path(__file__).resolve().parent.parent / "assets" / "screenshot_relevance.png"
+BUNDLED = Path(__file__).resolve().parent.parent / "sample_data" / "policies" / "tiny-mrtpo"
+TIMEOUT_MS = 180_000  # a loaded 2-core CI machine: model load plus replay can take a while
+
+if not CHROMIUM.exists():
+    if os.environ.get("MRTPO_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"MRTPO_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)",
+                    pytrace=False)
+    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium); set MRTPO_REQUIRE_BROWSER=1 to fail instead",
+                allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _patient_url_ok(url: str) -> bool:
+    """Gradio's start-up check gives up after one 3 s request; a busy 2-core machine needs longer."""
+    import httpx
+
+    for _ in range(30):
+        try:
+            if httpx.head(url, timeout=30).status_code < 400:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(1.0)
+    return False
+
+
+@pytest.fixture(scope="module")
+def app_url(request):
+    import torch
+
+    from mrtpo_viz.ui import build_app, common, launch_options
+
+    torch.set_num_threads(1)
+    checkpoint = str(BUNDLED) if (BUNDLED / "config.json").is_file() else str(request.getfixturevalue(
+        "tiny_policy_dir"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(common, "DEFAULT_CHECKPOINT", checkpoint)  # what the page preselects
+        mp.setattr("gradio.networking.url_ok", _patient_url_ok)
+        demo = build_app()
+        _, url, _ = demo.launch(prevent_thread_lock=True, server_port=_free_port(), quiet=True, **launch_options())
+    yield url
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def page(app_url, tmp_path_factory):
+    with sync_api.sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            args=FLAGS, viewport={"width": 1440, "height": 1000})
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        page.goto(app_url, wait_until="domcontentloaded")
+        yield page
+        context.close()
+
+
+def pick_example(page, index: int) -> None:
+    """Open the example dropdown of the relevance tab and choose the option that starts with ``index:``."""
+    dropdown = page.get_by_label("Example (test split)").first
+    dropdown.click()
+    page.get_by_role("option", name=re.compile(rf"^{index}:")).first.click()
+
+
+def test_replay_in_the_browser_shows_tokens_heatmap_and_bars(page):
+    from mrtpo_viz.ui.common import get_example
+
+    ex = get_example("tool_calling", 1)
+    page.locator("#replay-btn").wait_for()
+    pick_example(page, 1)
+    page.wait_for_function("ref => document.querySelector('#response-box textarea').value === ref", arg=ex.reference)
+    page.locator("#replay-btn").click()
+
+    tokens = page.locator("#relevance-tokens .mrtpo-tok")
+    tokens.first.wait_for()
+    page.locator("#relevance-heatmap .js-plotly-plot .main-svg").first.wait_for()
+    page.locator("#advantage-bars .js-plotly-plot .main-svg").first.wait_for()
+    page.locator("#advantage-bars .barlayer path").first.wait_for()
+
+    rows = page.locator("#relevance-tokens .mrtpo-row").count()
+    assert rows == len(ex.verifiers)
+    n = tokens.count()
+    assert n > 5 * rows and n % rows == 0  # every verifier row holds every token
+    scores = [float(s) for s in tokens.evaluate_all("els => els.map(e => e.dataset.score)")]
+    assert max(scores) > 0 and len(set(scores)) > 3  # real, varying relevance
+    tip = tokens.nth(int(max(range(n), key=scores.__getitem__))).get_attribute("title")
+    assert "log p(token) without information" in tip and all(v in tip for v in ex.verifiers)
+    # the heatmap is drawn (plotly paints its cells into an image) with a colour bar; the bars have one path per
+    # token and reward
+    assert page.locator("#relevance-heatmap .hm image").count() >= 1
+    assert page.locator("#relevance-heatmap .colorbar").count() >= 1
+    assert page.locator("#advantage-bars .barlayer path").count() >= n  # K stacks over T tokens: K*T = n paths
+    page.locator("#advantage-bars").scroll_into_view_if_needed()
+    SCREENSHOT.parent.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOT), full_page=True)
+    assert SCREENSHOT.stat().st_size > 50_000
