@@ -1,13 +1,15 @@
 """Operator settings for a shared deployment (a public Space), read from environment variables.
 
-| variable                     | default | meaning                                                                |
-|------------------------------|---------|------------------------------------------------------------------------|
-| ``MRTPO_ALLOWED_CHECKPOINTS`` | (any)  | comma list of hub ids and local folders; when set, nothing else loads  |
-| ``MRTPO_MAX_TOKENS``          | 2048   | tokens of one request: prompt + response + verifier information        |
-| ``MRTPO_MAX_INFO_CHARS``      | 4000   | characters of one verifier-information text                            |
-| ``MRTPO_MAX_TRAININGS``       | 1      | trainings running at once in one app process                           |
-| ``MRTPO_MAX_UPLOAD_MB``       | 5      | size of an uploaded rollouts file                                      |
-| ``MRTPO_MAX_NEW_TOKENS``      | 256    | longest generated response                                             |
+| variable                      | default | meaning                                                               |
+|-------------------------------|---------|-----------------------------------------------------------------------|
+| ``MRTPO_ALLOWED_CHECKPOINTS`` | (any)   | comma list of hub ids and local folders; when set, nothing else loads |
+| ``MRTPO_MAX_TOKENS``          | 2048    | tokens of one request: prompt + response + verifier information       |
+| ``MRTPO_MAX_CHARS``           | 8000    | characters of one prompt or response typed in the app                 |
+| ``MRTPO_MAX_INFO_CHARS``      | 4000    | characters of one verifier-information text                           |
+| ``MRTPO_MAX_TRAININGS``       | 1       | trainings running at once in one app process                          |
+| ``MRTPO_MAX_UPLOAD_MB``       | 5       | size of an uploaded rollouts file                                     |
+| ``MRTPO_MAX_ROLLOUTS``        | 200     | rollouts scored from one upload                                       |
+| ``MRTPO_MAX_NEW_TOKENS``      | 256     | longest generated response                                            |
 
 The allow-list: an entry that is an existing folder admits that checkpoint folder and every folder below it
 (compared after resolving ``..`` and symbolic links, so a path cannot climb out); any other entry is a hub id,
@@ -42,12 +44,16 @@ class Settings:
     """``MRTPO_ALLOWED_CHECKPOINTS``: hub ids and folders that may load; empty admits any checkpoint."""
     max_tokens: int = 2048
     """``MRTPO_MAX_TOKENS``: tokens of one request (prompt + response + all verifier information)."""
+    max_chars: int = 8000
+    """``MRTPO_MAX_CHARS``: characters of one prompt or response typed in the app."""
     max_info_chars: int = 4000
     """``MRTPO_MAX_INFO_CHARS``: characters of one verifier-information text."""
     max_trainings: int = 1
     """``MRTPO_MAX_TRAININGS``: trainings running at once in one process."""
     max_upload_mb: float = 5.0
     """``MRTPO_MAX_UPLOAD_MB``: megabytes (MiB) of one uploaded rollouts file."""
+    max_rollouts: int = 200
+    """``MRTPO_MAX_ROLLOUTS``: rollouts scored from one upload."""
     max_new_tokens: int = 256
     """``MRTPO_MAX_NEW_TOKENS``: longest generated response."""
 
@@ -91,8 +97,9 @@ def _resolved(name: str) -> Optional[Path]:
 
 ENV_NAMES = {
     "allowed_checkpoints": "MRTPO_ALLOWED_CHECKPOINTS", "max_tokens": "MRTPO_MAX_TOKENS",
-    "max_info_chars": "MRTPO_MAX_INFO_CHARS", "max_trainings": "MRTPO_MAX_TRAININGS",
-    "max_upload_mb": "MRTPO_MAX_UPLOAD_MB", "max_new_tokens": "MRTPO_MAX_NEW_TOKENS",
+    "max_chars": "MRTPO_MAX_CHARS", "max_info_chars": "MRTPO_MAX_INFO_CHARS", "max_trainings": "MRTPO_MAX_TRAININGS",
+    "max_upload_mb": "MRTPO_MAX_UPLOAD_MB", "max_rollouts": "MRTPO_MAX_ROLLOUTS",
+    "max_new_tokens": "MRTPO_MAX_NEW_TOKENS",
 }
 """Settings field -> environment variable."""
 
@@ -111,8 +118,8 @@ def _parse(field_name: str, text: str, kind: type):
         raise SettingsError(f"{var} must be {what}, got {text!r}") from None
 
 
-_KINDS = {"allowed_checkpoints": tuple, "max_tokens": int, "max_info_chars": int, "max_trainings": int,
-          "max_upload_mb": float, "max_new_tokens": int}
+_KINDS = {"allowed_checkpoints": tuple, "max_tokens": int, "max_chars": int, "max_info_chars": int,
+          "max_trainings": int, "max_upload_mb": float, "max_rollouts": int, "max_new_tokens": int}
 
 
 def get_settings(environ: Optional[Mapping[str, str]] = None) -> Settings:

@@ -7,7 +7,8 @@ from mrtpo_viz.settings import BUNDLED_POLICIES, ENV_NAMES, Settings, SettingsEr
 def test_defaults_when_nothing_is_set():
     s = get_settings({})
     assert s == Settings()
-    assert (s.max_tokens, s.max_info_chars, s.max_trainings, s.max_new_tokens) == (2048, 4000, 1, 256)
+    assert (s.max_tokens, s.max_chars, s.max_info_chars, s.max_trainings, s.max_new_tokens) == (2048, 8000, 4000, 1, 256)
+    assert s.max_rollouts == 200
     assert s.max_upload_bytes == 5 * 2**20
     assert s.checkpoint_allowed("/anything/at/all") and s.checkpoint_allowed("owner/model")
 
