@@ -30,13 +30,6 @@ MAX_EXAMPLES = 40
 """Examples listed per task family in the pickers."""
 
 
-def _env_int(name: str, default: int) -> int:
-    try:
-        return int(os.environ.get(name, default))
-    except ValueError:
-        return default
-
-
 @dataclass(frozen=True)
 class Limits:
     """Caps on user input, so one request cannot hold the shared model for minutes.
@@ -52,15 +45,16 @@ class Limits:
     """Largest generation length (``MRTPO_MAX_NEW_TOKENS``)."""
     max_upload_bytes: int
     """Largest rollouts file accepted (``MRTPO_MAX_UPLOAD_MB``)."""
-    max_chars: int = _env_int("MRTPO_MAX_CHARS", 8000)
+    max_chars: int
     """Most characters of a prompt or a response (``MRTPO_MAX_CHARS``)."""
-    max_rollouts: int = _env_int("MRTPO_MAX_ROLLOUTS", 200)
+    max_rollouts: int
     """Most rollouts scored from one upload (``MRTPO_MAX_ROLLOUTS``)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "Limits":
         return cls(max_tokens=settings.max_tokens, max_info_chars=settings.max_info_chars,
-                   max_new_tokens=settings.max_new_tokens, max_upload_bytes=settings.max_upload_bytes)
+                   max_new_tokens=settings.max_new_tokens, max_upload_bytes=settings.max_upload_bytes,
+                   max_chars=settings.max_chars, max_rollouts=settings.max_rollouts)
 
 
 LIMITS = Limits.from_settings(get_settings())
@@ -125,9 +119,9 @@ def readable(fn):
 # ----------------------------------------------------------------------------------------------- checkpoint
 
 def checkpoint_choices() -> list[str]:
-    """The default checkpoint and every bundled policy folder."""
+    """The default checkpoint, every bundled policy folder and the operator's allow-list (MRTPO_ALLOWED_CHECKPOINTS)."""
     found = sorted(str(p.parent) for p in (SAMPLE_DATA / "policies").glob("*/config.json"))
-    return list(dict.fromkeys([DEFAULT_CHECKPOINT, *found]))
+    return list(dict.fromkeys([DEFAULT_CHECKPOINT, *found, *get_settings().allowed_checkpoints]))
 
 
 def get_policy(checkpoint: str | None):
