@@ -176,7 +176,8 @@ def measure(fn, *args) -> tuple[float, float]:
     return seconds, max(peak[0], proc.memory_info().rss) / 2**20 - base / 2**20
 
 
-def bench_model(name: str, tok, texts, prompts, Ks, repeats: int, large_dtype=torch.bfloat16) -> list[dict]:
+def bench_model(name: str, tok, texts, prompts, Ks, repeats: int, large_dtype=torch.bfloat16,
+                methods=tuple(METHODS)) -> list[dict]:
     model = build_model(name, len(tok), large_dtype)
     policy = Policy(model, tok, name, torch.device("cpu"), next(model.parameters()).dtype)
     rows = []
@@ -184,8 +185,10 @@ def bench_model(name: str, tok, texts, prompts, Ks, repeats: int, large_dtype=to
         for K in Ks:
             case = make_case(tok, texts, P, K)
             plan = plan_replay(policy, case[0], case[1], case[2], infos=case[3])
-            run_floor(policy, case, plan)  # warm-up
-            for method, fn in METHODS.items():
+            if name == "tiny":
+                run_floor(policy, case, plan)  # warm-up (one-time costs are negligible on the large shape)
+            for method in methods:
+                fn = METHODS[method]
                 runs = [measure(fn, policy, case, plan) for _ in range(repeats)]
                 rows.append({"model": name, "params_M": round(policy.n_params / 1e6, 1),
                              "dtype": str(policy.dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
@@ -209,20 +212,22 @@ def write_csv(rows: list[dict], path: Path) -> None:
 
 
 def write_md(rows: list[dict], path: Path) -> None:
-    by = {(r["model"], r["prompt_tokens"], r["K"], r["method"]): r for r in rows}
-    cases = sorted({(r["model"], r["prompt_tokens"], r["K"]) for r in rows}, key=lambda c: (c[0] != "tiny", c[1:]))
+    by = {(r["model"], int(r["prompt_tokens"]), int(r["K"]), r["method"]): r for r in rows}
+    cases = sorted({key[:3] for key in by}, key=lambda c: (c[0] != "tiny", c[1:]))
+    dtypes = {r["model"]: r["dtype"] for r in rows}
     lines = ["# Replay speed", "",
-             f"`python benchmarks/replay_speed.py {' '.join(sys.argv[1:])}`; CPU, response 100 tokens, "
-             "information ~40 tokens per verifier. Seconds (median), peak RSS above start in MiB.", "",
-             "| model | prompt | K | floor s | replay s | batched s | naive s | replay / floor | naive / replay "
-             "| replay MiB | naive MiB |", "|" + "---|" * 11]
+             f"CPU, {rows[0]['threads']} thread(s), response 100 tokens, information ~40 tokens per verifier. "
+             "Seconds (median of the runs), peak RSS above the start of the call in MiB; `-`: not run.", "",
+             "| model | dtype | prompt | K | floor s | replay s | batched s | naive s | replay / floor | naive / replay "
+             "| replay MiB | naive MiB |", "|" + "---|" * 12]
     for m, P, K in cases:
-        s = {meth: by[(m, P, K, meth)] for meth in METHODS}
-        lines.append(f"| {m} | {P} | {K} | {s['floor']['seconds']:.3f} | {s['replay']['seconds']:.3f} | "
-                     f"{s['batched']['seconds']:.3f} | {s['naive']['seconds']:.3f} | "
-                     f"{s['replay']['seconds'] / s['floor']['seconds']:.2f}x | "
-                     f"{s['naive']['seconds'] / s['replay']['seconds']:.2f}x | {s['replay']['peak_mb']:.0f} | "
-                     f"{s['naive']['peak_mb']:.0f} |")
+        sec = {meth: float(by[(m, P, K, meth)]["seconds"]) for meth in METHODS if (m, P, K, meth) in by}
+        mib = {meth: float(by[(m, P, K, meth)]["peak_mb"]) for meth in METHODS if (m, P, K, meth) in by}
+        cell = lambda d, k, f: f.format(d[k]) if k in d else "-"  # noqa: E731
+        ratio = lambda a, b: f"{sec[a] / sec[b]:.2f}x" if a in sec and b in sec else "-"  # noqa: E731
+        lines.append(f"| {m} | {dtypes[m]} | {P} | {K} | " + " | ".join(cell(sec, k, "{:.3f}") for k in METHODS)
+                     + f" | {ratio('replay', 'floor')} | {ratio('naive', 'replay')} | "
+                     f"{cell(mib, 'replay', '{:.0f}')} | {cell(mib, 'naive', '{:.0f}')} |")
     lines += ["", "Targets: replay (metric and columns included) within 1.15x of the floor; at least 2.5x faster "
               "than naive for the ~1,000-token prompt, K = 3.", ""]
     path.write_text("\n".join(lines))
@@ -237,8 +242,18 @@ def main(argv=None) -> int:
     ap.add_argument("--large-dtype", default="bfloat16", choices=["bfloat16", "float32"],
                     help="dtype of the 0.5B shape (bfloat16 is slow on CPUs without AMX)")
     ap.add_argument("--large-ks", default=None, help="K values for the 0.5B shape (default: as the tiny model)")
+    ap.add_argument("--large-prompts", default=None, help="prompt lengths for the 0.5B shape (e.g. 1000)")
+    ap.add_argument("--large-methods", default=",".join(METHODS), help="methods run on the 0.5B shape")
+    ap.add_argument("--merge", default=None, help="comma-separated result CSVs: write one table from them, run nothing")
     ap.add_argument("--out", default=str(RESULTS / "replay_speed"))
     args = ap.parse_args(argv)
+    out = Path(args.out)
+    if args.merge:
+        rows = [r for f in args.merge.split(",") for r in csv.DictReader(open(f))]
+        write_csv(rows, out.with_suffix(".csv"))
+        write_md(rows, out.with_suffix(".md"))
+        print(out.with_suffix(".md").read_text())
+        return 0
     torch.set_num_threads(args.threads)
     texts = corpus()
     tok = build_tokenizer(texts)
@@ -248,8 +263,9 @@ def main(argv=None) -> int:
         tiny = name == "tiny"
         repeats = args.repeats or (5 if tiny else 1)
         ks = Ks if tiny or not args.large_ks else [int(k) for k in args.large_ks.split(",")]
-        rows += bench_model(name, tok, texts, prompts, ks, repeats, getattr(torch, args.large_dtype))
-    out = Path(args.out)
+        ps = prompts if tiny or not args.large_prompts else [int(p) for p in args.large_prompts.split(",")]
+        methods = tuple(METHODS) if tiny else tuple(args.large_methods.split(","))
+        rows += bench_model(name, tok, texts, ps, ks, repeats, getattr(torch, args.large_dtype), methods)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out.with_suffix(".csv"))
     write_md(rows, out.with_suffix(".md"))
