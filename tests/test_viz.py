@@ -1,6 +1,7 @@
 """viz renders hand-built Relevance objects: escaping, tooltips, figure data, and the advantage breakdown."""
 import re
 
+import pandas as pd
 import pytest
 import torch
 
@@ -114,3 +115,38 @@ def test_summary_numbers(rel):
     assert viz.relevance_summary(rel, "corr.b")["span_mass"] is None
     rows = viz.verdict_rows(rel)
     assert rows[1][:3] == ["corr.b", 0.5, "half <right>"]
+
+
+@pytest.fixture
+def frame(rel):
+    """Two rollouts: the hand-built one, and the same tokens with every score doubled."""
+    a = rel.to_frame()
+    b = rel.to_frame().assign(score=lambda f: f["score"] * 2)
+    return pd.concat([a.assign(id="r1"), b.assign(id="r2")], ignore_index=True)
+
+
+def test_mean_relevance_bars_average_every_token(frame):
+    fig = viz.mean_relevance_bars(frame)
+    controlled, raw = fig.data
+    assert list(controlled.x) == ["fmt.a", "corr.b"]
+    assert controlled.y[0] == pytest.approx(1.5 * (0.1 + 0.5 + 0.0 + 0.2 + 0.9) / 5)  # (1x + 2x) / 2
+    assert raw.y[1] == pytest.approx((0.3 + 0.0 + 0.4 + 0.1 + 0.05) / 5 + 0.01)
+
+
+def test_top_tokens_rank_by_mean_relevance(frame):
+    top = viz.top_tokens(frame, n=2)
+    fmt = top[top["verifier"] == "fmt.a"]
+    assert fmt["token"].tolist() == ["&amp;", "x"]
+    assert fmt["mean relevance"].tolist() == pytest.approx([1.35, 0.75])
+    assert fmt["count"].tolist() == [2, 2]
+    assert viz.top_tokens(frame, min_count=3).empty
+
+
+def test_rollout_summary_one_row_per_rollout_and_verifier(frame):
+    s = viz.rollout_summary(frame).set_index(["id", "verifier"])
+    assert len(s) == 4
+    assert s.loc[("r2", "fmt.a"), "max relevance"] == pytest.approx(1.8)
+    assert s.loc[("r1", "fmt.a"), "top token"] == "&amp;"
+    assert s.loc[("r1", "fmt.a"), "span share"] == pytest.approx(0.5 / 1.7)  # token "x" holds the span
+    assert pd.isna(s.loc[("r1", "corr.b"), "span share"])  # no spans known for corr.b
+    assert s.loc[("r1", "corr.b"), "reward"] == 0.5
