@@ -204,7 +204,18 @@ def plan_replay(policy: Policy, example_or_prompt, response, verifiers: Sequence
     resp_ids = _response_ids(policy, response)
     messages = _branch_messages(as_messages(example_or_prompt), vs, info_list, extra, info_position, template)
     texts = [policy.render(m) for m in messages]
-    return ReplayPlan(split_branches(policy.tokenizer, texts, resp_ids), vs, info_list, extra, ctrl, texts)
+    branches = split_branches(policy.tokenizer, texts, resp_ids)
+    check_context(policy, branches)
+    return ReplayPlan(branches, vs, info_list, extra, ctrl, texts)
+
+
+def check_context(policy: Policy, br: Branches) -> None:
+    """Refuse a replay whose longest branch exceeds the model's context window (positions past it are untrained)."""
+    limit = getattr(policy.model.config, "max_position_embeddings", None)
+    longest = len(br.prefix_ids) + max(len(s) for s in br.suffix_ids) + len(br.response_ids)
+    if limit and longest > limit:
+        raise ValueError(f"the replay needs {longest:,} tokens (prompt, information and response), more than the "
+                         f"model's context window of {limit:,} tokens: shorten the response or the information")
 
 
 def replay(policy: Policy, example_or_prompt, response, verifiers: Sequence[Union[str, Verifier]], *,
