@@ -139,22 +139,45 @@ def _commands(stages: list[dict], out: str) -> str:
                      f" --out {out}" for c in (st["config"] for st in stages))
 
 
+def _upto(m: int) -> str:
+    return f"1-{m}" if m > 1 else "1"
+
+
+def _stages_table(stages: list[dict]) -> str:
+    rows = ["| stage | steps | seed | tokens / batch | peak lr | training examples | values changed per content "
+            "error | data + tokenizer min | training min | final loss |", "|---:" * 10 + "|"]
+    for i, st in enumerate(stages, 1):
+        c, n = st["config"], st["noise"]
+        rows.append(f"| {i} | {c['steps']} | {c['seed']} | {c['tokens_per_batch']} | {c['lr']:g} | "
+                    f"{st['n_train_examples']:,} | {_upto(n.get('max_content_edits', 1))} | {st['data_seconds'] / 60:.1f} | "
+                    f"{st['train_seconds'] / 60:.1f} | {st['final_loss']:.3f} |")
+    return "\n".join(rows)
+
+
 def write_model_card(out: Path, info: dict, results: dict, args) -> Path:
     """README.md (the model card) and eval_results.json in the policy folder."""
     (out / "eval_results.json").write_text(json.dumps({"build": info, **results}, indent=1) + "\n")
-    stages = info["stages"]
+    stages, c = info["stages"], info["stages"][-1]["config"]
+    noise = {k: v for k, v in stages[-1]["noise"].items() if k != "max_content_edits"}
     size_mb = sum(f.stat().st_size for f in out.iterdir() if f.is_file() and f.suffix != ".md") / 1e6
     card = CARD.format(
         command=_commands(stages, args.out), n_params=info["n_params"], size_mb=size_mb,
-        minutes=sum(st["train_seconds"] for st in stages) / 60,
-        data_minutes=sum(st["data_seconds"] for st in stages) / 60,
-        machine=f"{platform.machine()} CPU, {stages[-1]['config']['threads']} thread(s)",
-        config="`, `".join(json.dumps(st["config"]) for st in stages), noise=json.dumps(stages[-1]["noise"]),
-        n_train=sum(st["n_train_sequences"] for st in stages), final_loss=stages[-1]["final_loss"],
-        table=_table(results), eval_config=json.dumps(results["eval_config"]))
+        minutes=sum(st["train_seconds"] + st["data_seconds"] for st in stages) / 60,
+        machine=f"{platform.machine()} CPU, {c['threads']} thread", stages=_stages_table(stages),
+        arch=f"hidden {c['hidden_size']}, {c['num_layers']} layers, {c['num_heads']} heads, MLP "
+             f"{c['intermediate_size']}, vocabulary {c['vocab_size']}, tied embeddings, sequences up to "
+             f"{c['max_len']} tokens",
+        noise=", ".join(f"{k} {v}" for k, v in noise.items()),
+        table=_table(results), eval_config=json.dumps(results["eval_config"]),
+        why=WHY_STAGES if len(stages) > 1 else "")
     (out / "README.md").write_text(card)
     return out / "README.md"
 
+
+WHY_STAGES = """- Why two stages: after stage 1 the policy followed the format information but not yet the content information
+  (p(gold) on argument values the same with and without it). Stage 2 continues with content errors that change
+  several values at once, which makes the content information worth more per token.
+"""
 
 CARD = """---
 license: apache-2.0
@@ -176,17 +199,20 @@ does, and to be unsure without it.
 ```
 
 Deterministic for a seed (one thread). Code: `mrtpo_viz/sample_policy.py` (tokenizer, model, training),
-`mrtpo_viz/sft_data.py` (data), `mrtpo_viz/sample_policy_eval.py` (this card's numbers).
+`mrtpo_viz/sft_data.py` and `mrtpo_viz/sft_violations.py` (data), `mrtpo_viz/sample_policy_eval.py` (this card's
+numbers). Total {minutes:.0f} minutes on {machine}; files {size_mb:.1f} MB.
 
-- Training: {minutes:.1f} minutes on {machine} (data and tokenizer {data_minutes:.1f} minutes); {n_train:,} training
-  sequences; final training loss {final_loss:.3f} (response tokens only). Files: {size_mb:.1f} MB.
-- Config (per training stage): `{config}`
+- Model: Llama, {arch}. Tokenizer: byte-level BPE trained on the task data; AdamW, linear warm-up then cosine
+  decay to a tenth, loss on response tokens only, batches grouped by length.
 - Data: the task generators with a seed other than the sample files', every prompt of the test split removed.
   Each verifier's information block (inserted with `mrtpo_viz.contexts.with_info`, as the replay does) is present
   independently; the target is the gold response with noise only on the aspects whose information is absent
   (content errors, format errors at decision points, constraint violations at known places), plus harmless
   variation no verifier penalizes (argument order, JSON spacing, a short preamble, a trailing semicolon).
-  Noise: `{noise}`
+  Probabilities: {noise}.
+{why}
+{stages}
+
 - Chat format: ChatML (`<|im_start|>role\\n...<|im_end|>\\n`); responses end with `<|im_end|>` (the eos token).
 
 ## What it measured (held-out test split)
