@@ -247,13 +247,16 @@ def test_rollouts_scores_good_rows_and_reports_bad_lines(client, checkpoint, tmp
     (dict(infos=["i" * 100_000]), "too long: 100,000 characters"),
     (dict(template="{nope}"), "bad information template"),
 ])
-def test_bad_replay_inputs_give_readable_errors_and_the_app_keeps_serving(client, checkpoint, example, change,
-                                                                          message):
+def test_bad_replay_inputs_give_readable_errors(client, checkpoint, example, change, message):
     with pytest.raises(AppError, match=re.escape(message)) as err:
         client.predict(*replay_args(**{"checkpoint": checkpoint, "example": example, **change}), api_name="/replay")
     assert "Traceback" not in str(err.value)
+
+
+def test_the_app_keeps_serving_after_bad_inputs(client, checkpoint, example):
+    """Runs after the bad inputs above (file order): the same session still replays."""
     html = client.predict(*replay_args(checkpoint, example), api_name="/replay")[0]
-    assert "mrtpo-tok" in html
+    assert html.count('class="mrtpo-tok"') > 5
 
 
 def test_response_over_the_token_cap_is_refused(client, checkpoint, example, monkeypatch):
