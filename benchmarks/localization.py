@@ -13,7 +13,7 @@ and as a mean over verifiers:
     character that differs); where does verifier k's relevance rank that token (top-1 and top-3 rates; ties count
     at their mean rank)?
 
-Usage: ``python benchmarks/localization.py [--quick] [--n 40] [--checkpoint DIR] [--out benchmarks/results]``.
+Usage: ``python benchmarks/localization.py [--quick] [--n 100] [--checkpoint DIR] [--out benchmarks/results]``.
 Writes ``localization.csv`` (long: view, verifier, method, value, n) and ``localization.md``.
 """
 from __future__ import annotations
@@ -206,7 +206,7 @@ def run(checkpoint: str, n: int, seed: int = 0) -> tuple[list[dict], dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--checkpoint", default=str(ROOT / "sample_data" / "policies" / "tiny-mrtpo"))
-    ap.add_argument("--n", type=int, default=40, help="test examples per task family")
+    ap.add_argument("--n", type=int, default=100, help="test examples per task family (100: the whole split)")
     ap.add_argument("--quick", action="store_true", help="5 examples per family (for `python -m mrtpo_viz bench`)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
@@ -231,7 +231,10 @@ def write(rows: list[dict], info: dict, out: Path, suffix: str = "") -> None:
     header = (f"# Localization benchmark\n\nCommand: `python benchmarks/localization.py` · policy "
               f"`{Path(info['checkpoint']).name}` · held-out examples per family: {info['examples']} · "
               f"{info['seconds']:.0f} s on one CPU thread. Gold responses (views a, b) and one injected error per "
-              f"verifier (view c). AUROC 0.5 = chance; n = positive tokens (a, b) or responses (c).\n")
+              f"verifier (view c). AUROC 0.5 = chance; n = positive tokens (a, b) or responses (c); on the mean row, n = "
+              f"verifiers averaged. Verifiers whose spans are empty on a passing response (no_comma, lowercase, "
+              f"uppercase, forbidden_words) have no positives in (a) and appear in (c) only; the corrupted control "
+              f"needs information that varies between examples (not the format verifiers').\n")
     (out / f"localization{suffix}.md").write_text(markdown(rows, header))
     print((out / f"localization{suffix}.md").read_text())
 
