@@ -34,6 +34,9 @@ from vs_inseq import Case, make_case, run_replay  # noqa: E402
 K = 3
 CHUNK_ROWS = (4, None, 256)
 """Rows of V per metric chunk; None is the library default (32 MiB of float32, 55 rows at V = 151,936)."""
+REPLAY_CHUNK_ROWS = (None,)
+"""Chunk sizes of the whole-replay rows (the metric-alone rows compare all of ``CHUNK_ROWS``; on this shared
+machine a whole 0.5B replay per chunk size did not fit the time)."""
 TOPK = 64
 
 
@@ -126,20 +129,22 @@ def topk_row(logits: torch.Tensor, exact_s: float) -> dict:
             "mean_tail_mass": float(tail.mean())}
 
 
-def bench(policy, Ts) -> list[dict]:
+def bench(policy, Ts, on_rows=lambda rows: None) -> list[dict]:
+    """One replay per T (default chunk; the largest T first), then on the smallest T the metric alone per chunk
+    size and the top-k bound. ``on_rows`` gets the rows so far after each step (partial results survive a stop)."""
+    run_replay(policy, make_case(policy.tokenizer, 16, K), "js")  # warm-up
     rows = []
-    for T in Ts:
-        case = make_case(policy.tokenizer, T, K)
-        run_replay(policy, make_case(policy.tokenizer, 16, K), "js")  # warm-up
-        rows += replay_rows(policy, case)
-        logits = branch_logits_of(policy, case)
-        metric = metric_rows(logits)
-        rows += metric
-        exact_s = next(r["seconds"] for r in metric if r["part"] == "metric js" and r["chunk_rows"] == "default")
-        rows.append(topk_row(logits, exact_s))
-        print(rows[-1], flush=True)
-        del logits
-        _common.trim_memory()
+    for T in sorted(Ts, reverse=True):
+        rows += replay_rows(policy, make_case(policy.tokenizer, T, K), REPLAY_CHUNK_ROWS)
+        on_rows(rows)
+    logits = branch_logits_of(policy, make_case(policy.tokenizer, min(Ts), K))
+    metric = metric_rows(logits)
+    rows += metric
+    on_rows(rows)
+    exact_s = next(r["seconds"] for r in metric if r["part"] == "metric js" and r["chunk_rows"] == "default")
+    rows.append(topk_row(logits, exact_s))
+    print(rows[-1], flush=True)
+    on_rows(rows)
     return rows
 
 
@@ -182,10 +187,13 @@ def main(argv=None) -> int:
         policy = load_policy(str(folder), device="cpu", dtype="bfloat16")
         _common.trim_memory()
         weights_mib = _common.rss_mib()
-        rows = bench(policy, (256,) if args.quick else (512, 1024))
-    _, md = _common.write_results(rows, Path(args.out), "Replay memory and metric time, 0.5B shape",
-                                  notes(args, weights_mib), COLUMNS)
-    print(md.read_text())
+
+        def write(rows):
+            return _common.write_results(rows, Path(args.out), "Replay memory and metric time, 0.5B shape",
+                                         notes(args, weights_mib), COLUMNS)[1]
+
+        rows = bench(policy, (256,) if args.quick else (512, 1024), write)
+    print(write(rows).read_text())
     return 0
 
 
