@@ -98,6 +98,11 @@ Target = tuple[str, set]
 """(response, names of the verifiers it is meant to fail)."""
 
 
+def _some(items: list, at_most: int, rng: random.Random) -> list:
+    """1..at_most distinct items (one ``rng.choice`` when at_most is 1, as the committed stage-1 data was drawn)."""
+    return [rng.choice(items)] if at_most == 1 else rng.sample(items, rng.randint(1, min(at_most, len(items))))
+
+
 # ------------------------------------------------------------------------------------------------ tool calling
 TOOL_FORMAT_ERRORS: tuple[Callable[[str], str], ...] = (
     lambda call: call,                                   # bare JSON, no tags
@@ -119,7 +124,7 @@ def _wrong_value(ex: Example, key: str, rng: random.Random, pools: Pools):
 def tool_target(ex: Example, present: set, rng: random.Random, cfg: NoiseConfig, pools: Pools) -> Target:
     args, noised = dict(ex.meta["arguments"]), set()
     if "tool_call.correctness" not in present and rng.random() < cfg.p_content:
-        for key in rng.sample(sorted(args), rng.randint(1, min(cfg.max_content_edits, len(args)))):
+        for key in _some(sorted(args), cfg.max_content_edits, rng):
             wrong = _wrong_value(ex, key, rng, pools)
             if wrong is not None:
                 args[key], noised = wrong, {"tool_call.correctness"}
@@ -171,8 +176,8 @@ def sql_target(ex: Example, present: set, rng: random.Random, cfg: NoiseConfig, 
     sql, noised = ex.meta["gold_sql"], set()
     if "sql.execution" not in present and rng.random() < cfg.p_content:
         edits = _sql_edits(sql, ex, pools)
-        chosen = rng.sample(edits, rng.randint(1, min(cfg.max_content_edits, len(edits)))) if edits else []
-        for start, end, options in sorted(chosen, reverse=True):  # right to left: earlier offsets stay valid
+        for start, end, options in sorted(_some(edits, cfg.max_content_edits, rng) if edits else [], reverse=True):
+            # right to left, so that the offsets of the earlier edits stay valid
             sql, noised = sql[:start] + rng.choice(options) + sql[end:], {"sql.execution"}
     if rng.random() < cfg.p_nuisance / 2:
         sql += ";"
