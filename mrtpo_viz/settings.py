@@ -61,7 +61,7 @@ class Settings:
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name != "allowed_checkpoints" and not value > 0:
-                raise SettingsError(f"{ENV_NAMES[f.name]} must be a positive number, got {value!r}")
+                raise SettingsError(f"{ENV_VARS[f.name][0]} must be a positive number, got {value!r}")
 
     @property
     def max_upload_bytes(self) -> int:
@@ -76,7 +76,7 @@ class Settings:
         roots = [BUNDLED_POLICIES.resolve()] + [r for r in map(_resolved, self.allowed_checkpoints) if r]
         if path is not None and any(path == r or r in path.parents for r in roots):
             return True
-        return name in self.allowed_checkpoints and _resolved(name) is None
+        return name in self.allowed_checkpoints  # a hub id, by exact name
 
     def check_checkpoint(self, name_or_path: str | os.PathLike) -> None:
         """Raise ValueError when the allow-list does not admit the checkpoint."""
@@ -95,17 +95,17 @@ def _resolved(name: str) -> Optional[Path]:
         return None
 
 
-ENV_NAMES = {
-    "allowed_checkpoints": "MRTPO_ALLOWED_CHECKPOINTS", "max_tokens": "MRTPO_MAX_TOKENS",
-    "max_chars": "MRTPO_MAX_CHARS", "max_info_chars": "MRTPO_MAX_INFO_CHARS", "max_trainings": "MRTPO_MAX_TRAININGS",
-    "max_upload_mb": "MRTPO_MAX_UPLOAD_MB", "max_rollouts": "MRTPO_MAX_ROLLOUTS",
-    "max_new_tokens": "MRTPO_MAX_NEW_TOKENS",
+ENV_VARS: dict[str, tuple[str, type]] = {
+    "allowed_checkpoints": ("MRTPO_ALLOWED_CHECKPOINTS", tuple), "max_tokens": ("MRTPO_MAX_TOKENS", int),
+    "max_chars": ("MRTPO_MAX_CHARS", int), "max_info_chars": ("MRTPO_MAX_INFO_CHARS", int),
+    "max_trainings": ("MRTPO_MAX_TRAININGS", int), "max_upload_mb": ("MRTPO_MAX_UPLOAD_MB", float),
+    "max_rollouts": ("MRTPO_MAX_ROLLOUTS", int), "max_new_tokens": ("MRTPO_MAX_NEW_TOKENS", int),
 }
-"""Settings field -> environment variable."""
+"""Settings field -> (environment variable, type of its value)."""
 
 
-def _parse(field_name: str, text: str, kind: type):
-    var = ENV_NAMES[field_name]
+def _parse(field_name: str, text: str):
+    var, kind = ENV_VARS[field_name]
     if kind is tuple:
         entries = tuple(e.strip() for e in text.split(",") if e.strip())
         if not entries:
@@ -118,10 +118,6 @@ def _parse(field_name: str, text: str, kind: type):
         raise SettingsError(f"{var} must be {what}, got {text!r}") from None
 
 
-_KINDS = {"allowed_checkpoints": tuple, "max_tokens": int, "max_chars": int, "max_info_chars": int,
-          "max_trainings": int, "max_upload_mb": float, "max_rollouts": int, "max_new_tokens": int}
-
-
 def get_settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
     """The settings from ``environ`` (default ``os.environ``); unset or empty variables keep their defaults.
 
@@ -129,5 +125,5 @@ def get_settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
         SettingsError: a value that is not a number, not positive, or an allow-list with no entry.
     """
     env = os.environ if environ is None else environ
-    given = {name: _parse(name, env[var], _KINDS[name]) for name, var in ENV_NAMES.items() if env.get(var, "").strip()}
+    given = {name: _parse(name, env[var]) for name, (var, _) in ENV_VARS.items() if env.get(var, "").strip()}
     return Settings(**given)

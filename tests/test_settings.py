@@ -1,7 +1,7 @@
 """Operator settings: parsing, validation, and the checkpoint allow-list (also through ``load_policy``)."""
 import pytest
 
-from mrtpo_viz.settings import BUNDLED_POLICIES, ENV_NAMES, Settings, SettingsError, get_settings
+from mrtpo_viz.settings import BUNDLED_POLICIES, ENV_VARS, Settings, SettingsError, get_settings
 
 
 def test_defaults_when_nothing_is_set():
@@ -25,8 +25,8 @@ def test_values_are_parsed_and_blank_means_default():
 def test_every_field_has_an_environment_variable():
     from dataclasses import fields
 
-    assert [f.name for f in fields(Settings)] == list(ENV_NAMES)
-    assert all(v.startswith("MRTPO_") for v in ENV_NAMES.values())
+    assert [f.name for f in fields(Settings)] == list(ENV_VARS)
+    assert all(var.startswith("MRTPO_") for var, _ in ENV_VARS.values())
 
 
 @pytest.mark.parametrize("var, value, says", [
