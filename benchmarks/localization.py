@@ -10,8 +10,8 @@ and as a mean over verifiers:
 (b) reward specificity: on responses with two or more verifiers, AUROC of ``rel_k - rel_j`` for telling tokens
     relevant to k (and not j) from tokens relevant to j (and not k); entropy and uniform give 0.5 by construction;
 (c) error localization: one error injected into the gold response makes verifier k fail at a known token (the first
-    character that differs); where does verifier k's relevance rank that token (top-1 and top-3 rates; ties count
-    at their mean rank)?
+    character that differs; the eos token that ends the response when the error cuts text off at the end); where
+    does verifier k's relevance rank that token (top-1 and top-3 rates; ties count at their mean rank)?
 
 Usage: ``python benchmarks/localization.py [--quick] [--n 100] [--checkpoint DIR] [--out benchmarks/results]``.
 Writes ``localization.csv`` (long: view, verifier, method, value, n) and ``localization.md``.
@@ -58,8 +58,8 @@ def mean_rank(scores, index: int) -> float:
     return greater + (equal + 1) / 2
 
 
-def signals(policy, ex, response: str, verifiers: list[str]) -> tuple[dict[str, np.ndarray], object]:
-    """Every method's (K, T) relevance for one response, and one Relevance (offsets, spans)."""
+def signals(policy, ex, response, verifiers: list[str]) -> tuple[dict[str, np.ndarray], object]:
+    """Every method's (K, T) relevance for one response (text or token ids), and one Relevance (offsets, spans)."""
     from mrtpo_viz.replay import replay
 
     out, rel = {}, None
@@ -77,14 +77,16 @@ def signals(policy, ex, response: str, verifiers: list[str]) -> tuple[dict[str, 
     return out, rel
 
 
-def _corrupted_row(policy, ex, response: str, verifier: str) -> np.ndarray:
+def _corrupted_row(policy, ex, response, verifier: str) -> np.ndarray:
     """(T,) relevance under the ``corrupted`` control, NaN where the verifier's information is the same for all."""
     from mrtpo_viz.replay import replay
 
     try:
         return replay(policy, ex, response, [verifier], control="corrupted").scores[0].numpy()
     except ValueError:
-        return np.full(len(policy.tokenizer(response, add_special_tokens=False)["input_ids"]), np.nan)
+        ids = response if isinstance(response, list) else policy.tokenizer(response, add_special_tokens=False)[
+            "input_ids"]
+        return np.full(len(ids), np.nan)
 
 
 def token_masks(rel, verifier: str) -> tuple[np.ndarray, np.ndarray]:
@@ -134,8 +136,11 @@ def error_localization(pools: Pools, policy, ex, rng: random.Random, data_pools)
         if bad is None:
             continue
         at = next((i for i, (a, b) in enumerate(zip(bad, ex.reference)) if a != b), min(len(bad), len(ex.reference)))
-        sig, rel = signals(policy, ex, bad, list(ex.verifiers))
-        t = next((i for i, (s, e) in enumerate(rel.offsets) if s <= min(at, len(bad) - 1) < e), rel.T - 1)
+        # the response ends with eos, as generated: text cut at the end (a missing end phrase or postscript) is
+        # decided where the policy stops, so the error token is then the eos token
+        ids = policy.tokenizer(bad, add_special_tokens=False)["input_ids"] + [policy.tokenizer.eos_token_id]
+        sig, rel = signals(policy, ex, ids, list(ex.verifiers))
+        t = next((i for i, (s, e) in enumerate(rel.offsets[:-1]) if s <= at < e), rel.T - 1)
         for method, s in sig.items():
             if not np.isnan(s[k]).any():
                 pools.ranks.setdefault((v, method), []).append(mean_rank(s[k], t))
