@@ -186,9 +186,10 @@ def tiny_policy_folder() -> Iterator[tuple[Path, str]]:
 
 
 @contextlib.contextmanager
-def qwen05b_folder(tokenizer_from: Optional[Path] = None) -> Iterator[Path]:
+def qwen05b_folder(tokenizer_from: Optional[Path] = None, layers: Optional[int] = None) -> Iterator[Path]:
     """A random-init Qwen2-0.5B-shaped model in bf16 safetensors (~1 GB) with a small BPE tokenizer, in a temporary
-    folder under /tmp that is deleted on exit. Token ids above the tokenizer's size decode to ""."""
+    folder under /tmp that is deleted on exit. Token ids above the tokenizer's size decode to "". ``layers``: keep
+    only that many of its 24 decoder layers (same width and vocabulary)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, Qwen2Config
 
@@ -198,7 +199,8 @@ def qwen05b_folder(tokenizer_from: Optional[Path] = None) -> Iterator[Path]:
                 tiny, _):
             tok = AutoTokenizer.from_pretrained(tiny)
         torch.manual_seed(0)
-        cfg = Qwen2Config(**QWEN05B_SHAPE, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+        shape = {**QWEN05B_SHAPE, **({"num_hidden_layers": layers} if layers else {})}
+        cfg = Qwen2Config(**shape, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
                           pad_token_id=tok.pad_token_id)
         model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
         model.save_pretrained(tmp, safe_serialization=True)

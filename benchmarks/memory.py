@@ -1,28 +1,30 @@
-"""Peak memory of a replay on a Qwen2-0.5B-shaped model (vocabulary 151,936), and the metric's share of its time.
+"""Peak memory of a replay on a Qwen2-0.5B-shaped model (vocabulary 151,936), and what the metric costs.
 
 A replay of T response tokens with K verifiers holds the (K + 1, T, V) branch logits in bf16 (for T = 1,024, K = 3:
 1.2 GB) plus whatever the metric needs on top. The metric works position chunk by position chunk in float32, so
 its extra memory is about ``chunk rows x V x 4 bytes`` per temporary instead of ``K x T x V x 4``. This script
 measures, with the model loaded (the weights are the baseline, not counted):
 
-- ``replay``: peak RSS above the baseline of one ``replay()`` call (K = 3; T = 512 and 1,024) for several chunk
-  sizes, with its phase timings (``Relevance.timings``);
-- ``metric``: the metric alone on the same logits, for several chunk sizes and unchunked (one chunk for all
-  positions) where that fits in half the free memory: its time and peak;
+- ``replay``: peak RSS above the baseline of one ``replay()`` call (K = 3; T = 512 and 1,024 by default), with its
+  phase timings (``Relevance.timings``);
+- ``metric``: the exact JS and KL alone on (K + 1, T, V) bf16 logits, for several chunk sizes and unchunked (one
+  chunk for all positions) where that fits in half the free memory: time and peak;
 - ``js_topk``: the top-k lower bound on JS (``divergence.js_topk``, k = 64) on the same logits: time, largest
-  difference from the exact JS, and the tail mass that bounds the error.
+  shortfall from the exact JS, and the tail mass that bounds the error.
 
-RSS is sampled every 2 ms in a thread (``_common.measure``). Random weights: the memory and time do not depend on
-them; the JS values do (a random model's distributions are near uniform, so top-k tails are large).
+RSS is sampled every 2 ms in a thread (``_common.measure``). Random weights and random metric logits: memory and
+time depend on the shapes, not the values (the top-k tails do: random distributions are flat).
 
-    python benchmarks/memory.py                 # T = 512 and 1,024, writes benchmarks/results/memory.{csv,md}
-    python benchmarks/memory.py --quick         # T = 256 only
+    python benchmarks/memory.py                          # T = 512 and 1,024, all 24 layers
+    python benchmarks/memory.py --layers 2 --lengths 1024 --metric-length 1024   # the run in results/ (see there)
+    python benchmarks/memory.py --quick                  # T = 256 only
 """
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import Optional
 
 import torch
 
@@ -129,15 +131,22 @@ def topk_row(logits: torch.Tensor, exact_s: float) -> dict:
             "mean_tail_mass": float(tail.mean())}
 
 
-def bench(policy, Ts, on_rows=lambda rows: None) -> list[dict]:
-    """One replay per T (default chunk; the largest T first), then on the smallest T the metric alone per chunk
-    size and the top-k bound. ``on_rows`` gets the rows so far after each step (partial results survive a stop)."""
+def synthetic_logits(T: int, V: int = 151_936, seed: int = 0) -> torch.Tensor:
+    """(K + 1, T, V) random bf16 logits: the metric's time and memory depend on the shape, not the values."""
+    g = torch.Generator().manual_seed(seed)
+    return (2.0 * torch.randn(K + 1, T, V, generator=g)).to(torch.bfloat16)
+
+
+def bench(policy, Ts, on_rows=lambda rows: None, metric_T: Optional[int] = None) -> list[dict]:
+    """One replay per T (default chunk; the largest T first), then the metric alone per chunk size and the top-k
+    bound on (K + 1, metric_T, V) logits of random values (no second forward; default: the smallest T).
+    ``on_rows`` gets the rows so far after each step (partial results survive a stop)."""
     run_replay(policy, make_case(policy.tokenizer, 16, K), "js")  # warm-up
     rows = []
     for T in sorted(Ts, reverse=True):
         rows += replay_rows(policy, make_case(policy.tokenizer, T, K), REPLAY_CHUNK_ROWS)
         on_rows(rows)
-    logits = branch_logits_of(policy, make_case(policy.tokenizer, min(Ts), K))
+    logits = synthetic_logits(metric_T or min(Ts), policy.model.config.vocab_size)
     metric = metric_rows(logits)
     rows += metric
     on_rows(rows)
@@ -149,10 +158,10 @@ def bench(policy, Ts, on_rows=lambda rows: None) -> list[dict]:
 
 
 def run(quick: bool = True) -> list[dict]:
-    """Rows for T = 256 (quick) or 512 and 1,024, K = 3, on the 0.5B shape."""
+    """Rows for T = 256 on a 2-layer 0.5B shape (quick), or 512 and 1,024 on the full shape."""
     from mrtpo_viz.policy import load_policy
 
-    with _common.qwen05b_folder() as folder:
+    with _common.qwen05b_folder(layers=2 if quick else None) as folder:
         policy = load_policy(str(folder), device="cpu", dtype="bfloat16")
         return bench(policy, (256,) if quick else (512, 1024))
 
@@ -162,16 +171,25 @@ COLUMNS = ["part", "response_tokens", "K", "chunk_rows", "seconds", "peak_mib", 
 
 
 def notes(args, weights_mib: float) -> list[str]:
-    return [f"`python benchmarks/memory.py{' --quick' if args.quick else ''}`; {_common.machine()}; load average "
-            f"at the end {_common.load_average()}. Random-init Qwen2-0.5B shape (494M parameters, bf16, vocabulary "
-            f"151,936; RSS after loading it {weights_mib:.0f} MiB, the baseline), K = {K} verifiers.", "",
+    layers = f"{args.layers} of its 24 decoder layers" if args.layers else "all 24 decoder layers"
+    cmd = " ".join(["python benchmarks/memory.py"] + [a for a in sys.argv[1:] if not a.startswith("--out")])
+    return [f"`{cmd}`; {_common.machine()}; load average at the end {_common.load_average()}. Random-init "
+            f"Qwen2-0.5B shape (hidden 896, vocabulary 151,936, bf16) with {layers}; RSS after loading it "
+            f"{weights_mib:.0f} MiB is the baseline. K = {K} verifiers.", "",
             "`peak_mib`: peak RSS above the level before the call (sampled every 2 ms). `replay` rows: one "
-            "`replay()` call, metric JS, per chunk size (`chunk_rows` rows of V per float32 chunk; `default` = "
-            "32 MiB worth); `forward_s` and `metric_and_columns_s` are its phases (the latter: the metric plus the "
-            "per-token log-probs, entropy and top-5 columns). `metric` rows: the metric alone on the replay's "
-            "logits. `js_topk`: the union-of-top-k lower bound with one tail bucket; `max_shortfall` is its "
-            "largest distance below the exact JS, and the tail mass bounds the error (exact JS divergence <= "
-            "bound^2 + tail mass).", ""]
+            "`replay()` call, metric JS, default chunk (32 MiB of float32 per chunk); `forward_s` and "
+            "`metric_and_columns_s` are its phases (the latter: the metric plus the per-token log-probs, entropy "
+            "and top-5 columns). Under `no_grad` each decoder layer's activations are freed before the next "
+            "layer runs, so fewer layers change the peak only by the KV cache of the missing layers (for 1,024 "
+            "tokens and 4 branches, 2 x 4 x 2 heads x ~1,090 x 64 x 2 bytes = 2.2 MB per layer, ~50 MB for 22 "
+            "layers) and the time by their forward; the (K + 1, T, V) logits, the metric and the columns are "
+            "the same. `metric` rows: the metric alone on (K + 1, T, V) bf16 logits of random values (time and "
+            "memory depend on the shape only), per `chunk_rows` (rows of V per float32 chunk; `default` = 55 at "
+            "this vocabulary; `unchunked` = one chunk for all positions, run only where it fits in half the free "
+            "memory). `js_topk`: the union-of-top-k lower bound with one tail bucket; `max_shortfall` is its "
+            "largest distance below the exact JS and the tail mass bounds the error (exact JS divergence <= "
+            "bound^2 + tail mass); random logits are far flatter than a trained model's, so their tails are "
+            "large.", ""]
 
 
 def main(argv=None) -> int:
@@ -180,10 +198,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="T = 256 only")
+    ap.add_argument("--lengths", default="512,1024", help="response tokens of the replays, comma-separated")
+    ap.add_argument("--metric-length", type=int, default=None, help="positions of the metric-alone rows")
+    ap.add_argument("--layers", type=int, default=None,
+                    help="keep only this many of the 24 decoder layers (same width and vocabulary; faster)")
     ap.add_argument("--out", default=str(RESULTS / "memory"))
     args = ap.parse_args(argv)
     set_threads(args.threads)
-    with _common.qwen05b_folder() as folder:
+    with _common.qwen05b_folder(layers=args.layers) as folder:
         policy = load_policy(str(folder), device="cpu", dtype="bfloat16")
         _common.trim_memory()
         weights_mib = _common.rss_mib()
@@ -192,7 +214,8 @@ def main(argv=None) -> int:
             return _common.write_results(rows, Path(args.out), "Replay memory and metric time, 0.5B shape",
                                          notes(args, weights_mib), COLUMNS)[1]
 
-        rows = bench(policy, (256,) if args.quick else (512, 1024), write)
+        Ts = (256,) if args.quick else tuple(int(t) for t in args.lengths.split(","))
+        rows = bench(policy, Ts, write, args.metric_length)
     print(write(rows).read_text())
     return 0
 

@@ -106,7 +106,8 @@ BENCHMARKS: dict[str, Benchmark] = {
                               summarize_localization),
     "vs_inseq": Benchmark("vs_inseq.py", ("--quick", "--models", "tiny", "--out", "{out}/vs_inseq"),
                           "vs_inseq.csv", summarize_vs_inseq, requires=("inseq",)),
-    "memory": Benchmark("memory.py", ("--quick", "--out", "{out}/memory"), "memory.csv", summarize_memory),
+    "memory": Benchmark("memory.py", ("--quick", "--layers", "2", "--out", "{out}/memory"), "memory.csv",
+                        summarize_memory),
 }
 """Benchmark name -> how ``bench`` runs it, in this order."""
 
