@@ -64,18 +64,6 @@ def replay_rows(policy, case: Case, chunk_rows=CHUNK_ROWS) -> list[dict]:
     return rows
 
 
-@torch.no_grad()
-def branch_logits_of(policy, case: Case) -> torch.Tensor:
-    """The replay's (K + 1, T, V) logits: [without, with_1..K]."""
-    from mrtpo_viz.replay import _pad_id, plan_replay
-    from mrtpo_viz.replay_batch import branch_logits
-    from mrtpo_viz.verifiers import get_verifier
-
-    vs = [get_verifier(n) for n, _, _ in case.verifiers]
-    plan = plan_replay(policy, case.prompt, case.response_ids, vs, infos={n: i for n, _, i in case.verifiers})
-    return branch_logits(policy.model, plan.branches, _pad_id(policy), policy.device)
-
-
 def unchunked_fits(logits: torch.Tensor) -> bool:
     """About 6 float32 temporaries of (K, T, V) for an unchunked JS; run it only within half the free memory."""
     import psutil
