@@ -50,10 +50,11 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 # --- checkpoints ---------------------------------------------------------------------------------------------------
 
-def save_checkpoint(out_dir: Path, model, optimizer, steps_done: int, config: Any, keep: int = 1) -> Path:
+def save_checkpoint(out_dir: Path, model, optimizer, steps_done: int, config: Any, keep: int = 2) -> Path:
     """Save model, optimizer, torch RNG and step count as ``checkpoints/step-{steps_done:06d}`` and point LATEST at it.
 
-    Call on the main process only (the model unwrapped from DDP). ``keep`` newest folders stay.
+    Call on the main process only (the model unwrapped from DDP). ``keep`` newest folders stay (two by default, so
+    that a newest checkpoint damaged later, e.g. on disk, still leaves the previous one to resume from).
     """
     from safetensors.torch import save_model
 
@@ -111,7 +112,15 @@ def load_checkpoint(folder: Path, model, optimizer, config: Any) -> Resumed:
         raise
     except Exception as e:  # truncated or garbled files raise many kinds of errors; all mean "corrupted"
         raise CheckpointError(f"checkpoint {folder} is corrupted or incomplete ({type(e).__name__}: {e}); "
-                              f"delete {folder.parent} to start the run afresh") from None
+                              f"{_way_out(folder)}") from None
+
+
+def _way_out(folder: Path) -> str:
+    """What to do about a corrupted checkpoint: resume from the previous one if there is one, else start afresh."""
+    older = sorted(p.name for p in folder.parent.glob("step-*") if p.is_dir() and p.name < folder.name)
+    if older:
+        return f"to resume from the previous checkpoint, write {older[-1]} into {folder.parent / LATEST}"
+    return f"delete {folder.parent} to start the run afresh"
 
 
 def _is_tied(model, name: str) -> bool:
