@@ -253,6 +253,7 @@ def summarize(requests: list[Request], rss: dict, elapsed: float, warm_s: float,
     advantages = [r.latency_s for r in ok if r.endpoint == "/advantages"]
     return {
         "sessions": sessions, "duration_s": duration_s, "measured_s": round(window, 1), "torch_threads": threads,
+        "malloc_arena_max": os.environ.get("MALLOC_ARENA_MAX", "glibc default"),
         "requests": len(requests), "errors": sum(not r.ok for r in requests), "leaks": sum(r.leak for r in requests),
         "throughput_rps": round(len(ok) / window, 3), "replays_per_s": round(len(replays) / window, 3),
         "replay_p50_s": _stat(median, replays), "replay_p95_s": _stat(p95, replays),
