@@ -10,8 +10,8 @@ so that its memory can be watched. Each session is its own ``gradio_client.Clien
 
 Checks per request: no error; the Relevance JSON that came back holds this session's response and information; the
 advantage chart's x axis is this session's tokens (a leak of another session's state would show another marker).
-Memory: the server's RSS every 2 s, from the moment every session has finished its first round (warm-up) to the
-end; goal: under 5% growth from the warm-up to the end. Goal for errors and leaks: 0.
+Memory: the server's RSS every 2 s, from the moment every session has finished its warm-up rounds (``--warmup``,
+default 2) to the end; goal: under 5% growth from the warm-up to the end. Goal for errors and leaks: 0.
 
     python benchmarks/load.py --sessions 16 --duration 60     # writes benchmarks/results/load.{csv,md}
 """
@@ -59,6 +59,7 @@ class Load:
     t0: float
     deadline: float
     max_requests: int
+    warmup_rounds: int
     requests: list[Request] = field(default_factory=list)
     warm: threading.Barrier = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -177,7 +178,7 @@ def _call(load: Load, i: int, endpoint: str, fn):
 
 
 def run_session(i: int, url: str, checkpoint: str, load: Load) -> None:
-    """Replay, then advantages, until the deadline or ``max_requests``; the first round is the warm-up."""
+    """Replay, then advantages, until the deadline or ``max_requests``; the first rounds are the warm-up."""
     from gradio_client import Client
 
     inputs, response, info = session_inputs(i, checkpoint)
@@ -196,7 +197,7 @@ def run_session(i: int, url: str, checkpoint: str, load: Load) -> None:
                 if out is not None:
                     load.add(Request(i, "/advantages", start - load.t0, end - start, True,
                                      leak=_advantage_leak(out[0], labels)))
-            if not warmed:
+            if not warmed and n + 1 >= load.warmup_rounds:
                 warmed = True
                 try:
                     load.warm.wait()
@@ -211,7 +212,7 @@ def run_session(i: int, url: str, checkpoint: str, load: Load) -> None:
 
 # ----------------------------------------------------------------------------------------------- the run
 
-def run(sessions: int, duration_s: float, max_requests: int, threads: int, checkpoint: str) -> dict:
+def run(sessions: int, duration_s: float, max_requests: int, threads: int, checkpoint: str, warmup: int = 2) -> dict:
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     proc = start_server(port, threads)
@@ -219,7 +220,7 @@ def run(sessions: int, duration_s: float, max_requests: int, threads: int, check
         wait_up(url, proc)
         prewarm(url, checkpoint)
         rss = {"start": rss_mib(proc.pid)}
-        load = Load(t0=time.monotonic(), deadline=float("inf"), max_requests=max_requests)
+        load = Load(t0=time.monotonic(), deadline=float("inf"), max_requests=max_requests, warmup_rounds=warmup)
         load.warm = threading.Barrier(sessions + 1)
         workers = [threading.Thread(target=run_session, args=(i, url, checkpoint, load), daemon=True)
                    for i in range(sessions)]
@@ -237,7 +238,7 @@ def run(sessions: int, duration_s: float, max_requests: int, threads: int, check
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    return summarize(load.requests, rss, elapsed, warm_s, sessions, threads, duration_s)
+    return summarize(load.requests, rss, elapsed, warm_s, sessions, threads, duration_s, warmup)
 
 
 def _stat(fn, xs: list[float]) -> float:
@@ -245,7 +246,7 @@ def _stat(fn, xs: list[float]) -> float:
 
 
 def summarize(requests: list[Request], rss: dict, elapsed: float, warm_s: float, sessions: int, threads: int,
-              duration_s: float) -> dict:
+              duration_s: float, warmup: int) -> dict:
     """Errors and leaks over all requests; latency and throughput over the window after the warm-up."""
     ok = [r for r in requests if r.ok and r.start_s >= warm_s]  # the measured window: after the warm-up
     window = elapsed - warm_s
@@ -258,7 +259,8 @@ def summarize(requests: list[Request], rss: dict, elapsed: float, warm_s: float,
         "throughput_rps": round(len(ok) / window, 3), "replays_per_s": round(len(replays) / window, 3),
         "replay_p50_s": _stat(median, replays), "replay_p95_s": _stat(p95, replays),
         "advantages_p50_s": _stat(median, advantages), "advantages_p95_s": _stat(p95, advantages),
-        "warm_up_s": round(warm_s, 1), "rss_start_mib": round(rss["start"], 1), "rss_warm_mib": round(rss["warm"], 1),
+        "warmup_rounds": warmup, "warm_up_s": round(warm_s, 1), "rss_start_mib": round(rss["start"], 1),
+        "rss_warm_mib": round(rss["warm"], 1),
         "rss_mid_mib": round(rss["mid"], 1), "rss_end_mib": round(rss["end"], 1), "rss_max_mib": round(rss["max"], 1),
         "rss_growth_pct": round(100 * (rss["end"] / rss["warm"] - 1), 2),
         "rss_growth_second_half_pct": round(100 * (rss["end"] / rss["mid"] - 1), 2),
@@ -281,7 +283,8 @@ def write(summary: dict, requests_csv: Path, md: Path, machine: str, load_avg: s
         "the wait behind the other sessions. Each session replays the same example with its own response and "
         "information, then asks for the advantages of its own replay (from `gr.State`); a leak is an answer that "
         "holds another session's response, information or tokens. RSS is the server's, sampled every 2 s: after "
-        "every session's first round (warm-up), halfway through the measured window, at the end, and its maximum."
+        f"every session's {summary['warmup_rounds']} warm-up round(s), halfway through the measured window, at the "
+        "end, and its maximum."
         f"\n\n| metric | value | goal |\n|---|---|---|\n{rows}\n\nErrors seen:{errors}\n", encoding="utf-8")
 
 
@@ -291,10 +294,11 @@ def main(argv=None) -> int:
     p.add_argument("--duration", type=float, default=60.0, help="seconds of load after the start")
     p.add_argument("--max-requests", type=int, default=400, help="per session: a bound that ends every loop")
     p.add_argument("--threads", type=int, default=1, help="torch threads of the app (MRTPO_THREADS)")
+    p.add_argument("--warmup", type=int, default=2, help="rounds per session before the measured window")
     p.add_argument("--checkpoint", default=str(_common.BUNDLED_POLICY))
     p.add_argument("--out", default=str(RESULTS / "load"), help="stem of the .csv and .md results")
     args = p.parse_args(argv)
-    summary = run(args.sessions, args.duration, args.max_requests, args.threads, args.checkpoint)
+    summary = run(args.sessions, args.duration, args.max_requests, args.threads, args.checkpoint, args.warmup)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write(summary, out.with_suffix(".csv"), out.with_suffix(".md"), _common.machine(), _common.load_average())
