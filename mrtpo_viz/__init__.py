@@ -5,6 +5,8 @@ Heavy modules (torch models, gradio) load lazily, so ``import mrtpo_viz`` stays 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 
 __version__ = "0.1.0"
 
@@ -27,3 +29,23 @@ def __getattr__(name: str):
 
 def __dir__():
     return __all__
+
+
+class _Package(types.ModuleType):
+    """``mrtpo_viz.replay`` names both a submodule and the public function ``replay()``.
+
+    Python sets a submodule as an attribute of its package once it is loaded, which would make
+    ``from mrtpo_viz import replay`` return the module. This property keeps the attribute the function; the module stays
+    importable as usual (``from mrtpo_viz.replay import CONTROLS``, ``sys.modules["mrtpo_viz.replay"]``).
+    """
+
+    @property
+    def replay(self):
+        return importlib.import_module(".replay", __name__).replay
+
+    @replay.setter
+    def replay(self, _module):  # the import system's setattr(package, "replay", submodule): keep the function
+        pass
+
+
+sys.modules[__name__].__class__ = _Package

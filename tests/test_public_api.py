@@ -1,0 +1,28 @@
+"""The public API of DESIGN.md resolves to the right objects, however the package was imported."""
+import importlib
+import inspect
+import sys
+
+import mrtpo_viz
+
+
+def test_replay_is_the_function_even_after_the_submodule_is_imported():
+    importlib.import_module("mrtpo_viz.replay")  # the import system sets the submodule on the package
+    from mrtpo_viz import replay
+
+    assert inspect.isfunction(replay) and replay.__name__ == "replay"
+    assert "verifiers" in inspect.signature(replay).parameters
+    assert inspect.ismodule(sys.modules["mrtpo_viz.replay"])
+    assert sys.modules["mrtpo_viz.replay"].replay is replay
+
+
+def test_every_public_name_resolves():
+    for name in mrtpo_viz.__all__:
+        assert getattr(mrtpo_viz, name) is not None, name
+    from mrtpo_viz import Example, Relevance, Verifier, get_verifier, list_verifiers, load_examples, load_policy
+
+    assert inspect.isclass(Example) and inspect.isclass(Relevance) and inspect.isclass(Verifier)
+    assert "tool_call.format" in list_verifiers("tool_calling")
+    assert get_verifier("sql.execution").task == "text_to_sql"
+    assert len(load_examples("text_to_sql", split="test")) == 100
+    assert callable(load_policy)
