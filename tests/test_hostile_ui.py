@@ -3,6 +3,7 @@ through ``gradio_client`` against one launched app. Every case gets a readable `
 keeps serving (a good call after the bad ones works), and the sample data stays byte-identical.
 """
 import json
+import math
 import re
 import shutil
 import socket
@@ -162,19 +163,21 @@ def replayed(ckpt):
 
 
 @pytest.mark.parametrize("rows, says", [
-    ([["a", float("nan"), 1.0], ["b", 0.0, 0.0]], "number"),
     ([["a", "1; DROP TABLE x", 1.0], ["b", 0.0, 0.0]], "must be a number"),
+    ([["a", "inf", "-inf"], ["b", "", None]], "must be a number"),
     ([["a", 1.0, 1.0]], "at least two responses"),
 ])
 def test_bad_group_tables_are_readable_errors(rows, says, replayed):
-    rel = replayed
-    frame = pd.DataFrame(rows, columns=["response", *rel.verifiers])
-    try:
-        fig, text = rt.advantages(rel, frame, 1.0, 1.0, "controlled")
-    except gr.Error as err:
-        assert says in err.message
-    else:  # NaN rewards are allowed only if every advantage that comes back is finite
-        assert says == "number" and "nan" not in text.lower()
+    frame = pd.DataFrame(rows, columns=["response", *replayed.verifiers])
+    assert says in _error(rt.advantages, replayed, frame, 1.0, 1.0, "controlled")
+
+
+def test_a_nan_reward_means_does_not_apply_and_advantages_stay_finite(replayed):
+    frame = pd.DataFrame([["a", float("nan"), 1.0], ["b", 0.0, 0.0]], columns=["response", *replayed.verifiers])
+    fig, text = rt.advantages(replayed, frame, 1.0, 1.0, "controlled")
+    totals = next(t for t in fig.data if t.name == "MRTPO total").y
+    assert len(totals) == replayed.T and all(math.isfinite(y) for y in totals)
+    assert "GDPO advantage +0.707" in text  # the one reward that applies: (1 - 0.5) / std([1, 0])
 
 
 def test_odd_example_picks_are_readable_errors():

@@ -126,6 +126,8 @@ def _group_rewards(frame: pd.DataFrame, verifiers: list[str]):
         values = frame[verifiers].apply(pd.to_numeric, errors="raise").to_numpy(dtype=float, copy=True)
     except (ValueError, TypeError):
         raise ValueError("Every reward in the table must be a number (e.g. 0, 0.5, 1).") from None
+    if (abs(values) == float("inf")).any():  # NaN stays allowed: TRL's None, "does not apply"
+        raise ValueError("Every reward in the table must be a number (e.g. 0, 0.5, 1); infinity is not one.")
     if values.shape[0] < 2:
         raise ValueError("A group needs at least two responses to compare.")
     return values
