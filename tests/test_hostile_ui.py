@@ -7,7 +7,6 @@ import math
 import re
 import shutil
 import socket
-from pathlib import Path
 
 import pandas as pd
 import pytest
