@@ -68,7 +68,7 @@ def client(checkpoint):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("gradio.networking.url_ok", patient_url_ok)
         demo, url = launch_app()
-    c = gradio_client.Client(url, verbose=False)
+    c = gradio_client.Client(url, verbose=False, analytics_enabled=False)  # no telemetry thread
     yield c
     c.close()
     demo.close()
