@@ -164,12 +164,19 @@ def load_policy(name_or_path: Union[str, os.PathLike], *, device: Union[str, tor
         return _CACHE[key]
 
 
+_DEVICE_LOCK = threading.Lock()
+
+
 def _resolve_device(device) -> torch.device:
     if device is not None:
         return torch.device(device)
     from accelerate import PartialState
 
-    return PartialState().device
+    # PartialState is a process-wide singleton whose first initialization is not thread-safe: two app handlers that
+    # load a policy at once saw ``device`` still None. Initialize it under a lock, and never return None.
+    with _DEVICE_LOCK:
+        dev = PartialState().device
+    return dev if dev is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def _resolve_dtype(dtype, device: torch.device) -> torch.dtype:

@@ -74,7 +74,8 @@ def reward_curves_figure(df: pd.DataFrame, columns: Optional[Sequence[str]] = No
                        row=j // cols + 1, col=j % cols + 1, legend=(j == 0))
     fig.update_yaxes(range=[-0.02, 1.02])
     fig.update_layout(title=title, height=280 * rows + 80, margin=dict(l=40, r=20, t=80, b=40),
-                      legend=dict(orientation="h", y=1.02 + 0.06 / rows, x=0), template="plotly_white")
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0 + 0.12 / rows, x=1, xanchor="right"),
+                      template="plotly_white")  # legend above the subplot titles, right-aligned (clear of the title)
     return fig
 
 

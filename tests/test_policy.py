@@ -145,3 +145,26 @@ def test_too_large_for_memory(tiny_policy_dir, tmp_path, monkeypatch):
 def test_unknown_dtype(tiny_policy_dir):
     with pytest.raises(PolicyLoadError, match="unknown dtype 'float8'"):
         load_policy(tiny_policy_dir, device="cpu", dtype="float8")
+
+
+def test_default_device_is_resolved_safely_from_many_threads_at_once():
+    """Two app handlers loading a policy at once once saw accelerate's half-initialized PartialState (device None)."""
+    import threading
+
+    from accelerate import PartialState
+
+    from mrtpo_viz.policy import _resolve_device
+
+    PartialState._reset_state()
+    barrier, out = threading.Barrier(8), []
+
+    def worker():
+        barrier.wait()
+        out.append(_resolve_device(None))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(out) == 8 and all(isinstance(d, torch.device) and d.type == "cpu" for d in out)

@@ -239,7 +239,10 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
                 json_file = gr.DownloadButton("Download JSON (Relevance)", value=None)
     rel_state = gr.State(None)
 
-    task.change(task_examples, task, example, api_name="task_examples")
+    # the example index often stays 0 across tasks, so example.change would not fire: refill the fields explicitly
+    task.change(task_examples, task, example, api_name="task_examples"
+                ).success(pick_example, [task, example], [prompt, response, verifiers], api_name=False
+                          ).success(info_boxes, [task, example, verifiers], infos, api_name=False)
     example.change(pick_example, [task, example], [prompt, response, verifiers], api_name="pick_example"
                    ).success(info_boxes, [task, example, verifiers], infos, api_name=False)
     for trigger in (verifiers.input, reset_btn.click):
