@@ -5,11 +5,10 @@ Skipped when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), 
 """
 import os
 import re
-import socket
-import time
 from pathlib import Path
 
 import pytest
+from apphelpers import free_port as _free_port, patient_url_ok as _patient_url_ok
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -25,26 +24,6 @@ if not CHROMIUM.exists():
     pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium); set MRTPO_REQUIRE_BROWSER=1 to fail instead",
                 allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _patient_url_ok(url: str) -> bool:
-    """Gradio's start-up check gives up after one 3 s request; a busy 2-core machine needs longer."""
-    import httpx
-
-    for _ in range(30):
-        try:
-            if httpx.head(url, timeout=30).status_code < 400:
-                return True
-        except httpx.HTTPError:
-            pass
-        time.sleep(1.0)
-    return False
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import json
 import math
 import re
 import shutil
-import socket
 
 import pandas as pd
 import pytest
@@ -18,6 +17,7 @@ gradio_client = pytest.importorskip("gradio_client")
 from mrtpo_viz.ui import relevance_tab as rt  # noqa: E402
 from mrtpo_viz.ui.common import get_example, prompt_text  # noqa: E402
 from mrtpo_viz.verifiers import VERIFIERS, get_verifier  # noqa: E402
+from apphelpers import free_port as _free_port, patient_url_ok as _patient_url_ok
 
 torch.set_num_threads(1)
 pytestmark = pytest.mark.usefixtures("sample_data_unchanged")
@@ -185,26 +185,6 @@ def test_odd_example_picks_are_readable_errors():
 
 
 # --------------------------------------------------------------------------------------------- through gradio_client
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _patient_url_ok(url: str) -> bool:
-    """Gradio's start-up check gives up after one 3 s request; a busy 2-core machine needs longer."""
-    import time
-
-    import httpx
-
-    for _ in range(30):
-        try:
-            if httpx.head(url, timeout=30).status_code < 400:
-                return True
-        except httpx.HTTPError:
-            pass
-        time.sleep(1.0)
-    return False
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,6 @@ One app per module; the checkpoint is the bundled policy when it exists, else th
 import dataclasses
 import json
 import re
-import socket
-import time
 
 import pandas as pd
 import pytest
@@ -15,6 +13,7 @@ import torch
 
 from mrtpo_viz.results import Relevance
 from mrtpo_viz.tasks import SAMPLE_DATA
+from apphelpers import free_port, patient_url_ok
 
 gradio_client = pytest.importorskip("gradio_client")
 AppError = gradio_client.exceptions.AppError
@@ -22,32 +21,11 @@ TEMPLATE = "\n\n[Verifier: {title}] {info}"
 BUNDLED = SAMPLE_DATA / "policies" / "tiny-mrtpo"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def checkpoint(request) -> str:
     if (BUNDLED / "config.json").is_file():
         return str(BUNDLED)
     return str(request.getfixturevalue("tiny_policy_dir"))
-
-
-def patient_url_ok(url: str) -> bool:
-    """Gradio's start-up check gives up after one 3 s request; on a loaded 2-core CI machine the first page can
-    take longer, so wait up to a minute for it."""
-    import httpx
-
-    for _ in range(30):
-        try:
-            if httpx.head(url, timeout=30).status_code < 400:
-                return True
-        except httpx.HTTPError:
-            pass
-        time.sleep(1.0)
-    return False
 
 
 def launch_app():
