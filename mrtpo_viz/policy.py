@@ -20,6 +20,7 @@ from typing import Any, Optional, Sequence, Union
 import torch
 
 from .kvcache import expand_cache, forward
+from .malloc import bound_freed_memory
 from .tasks import Example
 
 PLAIN_CHAT_TEMPLATE = (
@@ -154,6 +155,7 @@ def load_policy(name_or_path: Union[str, os.PathLike], *, device: Union[str, tor
         raise PolicyLoadError(str(e)) from None
     if threads is not None:
         torch.set_num_threads(int(threads))
+    bound_freed_memory()  # the replay's freed metric temporaries go back to the OS (see mrtpo_viz/malloc.py)
     dev = _resolve_device(device)
     dt = _resolve_dtype(dtype, dev)
     folder = _resolve_folder(str(name_or_path))
