@@ -104,7 +104,9 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
                 html_b = gr.HTML(label="B")
             diff = gr.Plot(label="A, B and B - A")
             summary = gr.Dataframe(label="summary", interactive=False)
-    task.change(task_examples, task, example, api_name=False)
+    # the example index often stays 0 across tasks, so example.change would not fire: refill the fields explicitly
+    task.change(task_examples, task, example, api_name=False
+                ).success(ab_example, [task, example], [prompt, response, verifier], api_name=False)
     example.change(ab_example, [task, example], [prompt, response, verifier], api_name="ab_example")
     verifier.change(ab_infos, [task, example, verifier], [info_a, info_b], api_name=False)
     run_btn.click(compare, [checkpoint, task, example, prompt, response, verifier, info_a, info_b, position, metric,
