@@ -98,11 +98,14 @@ def score_rollouts(rollouts: Rollouts, verifiers: Sequence[str]) -> torch.Tensor
 
 
 def rollout_relevance(policy, rollouts: Rollouts, verifiers: Sequence[str], *, metric: str, control: str,
-                      info_position: str, pool: Optional[Sequence[Example]] = None) -> torch.Tensor:
+                      info_position: str, pool: Optional[Sequence[Example]] = None,
+                      without_logits: Optional[torch.Tensor] = None) -> torch.Tensor:
     """Relevance of every completion's tokens to every verifier that applies to its prompt.
 
     Each completion is replayed on its exact training ids with the policy as it sampled them (before the
     update); the G completions of a prompt share one prefix pass and one batched forward (``group_relevance``).
+    ``without_logits`` (N * G, T, V), the training forward's logits on the same ids (no information, before the
+    update), serve as the no-information branch, so the replay runs only the K with-information branches.
 
     Returns:
         (N, G, K, T) relevance, 0 on padding and where a verifier does not apply.
@@ -114,8 +117,10 @@ def rollout_relevance(policy, rollouts: Rollouts, verifiers: Sequence[str], *, m
     for i, ex in enumerate(rollouts.examples):
         names = [n for n in verifiers if n in ex.verifiers]
         rows = [verifiers.index(n) for n in names]
+        without = None if without_logits is None else \
+            (rollouts.prompt_ids[i], without_logits[i * G:(i + 1) * G])  # (G, T, V)
         scores = group_relevance(policy, ex, rollouts.response_ids[i], names, metric=metric, control=control,
-                                 info_position=info_position, pool=pool)  # (G, K_i, T_i)
+                                 info_position=info_position, pool=pool, without=without)  # (G, K_i, T_i)
         relevance[i][:, rows, :scores.shape[-1]] = scores[..., :T]
     return relevance
 
@@ -146,16 +151,19 @@ def padded_batch(rollouts: Rollouts, pad_id: int, device) -> tuple[torch.Tensor,
     return tuple(x.to(device) for x in (ids, attn, keep, targets))
 
 
-def token_logprobs(model, rollouts: Rollouts, pad_id: int, device, temperature: float = 1.0) -> torch.Tensor:
+def token_logprobs(model, rollouts: Rollouts, pad_id: int, device, temperature: float = 1.0,
+                   return_logits: bool = False):
     """Log-probs of the response tokens under ``model`` (with grad), logits divided by the sampling temperature.
 
     Returns:
-        (N * G, T) float32 log-probs; values on padding are meaningless (mask them).
+        (N * G, T) float32 log-probs; values on padding are meaningless (mask them). With ``return_logits``, also
+        the raw (N * G, T, V) logits, detached (the replay's no-information branch).
     """
     ids, attn, keep, targets = padded_batch(rollouts, pad_id, device)
     logits = model(input_ids=ids, attention_mask=attn, logits_to_keep=keep, use_cache=False).logits  # (B, T, V)
     logp = (logits.float() / temperature).log_softmax(-1)  # float32 before log_softmax (bf16 noise)
-    return logp.gather(-1, targets[..., None]).squeeze(-1)  # (B, T)
+    logp = logp.gather(-1, targets[..., None]).squeeze(-1)  # (B, T)
+    return (logp, logits.detach()) if return_logits else logp
 
 
 def sample_display(rollouts: Rollouts, rewards: torch.Tensor, adv: torch.Tensor, verifiers: Sequence[str],

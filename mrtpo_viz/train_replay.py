@@ -57,7 +57,9 @@ def branch_logits_for_group(model, br: Branches, responses: list[list[int]], pad
     run once per branch, not once per completion.
 
     Returns:
-        (G, B, T, V) logits; ``[g, b, t]`` predicts token t of response g in branch b (T = longest response).
+        Two position pieces of the (G, B, T, V) logits, kept apart (joining them would copy every logit):
+        ``(G, B, 1, V)`` predicting response token 0, and ``(G, B, T - 1, V)`` predicting tokens 1.. (``None``
+        when T = 1); ``[g, b, t]`` predicts token t of response g in branch b (T = longest response).
     """
     P, B, G = len(br.prefix_ids), br.B, len(responses)
     prefix = prefix_cache(model, br.prefix_ids, device)
@@ -71,26 +73,30 @@ def branch_logits_for_group(model, br: Branches, responses: list[list[int]], pad
     T = max(len(r) for r in responses)
     first = first[None].expand(G, -1, -1, -1)  # (G, B, 1, V)
     if T == 1:
-        return first
+        return first, None
     resp, resp_mask = _right_padded([list(r[:-1]) or [pad_id] for r in responses], pad_id)  # (G, T - 1)
     resp, resp_mask = resp[:, :T - 1], resp_mask[:, :T - 1]
     attn = torch.cat([attn.repeat(G, 1), resp_mask.repeat_interleave(B, 0)], dim=1)  # (G * B, P + Ls + T - 1)
     positions = P + lengths.repeat(G)[:, None] + torch.arange(T - 1)  # (G * B, T - 1)
     rest, _ = forward(model, resp.repeat_interleave(B, 0).to(device), cache=_tile_cache(branch_cache, G),
                       attention_mask=attn.to(device), position_ids=positions.to(device))  # (G * B, T - 1, V)
-    return torch.cat([first, rest.reshape(G, B, T - 1, -1)], dim=2)  # (G, B, T, V)
+    return first, rest.reshape(G, B, T - 1, -1)  # (G, B, 1, V), (G, B, T - 1, V)
 
 
 @torch.no_grad()
 def group_relevance(policy, example: Example, responses: Sequence[Sequence[int]], verifiers: Sequence[str], *,
                     metric: str = "js", control: str = "none", info_position: str = "user_end",
-                    pool: Optional[Sequence[Example]] = None) -> torch.Tensor:
+                    pool: Optional[Sequence[Example]] = None,
+                    without: Optional[tuple[Sequence[int], torch.Tensor]] = None) -> torch.Tensor:
     """Relevance of G responses (exact token ids) to K verifiers of one prompt.
 
     Args:
         responses: G lists of response token ids (non-empty).
         verifiers: K verifier names.
         pool: examples the ``corrupted`` control borrows information from.
+        without: ``(prompt ids, (G, T', V) logits)`` of the no-information branch already computed elsewhere (the
+            training forward, same policy, same ids; ``T' >= T``): used instead of running that branch again, if
+            the prompt ids are exactly the replay's no-information context. Saves 1 of the K + 1 branches.
     Returns:
         (G, K, T) scores after the control, T the longest response; 0 on padding.
     """
@@ -98,15 +104,31 @@ def group_relevance(policy, example: Example, responses: Sequence[Sequence[int]]
                        control=control, pool=pool)
     br, ctrl = plan.branches, CONTROLS[control]
     G, K, B = len(responses), len(plan.verifiers), plan.branches.B
+    T = max(len(r) for r in responses)
     pad = next(i for i in (policy.tokenizer.pad_token_id, policy.tokenizer.eos_token_id, 0) if i is not None)
-    logits = branch_logits_for_group(policy.model, br, [list(r) for r in responses], pad, policy.device)
-    # logits: (G, B, T, V), branches [without, with_1..K, extra_1..K]
-    without, with_k = logits[:, :1], logits[:, 1:K + 1]  # (G, 1, T, V), (G, K, T, V)
-    raw = chunked_metric(with_k, without, metric)  # (G, K, T)
+    rows = [list(r) for r in responses]
+    known = None
+    if without is not None and list(without[0]) == br.prefix_ids + br.suffix_ids[0]:
+        known = without[1][:, None, :T].to(policy.device, torch.float32)  # (G, 1, T, V)
+        br = Branches(br.prefix_ids, br.suffix_ids[1:], br.response_ids)
+    pieces = branch_logits_for_group(policy.model, br, rows, pad, policy.device)
+    # each piece (G, B', T_piece, V), branches [without (unless known), with_1..K, extra_1..K]
+    w = 0 if known is not None else 1  # index of with_1
+
+    def over_positions(fn) -> torch.Tensor:
+        """``fn(piece, no-information piece)`` per position piece, joined along T: (G, K, T)."""
+        out, t0 = [], 0
+        for piece in (p for p in pieces if p is not None):
+            t1 = t0 + piece.shape[2]
+            out.append(fn(piece, known[:, :, t0:t1] if known is not None else piece[:, :1]))
+            t0 = t1
+        return torch.cat(out, dim=-1)
+
+    raw = over_positions(lambda lg, wo: chunked_metric(lg[:, w:w + K], wo, metric))  # (G, K, T)
     if B > K + 1:
-        extra_k = logits[:, K + 1:]  # (G, K, T, V)
-        scores = torch.stack([ctrl.combine(raw[g], chunked_metric(with_k[g], extra_k[g], metric),
-                                           chunked_metric(extra_k[g], without[g], metric)) for g in range(G)])
+        with_extra = over_positions(lambda lg, wo: chunked_metric(lg[:, w:w + K], lg[:, w + K:], metric))
+        extra_without = over_positions(lambda lg, wo: chunked_metric(lg[:, w + K:], wo, metric))
+        scores = torch.stack([ctrl.combine(raw[g], with_extra[g], extra_without[g]) for g in range(G)])
     else:
         scores = torch.stack([ctrl.combine(raw[g], None, None) for g in range(G)])  # (G, K, T)
     lengths = torch.tensor([len(r) for r in responses], device=scores.device)

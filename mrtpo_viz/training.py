@@ -236,7 +236,7 @@ def _timed(times: dict[str, float], phase: str):
 
 def train_step(run: Run, step: int) -> StepMetrics:
     """Sample -> score -> relevance -> advantages -> clipped surrogate -> update; metrics of the step."""
-    from .train_batch import rollout_relevance, sample_rollouts, score_rollouts
+    from .train_batch import rollout_relevance, sample_rollouts, score_rollouts, token_logprobs
     from .train_metrics import step_metrics
 
     cfg, method, times = run.config, ADVANTAGE_METHODS[run.config.method], {}
@@ -247,33 +247,46 @@ def train_step(run: Run, step: int) -> StepMetrics:
     with _timed(times, "score"):
         rewards = score_rollouts(rollouts, run.verifiers)  # (N, G, K)
     relevance = None
+    with _timed(times, "forward"):  # the training forward comes first: its logits are the replay's no-info branch
+        logp, logits = token_logprobs(run.model, rollouts, _pad_id(run), run.accelerator.device, cfg.temperature,
+                                      return_logits=True)  # (N * G, T), (N * G, T, V)
     with _timed(times, "replay"):
         if method.needs_relevance:  # the policy before the update, no grad
             relevance = rollout_relevance(run.policy, rollouts, run.verifiers, metric=cfg.metric,
-                                          control=cfg.control, info_position=cfg.info_position, pool=run.examples)
+                                          control=cfg.control, info_position=cfg.info_position, pool=run.examples,
+                                          without_logits=logits)
+    del logits
     mask = rollouts.mask()  # (N, G, T)
     with _timed(times, "advantages"):
         adv = method(rewards, mask, relevance, weights=run.weights, alpha=cfg.alpha, gamma=cfg.gamma)  # (N, G, T)
     with _timed(times, "update"):
-        losses = update_policy(run, rollouts, adv, mask)
+        losses = update_policy(run, rollouts, adv, mask, logp)
+    times["update"] += times.pop("forward")  # the forward is part of the update's cost (PHASES)
     return step_metrics(run, step, rollouts, rewards, mask, adv, relevance, losses, times)
 
 
-def update_policy(run: Run, rollouts, adv: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
+def _pad_id(run: Run) -> int:
+    return run.policy.tokenizer.pad_token_id or 0
+
+
+def update_policy(run: Run, rollouts, adv: torch.Tensor, mask: torch.Tensor,
+                  logp: Optional[torch.Tensor] = None) -> dict[str, float]:
     """One AdamW step on the token-level clipped surrogate, token-mean over the batch.
 
     Args:
         adv: (N, G, T) token advantages; mask: (N, G, T).
+        logp: (N * G, T) the training forward's log-probs (with grad), if already computed.
     Returns:
         ``{"loss", "kl", "clip_frac"}`` of this process.
     """
     from .train_batch import token_logprobs
 
     cfg, dev = run.config, run.accelerator.device
-    pad = run.policy.tokenizer.pad_token_id or 0
+    pad = _pad_id(run)
     B, T = rollouts.N * rollouts.G, mask.shape[-1]
     adv, mask = adv.reshape(B, T).to(dev), mask.reshape(B, T).to(dev)  # (B, T)
-    logp = token_logprobs(run.model, rollouts, pad, dev, cfg.temperature)  # (B, T)
+    if logp is None:
+        logp = token_logprobs(run.model, rollouts, pad, dev, cfg.temperature)  # (B, T)
     old_logp = logp.detach()  # one update per batch: the sampling policy's log-probs
     ratio = (logp - old_logp).exp()
     pg_loss1 = -adv * ratio

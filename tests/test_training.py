@@ -125,6 +125,36 @@ def test_group_relevance_equals_replay_per_completion(tiny_policy, control):
     assert got.max() > 0.01  # the sharp random-init model does react to the information
 
 
+@pytest.mark.parametrize("control", ["none", "placebo"])
+def test_training_forward_serves_as_the_no_information_branch(tiny_policy, control, monkeypatch):
+    """The training forward's logits replace the replay's no-information branch: same relevance, one branch less."""
+    import mrtpo_viz.train_replay as tr
+    from mrtpo_viz.train_batch import rollout_relevance, sample_rollouts, token_logprobs
+
+    ex = _examples(("test.letter_e", "test.brief"))[:2]
+    rollouts = sample_rollouts(tiny_policy, ex, 3, seeds=[1, 2], max_new_tokens=9, temperature=1.0, top_p=1.0)
+    names = ["test.letter_e", "test.brief"]
+    full = rollout_relevance(tiny_policy, rollouts, names, metric="js", control=control, info_position="user_end")
+    seen = []
+    real = tr.branch_logits_for_group
+    monkeypatch.setattr(tr, "branch_logits_for_group",
+                        lambda model, br, *a: seen.append(br.B) or real(model, br, *a))
+    _, logits = token_logprobs(tiny_policy.model, rollouts, tiny_policy.tokenizer.pad_token_id or 0,
+                               tiny_policy.device, temperature=0.7, return_logits=True)
+    assert logits.shape[:2] == (6, rollouts.T) and not logits.requires_grad
+    reused = rollout_relevance(tiny_policy, rollouts, names, metric="js", control=control, info_position="user_end",
+                               without_logits=logits)
+    assert seen == [2 if control == "none" else 4] * 2  # K (+ K placebo) branches: no-information one skipped
+    assert full.abs().max() > 0.01
+    assert torch.allclose(reused, full, atol=2e-5), (reused - full).abs().max()
+    # prompt ids that are not the replay's no-information context: the branch is computed, not borrowed
+    seen.clear()
+    rollouts.prompt_ids[0] = rollouts.prompt_ids[0][:-1]
+    rollout_relevance(tiny_policy, rollouts, names, metric="js", control=control, info_position="user_end",
+                      without_logits=logits)
+    assert seen[0] == seen[1] + 1
+
+
 # --- one verifier, alpha = 0: the three methods give the same update ------------------------------------------------
 
 def _one_step_params(tiny_policy, **kw):
