@@ -102,7 +102,7 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
             with gr.Row():
                 html_a = gr.HTML(label="A")
                 html_b = gr.HTML(label="B")
-            diff = gr.Plot(label="A, B and B - A")
+            diff = gr.Plot(viz.placeholder_figure("Press Compare: A, B and B - A per token"), label="A, B and B - A")
             summary = gr.Dataframe(label="summary", interactive=False)
     # the example index often stays 0 across tasks, so example.change would not fire: refill the fields explicitly
     task.change(task_examples, task, example, api_name=False

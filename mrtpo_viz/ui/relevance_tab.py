@@ -112,8 +112,10 @@ def replay_response(checkpoint, task, index, prompt, response, verifiers, positi
     csv, js = _downloads(rel)
     status = (f"Replayed {rel.T} tokens against {rel.K} verifier(s) with `{policy.name}` "
               f"({rel.metric}, control {rel.control}).")
-    return (rel, viz.token_rows_html(rel), gr.update(value=viz.token_rows_html(rel, raw=True), visible=show_raw),
-            viz.relevance_heatmap(rel), gr.update(value=viz.relevance_heatmap(rel, raw=True), visible=show_raw),
+    # the raw views are only rendered when they differ from the controlled ones (control != none)
+    raw_html = gr.update(value=viz.token_rows_html(rel, raw=True) if show_raw else "", visible=show_raw)
+    raw_heat = gr.update(value=viz.relevance_heatmap(rel, raw=True) if show_raw else None, visible=show_raw)
+    return (rel, viz.token_rows_html(rel), raw_html, viz.relevance_heatmap(rel), raw_heat,
             pd.DataFrame(viz.verdict_rows(rel), columns=VERDICT_HEADERS), default_group(rel), csv, js, status)
 
 
@@ -219,7 +221,8 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
             with gr.Row():
                 tokens_html = gr.HTML(label="relevance", elem_id="relevance-tokens")
                 raw_html = gr.HTML(label="raw relevance", visible=False, elem_id="relevance-tokens-raw")
-            heatmap = gr.Plot(label="verifiers x tokens", elem_id="relevance-heatmap")
+            heatmap = gr.Plot(viz.placeholder_figure("Press Replay: one row per verifier, one column per token"),
+                              label="verifiers x tokens", elem_id="relevance-heatmap")
             raw_heatmap = gr.Plot(label="raw relevance (no control)", visible=False)
             verdicts = gr.Dataframe(headers=VERDICT_HEADERS, label="verifier scores and reasons", interactive=False)
             with gr.Accordion("Advantages: GDPO vs MRTPO for a group", open=True):
@@ -232,7 +235,8 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
                 with gr.Row():
                     G = gr.Slider(2, 8, value=4, step=1, label="group size G")
                     sample_btn = gr.Button("Sample a group with the policy", size="sm")
-                adv_plot = gr.Plot(label="per-token advantage", elem_id="advantage-bars")
+                adv_plot = gr.Plot(viz.placeholder_figure("Replay a response: per-token GDPO and MRTPO advantages"),
+                                   label="per-token advantage", elem_id="advantage-bars")
                 adv_text = gr.Markdown()
             with gr.Row():
                 csv_file = gr.DownloadButton("Download CSV (per-token table)", value=None)

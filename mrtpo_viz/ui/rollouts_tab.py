@@ -76,7 +76,8 @@ def build_rollouts_tab(checkpoint: gr.components.Component) -> None:
         with gr.Column(scale=3, min_width=480):
             status = gr.Markdown(f"Upload a file, or press the button to score the bundled sample "
                                  f"`{SAMPLE_ROLLOUTS.name}`.")
-            bars = gr.Plot(label="mean relevance per verifier")
+            bars = gr.Plot(viz.placeholder_figure("Score a file: mean relevance per verifier"),
+                           label="mean relevance per verifier")
             top = gr.Dataframe(label="top tokens per verifier (mean relevance, seen at least twice)",
                                interactive=False, max_height=320)
             table = gr.Dataframe(label="per rollout and verifier (filter by column)", interactive=False,

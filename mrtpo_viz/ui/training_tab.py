@@ -13,6 +13,7 @@ import time
 import gradio as gr
 import pandas as pd
 
+from .. import viz
 from ..advantages import ADVANTAGE_METHODS
 from ..tasks import TASKS
 from ..settings import get_settings
@@ -136,7 +137,7 @@ def build_training_tab(checkpoint=None) -> None:
         start_btn = gr.Button("Start", variant="primary")
         stop_btn = gr.Button("Stop")
     status = gr.Markdown(f"Idle. {MAX_TRAININGS} concurrent training run(s) allowed.")
-    curves = gr.Plot(label="Reward curves")
+    curves = gr.Plot(viz.placeholder_figure("Press Start: one reward curve per method"), label="Reward curves")
     with gr.Row():
         sample = gr.HTML()
         times = gr.Markdown()
