@@ -253,3 +253,19 @@ def test_bad_rollouts_files(client, checkpoint, tmp_path):
                        api_name="/rollouts")
     with pytest.raises(AppError, match="policy not found"):
         client.predict("/no/such/checkpoint", None, "js", "none", "user_end", api_name="/rollouts")
+
+
+def test_download_folders_older_than_the_ttl_are_removed(tmp_path):
+    import os
+    import time
+
+    from mrtpo_viz.ui.common import download_folder
+
+    old = download_folder("relevance-", root=tmp_path, ttl_s=60)
+    (old / "relevance.csv").write_text("t,token\n")
+    os.utime(old, (time.time() - 120, time.time() - 120))
+    fresh = download_folder("relevance-", root=tmp_path, ttl_s=60)
+    assert not old.exists() and fresh.is_dir() and fresh.parent == tmp_path
+    newer = download_folder("rollouts-", root=tmp_path, ttl_s=60)
+    assert fresh.exists() and newer.name.startswith("rollouts-")  # within the TTL: kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, newer.name])

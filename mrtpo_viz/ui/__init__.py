@@ -47,12 +47,12 @@ def build_app():
     import gradio as gr
 
     from .ab_tab import build_ab_tab
-    from .common import DEFAULT_CHECKPOINT, MODEL, checkpoint_choices, load_status
+    from .common import DEFAULT_CHECKPOINT, DOWNLOAD_TTL_S, MODEL, checkpoint_choices, load_status
     from .method_tab import build_method_tab
     from .relevance_tab import build_relevance_tab
     from .rollouts_tab import build_rollouts_tab
 
-    with gr.Blocks(title="mrtpo-viz") as demo:
+    with gr.Blocks(title="mrtpo-viz", delete_cache=(DOWNLOAD_TTL_S, DOWNLOAD_TTL_S)) as demo:
         gr.Markdown("# mrtpo-viz\nWhich tokens of a response does each verifiable reward depend on? Replay the "
                     "policy's own response with and without each verifier's information and compare the next-token "
                     "distributions (MRTPO's relevance).", elem_classes=["mrtpo-header"])

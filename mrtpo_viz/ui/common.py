@@ -28,6 +28,30 @@ MAX_VERIFIERS = 6
 """Information boxes in the relevance tab (verifiers replayed at once)."""
 MAX_EXAMPLES = 40
 """Examples listed per task family in the pickers."""
+DOWNLOAD_TTL_S = 3600
+"""Download files older than this are deleted (here, and in Gradio's cache through ``gr.Blocks(delete_cache)``)."""
+
+
+def download_folder(prefix: str, root: Path | None = None, ttl_s: float = DOWNLOAD_TTL_S) -> Path:
+    """A new folder for one download, under one root per app process; folders older than ``ttl_s`` go first.
+
+    Gradio copies each returned file into its own cache (cleaned by ``delete_cache``), so the originals here are
+    only needed until the response is sent: without this they would pile up in the temporary folder.
+    """
+    import shutil
+    import tempfile
+    import time
+
+    root = Path(root or Path(tempfile.gettempdir()) / f"mrtpo-viz-downloads-{os.getpid()}")
+    root.mkdir(parents=True, exist_ok=True)
+    cutoff = time.time() - ttl_s
+    for old in root.iterdir():
+        try:
+            if old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
+        except FileNotFoundError:  # another request removed it first
+            pass
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ result with :mod:`mrtpo_viz.viz`.
 """
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import gradio as gr
@@ -18,7 +17,7 @@ from ..divergence import METRICS
 from ..tasks import TASKS
 from ..verifiers import get_verifier, list_verifiers
 from .common import (LIMITS, MAX_VERIFIERS, MODEL, check_text, check_token_count, example_choices, get_example,
-                     get_policy, prompt_text, readable, with_prompt)
+                     get_policy, prompt_text, readable, with_prompt, download_folder)
 
 VERDICT_HEADERS = ["verifier", "reward", "reason", "mean relevance", "max relevance"]
 RELEVANCE_SOURCES = ("controlled", "raw")
@@ -79,7 +78,7 @@ def _chosen_infos(verifiers: list[str], infos: tuple[str, ...]) -> dict[str, str
 
 def _downloads(rel) -> tuple[str, str]:
     """Write the per-token table as CSV and the Relevance as JSON; returns their paths."""
-    folder = Path(tempfile.mkdtemp(prefix="mrtpo-relevance-"))
+    folder = download_folder("relevance-")
     csv, js = folder / "relevance.csv", folder / "relevance.json"
     rel.to_frame().to_csv(csv, index=False)
     js.write_text(rel.to_json(), encoding="utf-8")

@@ -5,7 +5,6 @@ renders the written table with :mod:`mrtpo_viz.viz`.
 """
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import gradio as gr
@@ -16,7 +15,7 @@ from ..contexts import INFO_POSITIONS
 from ..divergence import METRICS
 from ..scoring import read_rollouts, score_rollouts
 from ..tasks import SAMPLE_DATA
-from .common import LIMITS, MODEL, get_policy, readable
+from .common import LIMITS, MODEL, download_folder, get_policy, readable
 from .relevance_tab import controls
 
 SAMPLE_ROLLOUTS = SAMPLE_DATA / "rollouts" / "sample_rollouts.jsonl"
@@ -47,7 +46,7 @@ def score_file(checkpoint, upload, metric, control, position, progress=gr.Progre
     """Score every rollout (streaming progress), then show the aggregates; yields (status, bars, top, table, csv)."""
     path = _rollouts_file(upload)
     policy = get_policy(checkpoint)
-    out = Path(tempfile.mkdtemp(prefix="mrtpo-rollouts-")) / "relevance.csv"
+    out = download_folder("rollouts-") / "relevance.csv"
     keep = gr.update()
     for step in score_rollouts(policy, path, out=out, metric=metric, control=control, info_position=position):
         progress((step.done, max(step.total, 1)), desc="replaying rollouts")
