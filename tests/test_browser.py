@@ -75,8 +75,8 @@ def test_replay_in_the_browser_shows_tokens_heatmap_and_bars(page):
 
     tokens = page.locator("#relevance-tokens .mrtpo-tok")
     tokens.first.wait_for()
-    page.locator("#relevance-heatmap .js-plotly-plot .main-svg").first.wait_for()
-    page.locator("#advantage-bars .js-plotly-plot .main-svg").first.wait_for()
+    # the charts show a placeholder from the start: wait for the heatmap's cells, not just a plot
+    page.locator("#relevance-heatmap .hm image").first.wait_for()
     page.locator("#advantage-bars .barlayer path").first.wait_for()
 
     rows = page.locator("#relevance-tokens .mrtpo-row").count()
@@ -96,3 +96,24 @@ def test_replay_in_the_browser_shows_tokens_heatmap_and_bars(page):
     SCREENSHOT.parent.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOT), full_page=True)
     assert SCREENSHOT.stat().st_size > 50_000
+
+
+def test_unchecking_a_verifier_keeps_the_other_verifiers_edited_information(page):
+    fmt = "tool_call.format"
+    pick_example(page, 2)
+    page.wait_for_function("() => [...document.querySelectorAll('textarea')].some(t => "
+                           "t.value.startsWith('The correct call is') && t.offsetParent)")
+    box = page.locator("textarea").nth(page.locator("textarea").evaluate_all(
+        "els => els.findIndex(t => t.value.startsWith('The correct call is'))"))
+    box.fill("The correct call is my edited text")
+    box.blur()
+    page.get_by_label(fmt, exact=True).uncheck()
+    page.wait_for_function("() => ![...document.querySelectorAll('textarea')].some(t => "
+                           "t.value.startsWith('Reply with exactly one <tool_call>') && t.offsetParent)")
+    values = page.locator("textarea").evaluate_all("els => els.filter(t => t.offsetParent).map(e => e.value)")
+    assert "The correct call is my edited text" in values  # kept, though its box moved up
+    page.get_by_label(fmt, exact=True).check()
+    page.wait_for_function("() => [...document.querySelectorAll('textarea')].some(t => "
+                           "t.value.startsWith('Reply with exactly one <tool_call>') && t.offsetParent)")
+    values = page.locator("textarea").evaluate_all("els => els.filter(t => t.offsetParent).map(e => e.value)")
+    assert "The correct call is my edited text" in values  # re-adding format: its template, the edit stays

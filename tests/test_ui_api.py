@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from mrtpo_viz.results import Relevance
-from mrtpo_viz.tasks import SAMPLE_DATA
+from mrtpo_viz.tasks import SAMPLE_DATA, load_examples
+from mrtpo_viz.verifiers import get_verifier
 from apphelpers import free_port, patient_url_ok
 
 gradio_client = pytest.importorskip("gradio_client")
@@ -269,3 +270,24 @@ def test_download_folders_older_than_the_ttl_are_removed(tmp_path):
     newer = download_folder("rollouts-", root=tmp_path, ttl_s=60)
     assert fresh.exists() and newer.name.startswith("rollouts-")  # within the TTL: kept
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, newer.name])
+
+
+def test_changing_the_verifier_selection_keeps_edited_information():
+    from mrtpo_viz.ui.common import MAX_VERIFIERS
+    from mrtpo_viz.ui.relevance_tab import info_boxes, reselect_info_boxes
+
+    ex = load_examples("tool_calling", "test")[0]
+    fmt, cor = "tool_call.format", "tool_call.correctness"
+    first = info_boxes("tool_calling", 0, [fmt, cor])
+    assert len(first) == MAX_VERIFIERS + 1 and first[-1] == [fmt, cor]
+    assert first[1]["value"] == get_verifier(cor).info(ex)
+    texts = ["my edited format text", "my edited correctness text"] + [""] * (MAX_VERIFIERS - 2)
+    # drop the format verifier: correctness moves to the first box with its edit kept
+    out = reselect_info_boxes("tool_calling", 0, [cor], [fmt, cor], *texts)
+    assert out[0]["value"] == "my edited correctness text" and out[0]["visible"] is True
+    assert out[1]["visible"] is False and out[-1] == [cor]
+    # add the format verifier back: its box starts from the template, correctness keeps the edit
+    again = reselect_info_boxes("tool_calling", 0, [cor, fmt], [cor], "my edited correctness text",
+                                *[""] * (MAX_VERIFIERS - 1))
+    assert again[0]["value"] == "my edited correctness text"
+    assert again[1]["value"] == get_verifier(fmt).info(ex) and again[-1] == [cor, fmt]

@@ -47,12 +47,24 @@ def task_examples(task: str):
 
 @readable
 def info_boxes(task: str, index, verifiers: list[str]):
-    """One information box per chosen verifier, filled with its template for the example."""
+    """One information box per chosen verifier, filled with its template for the example; and the names shown."""
     ex = get_example(task, index)
     verifiers = list(verifiers or [])[:MAX_VERIFIERS]
     boxes = [gr.update(visible=True, label=f"{name}: {get_verifier(name).title}", value=get_verifier(name).info(ex))
              for name in verifiers]
-    return boxes + [gr.update(visible=False, value="") for _ in range(MAX_VERIFIERS - len(verifiers))]
+    return boxes + [gr.update(visible=False, value="") for _ in range(MAX_VERIFIERS - len(verifiers))] + [verifiers]
+
+
+@readable
+def reselect_info_boxes(task: str, index, verifiers: list[str], shown: list[str], *texts: str):
+    """After the verifier selection changes: a verifier that stays chosen keeps its (possibly edited) text, a newly
+    chosen one gets its template. ``shown`` are the verifiers the boxes held, in order, ``texts`` the boxes' text."""
+    kept = dict(zip(shown or [], texts))
+    out = info_boxes(task, index, verifiers)
+    for i, name in enumerate(list(verifiers or [])[:MAX_VERIFIERS]):
+        if name in kept:
+            out[i]["value"] = kept[name]
+    return out
 
 
 @readable
@@ -241,15 +253,16 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
                 csv_file = gr.DownloadButton("Download CSV (per-token table)", value=None)
                 json_file = gr.DownloadButton("Download JSON (Relevance)", value=None)
     rel_state = gr.State(None)
+    shown = gr.State(start["chosen"])  # the verifiers whose information the boxes hold, in order
 
     # the example index often stays 0 across tasks, so example.change would not fire: refill the fields explicitly
     task.change(task_examples, task, example, api_name="task_examples"
                 ).success(pick_example, [task, example], [prompt, response, verifiers], api_name=False
-                          ).success(info_boxes, [task, example, verifiers], infos, api_name=False)
+                          ).success(info_boxes, [task, example, verifiers], [*infos, shown], api_name=False)
     example.change(pick_example, [task, example], [prompt, response, verifiers], api_name="pick_example"
-                   ).success(info_boxes, [task, example, verifiers], infos, api_name=False)
-    for trigger in (verifiers.input, reset_btn.click):
-        trigger(info_boxes, [task, example, verifiers], infos, api_name=False)
+                   ).success(info_boxes, [task, example, verifiers], [*infos, shown], api_name=False)
+    verifiers.input(reselect_info_boxes, [task, example, verifiers, shown, *infos], [*infos, shown], api_name=False)
+    reset_btn.click(info_boxes, [task, example, verifiers], [*infos, shown], api_name=False)
     gen_btn.click(generate, [checkpoint, task, example, prompt, temperature, top_p, max_new, seed],
                   [response, status], api_name="generate", concurrency_id=MODEL, concurrency_limit=1)
     adv_in, adv_out = [rel_state, rewards, alpha, gamma, source], [adv_plot, adv_text]
