@@ -10,6 +10,8 @@
 | ``MRTPO_MAX_UPLOAD_MB``       | 5       | size of an uploaded rollouts file                                     |
 | ``MRTPO_MAX_ROLLOUTS``        | 200     | rollouts scored from one upload                                       |
 | ``MRTPO_MAX_NEW_TOKENS``      | 256     | longest generated response                                            |
+| ``MRTPO_CHECKPOINT``          | bundled | the app's default checkpoint (a local folder or a hub id)             |
+| ``MRTPO_THREADS``             | torch's | torch threads of the app's model calls                                |
 
 The allow-list: an entry that is an existing folder admits that checkpoint folder and every folder below it
 (compared after resolving ``..`` and symbolic links, so a path cannot climb out); any other entry is a hub id,
@@ -56,11 +58,17 @@ class Settings:
     """``MRTPO_MAX_ROLLOUTS``: rollouts scored from one upload."""
     max_new_tokens: int = 256
     """``MRTPO_MAX_NEW_TOKENS``: longest generated response."""
+    checkpoint: str = ""
+    """``MRTPO_CHECKPOINT``: the app's default checkpoint; empty means the bundled tiny policy."""
+    threads: Optional[int] = None
+    """``MRTPO_THREADS``: torch threads for the app's model calls; None leaves torch's default."""
 
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name != "allowed_checkpoints" and not value > 0:
+            if f.name in ("allowed_checkpoints", "checkpoint") or (f.name == "threads" and value is None):
+                continue
+            if not value > 0:
                 raise SettingsError(f"{ENV_VARS[f.name][0]} must be a positive number, got {value!r}")
 
     @property
@@ -100,6 +108,7 @@ ENV_VARS: dict[str, tuple[str, type]] = {
     "max_chars": ("MRTPO_MAX_CHARS", int), "max_info_chars": ("MRTPO_MAX_INFO_CHARS", int),
     "max_trainings": ("MRTPO_MAX_TRAININGS", int), "max_upload_mb": ("MRTPO_MAX_UPLOAD_MB", float),
     "max_rollouts": ("MRTPO_MAX_ROLLOUTS", int), "max_new_tokens": ("MRTPO_MAX_NEW_TOKENS", int),
+    "checkpoint": ("MRTPO_CHECKPOINT", str), "threads": ("MRTPO_THREADS", int),
 }
 """Settings field -> (environment variable, type of its value)."""
 
@@ -111,6 +120,8 @@ def _parse(field_name: str, text: str):
         if not entries:
             raise SettingsError(f"{var} is set but names no checkpoint; unset it to allow any, or list some")
         return entries
+    if kind is str:
+        return text.strip()
     try:
         return kind(text.strip())
     except ValueError:

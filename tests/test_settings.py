@@ -20,6 +20,9 @@ def test_values_are_parsed_and_blank_means_default():
     assert (s.max_tokens, s.max_info_chars, s.max_trainings, s.max_new_tokens) == (512, 100, 3, 256)
     assert s.max_upload_bytes == 2**19
     assert s.allowed_checkpoints == ("a/b", "c/d")
+    assert (s.checkpoint, s.threads) == ("", None)  # unset: the bundled policy, torch's thread count
+    s = get_settings({"MRTPO_CHECKPOINT": " owner/model ", "MRTPO_THREADS": "2"})
+    assert (s.checkpoint, s.threads) == ("owner/model", 2)
 
 
 def test_every_field_has_an_environment_variable():
@@ -37,6 +40,8 @@ def test_every_field_has_an_environment_variable():
     ("MRTPO_MAX_UPLOAD_MB", "nan", "MRTPO_MAX_UPLOAD_MB must be a positive number"),
     ("MRTPO_MAX_UPLOAD_MB", "5MB", "MRTPO_MAX_UPLOAD_MB must be a number, got '5MB'"),
     ("MRTPO_ALLOWED_CHECKPOINTS", " , ,", "MRTPO_ALLOWED_CHECKPOINTS is set but names no checkpoint"),
+    ("MRTPO_THREADS", "two", "MRTPO_THREADS must be a whole number, got 'two'"),
+    ("MRTPO_THREADS", "0", "MRTPO_THREADS must be a positive number, got 0"),
 ])
 def test_invalid_values_name_the_variable(var, value, says):
     with pytest.raises(SettingsError) as err:

@@ -20,7 +20,7 @@ from ..tasks import SAMPLE_DATA, Example, load_examples
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CHECKPOINT = os.environ.get("MRTPO_CHECKPOINT") or str(SAMPLE_DATA / "policies" / "tiny-mrtpo")
+DEFAULT_CHECKPOINT = get_settings().checkpoint or str(SAMPLE_DATA / "policies" / "tiny-mrtpo")
 """The bundled tiny policy (``MRTPO_CHECKPOINT`` overrides it)."""
 MODEL = "model"
 """The one concurrency group of every event that runs the model: one model, one queue."""
@@ -155,8 +155,7 @@ def get_policy(checkpoint: str | None):
     checkpoint = (checkpoint or "").strip()
     if not checkpoint:
         raise ValueError("No checkpoint given: pick the bundled policy or type a local folder or hub id.")
-    threads = os.environ.get("MRTPO_THREADS")
-    return load_policy(checkpoint, threads=int(threads) if threads else None)
+    return load_policy(checkpoint, threads=get_settings().threads)
 
 
 def load_status(checkpoint: str | None) -> str:
