@@ -78,7 +78,10 @@ def build_tokenizer(texts: list[str], vocab_size: int):
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # digits one by one: a number is the same token sequence in the prompt, the information and the response, so
+    # the policy copies values token by token (a merged " 12" in the prompt vs "12" in JSON is harder to copy)
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                                 pre_tokenizers.ByteLevel(add_prefix_space=False)])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[BOS, IM_START, IM_END],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
@@ -247,15 +250,32 @@ def save(model, tokenizer, out: Path) -> None:
     tokenizer.save_pretrained(out)
 
 
+STAGE_STEPS = (2000, 2500)
+"""Steps of the default build's stages (``--stages``); stage 2 onwards continues the previous stage with content
+errors that change 1-4 values at once (see the model card's "Why two stages")."""
+
+
 def cli_main(args) -> int:
-    """``python -m mrtpo_viz make-sample-policy``: build, train, evaluate and write the model card."""
+    """``python -m mrtpo_viz make-sample-policy``: build and train (every stage), evaluate, write the model card.
+
+    Without ``--steps`` it runs the whole default build (``--stages``, from scratch, seed ``s`` then ``s+1``...);
+    ``--steps N`` runs one stage of N steps (continuing ``--init-from`` if given).
+    """
     from .sample_policy_eval import evaluate, write_model_card
 
     torch.set_num_threads(args.threads)
-    cfg = TinyPolicyConfig(seed=args.seed, threads=args.threads, init_from=getattr(args, "init_from", None),
-                           **({"steps": args.steps} if args.steps is not None else {}))
-    noise = NoiseConfig(max_content_edits=4) if cfg.init_from else NoiseConfig()
-    model, tokenizer, info = build(cfg, args.out, noise, checkpoint_every=250)
+    init_from = getattr(args, "init_from", None)
+    if args.steps is not None:
+        plan = [(args.steps, args.seed, init_from)]
+    else:
+        steps = [int(s) for s in str(getattr(args, "stages", None) or ",".join(map(str, STAGE_STEPS))).split(",")]
+        plan = [(n, args.seed + i, init_from if i == 0 else args.out) for i, n in enumerate(steps)]
+    for steps, seed, source in plan:
+        cfg = TinyPolicyConfig(seed=seed, threads=args.threads, init_from=source, steps=steps)
+        noise = NoiseConfig(max_content_edits=4) if source else NoiseConfig()
+        print(f"stage: {steps} steps, seed {seed}" + (f", continuing {source}" if source else ", from scratch"),
+              flush=True)
+        model, tokenizer, info = build(cfg, args.out, noise, checkpoint_every=250)
     results = evaluate(model, tokenizer, seed=args.seed)
     write_model_card(Path(args.out), info, results, args)
     print(f"wrote {args.out}")

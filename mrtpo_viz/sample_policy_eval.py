@@ -134,9 +134,14 @@ def _table(results: dict) -> str:
 
 
 def _commands(stages: list[dict], out: str) -> str:
-    return "\n".join(f"python -m mrtpo_viz make-sample-policy --steps {c['steps']} --seed {c['seed']} "
-                     f"--threads {c['threads']}" + (f" --init-from {out}" if c.get("init_from") else "") +
-                     f" --out {out}" for c in (st["config"] for st in stages))
+    """The one command that rebuilds these stages (from scratch when stage 1 was)."""
+    first = stages[0]["config"]
+    if first.get("init_from"):  # a continuation of a policy built elsewhere: one command per stage
+        return "\n".join(f"python -m mrtpo_viz make-sample-policy --steps {c['steps']} --seed {c['seed']} "
+                         f"--threads {c['threads']} --init-from {c['init_from']} --out {out}"
+                         for c in (st["config"] for st in stages))
+    return (f"python -m mrtpo_viz make-sample-policy --stages {','.join(str(st['config']['steps']) for st in stages)}"
+            f" --seed {first['seed']} --threads {first['threads']} --out {out}")
 
 
 def _upto(m: int) -> str:

@@ -40,9 +40,9 @@ class NoiseConfig:
     """Each verifier's information block is present independently with this probability."""
     p_system: float = 0.2
     """Information goes into a system message instead of the end of the user message."""
-    p_content: float = 0.38
+    p_content: float = 0.33
     """Content error when the content verifier's information is absent."""
-    p_format: float = 0.25
+    p_format: float = 0.22
     """Format error when the format verifier's information is absent."""
     p_violation: float = 0.4
     """Each absent instruction-following constraint is violated with this probability."""

@@ -6,7 +6,6 @@ result with :mod:`mrtpo_viz.viz`.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import gradio as gr
 import pandas as pd
