@@ -219,3 +219,37 @@ def test_benchmark_auroc_is_the_rank_statistic():
     assert loc.auroc([1.0, 1.0, 1.0], [True, False, False]) == pytest.approx(0.5)
     assert loc.auroc([3.0, 1.0], [False, True]) == 0.0
     assert loc.mean_rank([0.2, 0.9, 0.9, 0.1], 1) == 1.5 and loc.mean_rank([0.2, 0.9, 0.9, 0.1], 3) == 4
+
+
+def test_model_card_names_the_one_command_that_rebuilds_every_stage():
+    from mrtpo_viz.sample_policy_eval import _commands
+
+    def stage(steps, seed, init_from=None):
+        return {"config": {"steps": steps, "seed": seed, "threads": 1, "init_from": init_from}}
+
+    out = "sample_data/policies/tiny-mrtpo"
+    assert _commands([stage(2000, 0), stage(2500, 1, out)], out) == (
+        "python -m mrtpo_viz make-sample-policy --stages 2000,2500 --seed 0 --threads 1 --out " + out)
+    # a continuation of a policy built elsewhere cannot be rebuilt by one command: one line per stage
+    lines = _commands([stage(300, 4, "/elsewhere")], out).splitlines()
+    assert lines == ["python -m mrtpo_viz make-sample-policy --steps 300 --seed 4 --threads 1 --init-from /elsewhere "
+                     "--out " + out]
+
+
+def test_make_sample_policy_plans_the_default_stages(monkeypatch, tmp_path):
+    import argparse
+
+    import mrtpo_viz.sample_policy as sp
+    import mrtpo_viz.sample_policy_eval as ev
+
+    calls = []
+    monkeypatch.setattr(sp, "build", lambda cfg, out, noise, checkpoint_every: calls.append(
+        (cfg.steps, cfg.seed, cfg.init_from, noise.max_content_edits)) or (None, None, {}))
+    monkeypatch.setattr(ev, "evaluate", lambda model, tok, seed: {})
+    monkeypatch.setattr(ev, "write_model_card", lambda *a: None)
+    args = argparse.Namespace(out=str(tmp_path), steps=None, stages=None, seed=3, threads=1, init_from=None)
+    assert sp.cli_main(args) == 0
+    assert calls == [(2000, 3, None, 1), (2500, 4, str(tmp_path), 4)]
+    calls.clear()
+    assert sp.cli_main(argparse.Namespace(**{**vars(args), "steps": 50})) == 0  # --steps: one stage
+    assert calls == [(50, 3, None, 1)]
