@@ -59,25 +59,40 @@ def _top(preds, n: int = 3) -> str:
     return ", ".join(f"{visible(tok)!r} {p:.2f}" for tok, p in list(preds)[:n]) or "n/a"
 
 
-def tooltip(rel: Relevance, t: int, raw: bool = False) -> str:
-    """Hover text of token ``t``: the token, its relevance to every verifier, log-probs, top predictions."""
+def _tip_parts(rel: Relevance, t: int, raw: bool) -> tuple[list[str], list[str]]:
+    """The lines of token ``t``'s hover text shared by every verifier's row: (before, after) the log-probs with."""
     scores = rel.raw_scores if raw else rel.scores
-    lines = [f"token {t}: {visible(rel.tokens[t])!r} (id {rel.token_ids[t]})",
-             f"{'raw ' if raw else ''}{rel.metric} relevance"
-             + ("" if raw or rel.control == "none" else f" (control: {rel.control})") + ":"]
-    lines += [f"  {name}: {float(scores[k, t]):.4f}" for k, name in enumerate(rel.verifiers)]
+    before = [f"token {t}: {visible(rel.tokens[t])!r} (id {rel.token_ids[t]})",
+              f"{'raw ' if raw else ''}{rel.metric} relevance"
+              + ("" if raw or rel.control == "none" else f" (control: {rel.control})") + ":"]
+    before += [f"  {name}: {float(scores[k, t]):.4f}" for k, name in enumerate(rel.verifiers)]
     if rel.logp_without is not None:
-        lines.append(f"log p(token) without information: {float(rel.logp_without[t]):.3f}")
-    if rel.logp_with is not None:
-        lines += [f"log p(token) with {name}: {float(rel.logp_with[k, t]):.3f}" for k, name in enumerate(rel.verifiers)]
+        before.append(f"log p(token) without information: {float(rel.logp_without[t]):.3f}")
+    after = []
     if rel.entropy is not None:
-        lines.append(f"entropy without information: {float(rel.entropy[t]):.3f} nats")
+        after.append(f"entropy without information: {float(rel.entropy[t]):.3f} nats")
     if len(rel.top_without) > t:
-        lines.append(f"top without: {_top(rel.top_without[t])}")
-    for k, name in enumerate(rel.verifiers):
-        if len(rel.top_with) > k and len(rel.top_with[k]) > t:
-            lines.append(f"top with {name}: {_top(rel.top_with[k][t])}")
-    return "\n".join(lines)
+        after.append(f"top without: {_top(rel.top_without[t])}")
+    return before, after
+
+
+def _tip_own(rel: Relevance, t: int, k: int) -> tuple[list[str], list[str]]:
+    """Verifier k's own lines of token t's hover text: (log-prob with its information, its top predictions)."""
+    name = rel.verifiers[k]
+    logp = [f"log p(token) with {name}: {float(rel.logp_with[k, t]):.3f}"] if rel.logp_with is not None else []
+    top = [f"top with {name}: {_top(rel.top_with[k][t])}"] if len(rel.top_with) > k and len(rel.top_with[k]) > t else []
+    return logp, top
+
+
+def tooltip(rel: Relevance, t: int, raw: bool = False, verifier: Optional[int] = None) -> str:
+    """Hover text of token ``t``: the token, its relevance to every verifier, log-probs, top predictions.
+
+    With ``verifier`` (a row index), the log-prob and top predictions with information are that verifier's only (the
+    hover text of its row in the token view); otherwise every verifier's.
+    """
+    before, after = _tip_parts(rel, t, raw)
+    own = [_tip_own(rel, t, k) for k in (range(rel.K) if verifier is None else [verifier])]
+    return "\n".join(before + [x for logp, _ in own for x in logp] + after + [x for _, top in own for x in top])
 
 
 def _token_span(token: str, value: float, vmax: float, title: str) -> str:
@@ -117,10 +132,16 @@ def token_rows_html(rel: Relevance, raw: bool = False, vmax: Optional[float] = N
     if vmax is None:
         vmax = float(scores.max()) if scores.numel() else 0.0
     rows, values = [], scores.tolist()  # (K, T) as floats once, not a tensor index per span
-    titles = [html.escape(tooltip(rel, t, raw), quote=True) for t in range(rel.T)]  # once per token, not per row
+    # a row's hover text holds every verifier's relevance but only its own verifier's log-prob and top predictions
+    # (all K of them in every row made the HTML of a 128-token, 3-verifier replay ~330 KB); shared lines built once
+    parts = [tuple("\n".join(x) for x in _tip_parts(rel, t, raw)) for t in range(rel.T)]
     for k, name in enumerate(rel.verifiers):
         reward = rel.rewards.get(name)
         badge = "" if reward is None else f" &middot; reward {reward:.2f}"
+        titles = []
+        for t, (before, after) in enumerate(parts):
+            logp, top = _tip_own(rel, t, k)
+            titles.append(html.escape("\n".join(x for x in (before, *logp, after, *top) if x), quote=True))
         tokens = "".join(_token_span(rel.tokens[t], values[k][t], vmax, titles[t]) for t in range(rel.T))
         rows.append(f'<div class="mrtpo-row"><div class="mrtpo-row-label" style="font-weight:600;margin:6px 0 2px">'
                     f'{html.escape(name)}{badge}</div><div class="mrtpo-tokens" style="line-height:1.9">{tokens}</div></div>')

@@ -99,12 +99,17 @@ def test_replay_in_the_browser_shows_tokens_heatmap_and_bars(page):
 
 
 def test_unchecking_a_verifier_keeps_the_other_verifiers_edited_information(page):
+    from mrtpo_viz.ui.common import get_example
+    from mrtpo_viz.verifiers import get_verifier
+
     fmt = "tool_call.format"
+    info = get_verifier("tool_call.correctness").info(get_example("tool_calling", 2))
     pick_example(page, 2)
-    page.wait_for_function("() => [...document.querySelectorAll('textarea')].some(t => "
-                           "t.value.startsWith('The correct call is') && t.offsetParent)")
+    # wait for this example's own information: the previous example's box also starts "The correct call is"
+    page.wait_for_function("info => [...document.querySelectorAll('textarea')].some(t => t.value === info)", arg=info)
     box = page.locator("textarea").nth(page.locator("textarea").evaluate_all(
         "els => els.findIndex(t => t.value.startsWith('The correct call is'))"))
+    page.wait_for_timeout(300)  # let the example's last updates (prompt, response, verifiers) settle
     box.fill("The correct call is my edited text")
     box.blur()
     page.get_by_label(fmt, exact=True).uncheck()

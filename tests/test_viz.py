@@ -50,6 +50,20 @@ def test_tooltip_has_every_verifier_logprobs_and_top_predictions(rel):
     assert "raw fmt" not in viz.tooltip(rel, 1) and "raw js relevance" in viz.tooltip(rel, 1, raw=True)
 
 
+def test_each_rows_tooltip_has_every_relevance_but_only_its_verifiers_predictions(rel):
+    import html as html_lib
+
+    out = viz.token_rows_html(rel)
+    titles = [html_lib.unescape(t) for t in re.findall(r'title="([^"]*)"', out)]
+    row_fmt, row_corr = titles[1], titles[rel.T + 1]  # token 1 in the first and the second verifier's row
+    for tip in (row_fmt, row_corr):
+        assert "fmt.a: 0.5000" in tip and "corr.b: 0.0000" in tip and "without information: -0.250" in tip
+    assert "with fmt.a: -0.200" in row_fmt and "with corr.b" not in row_fmt
+    assert "with corr.b: -0.300" in row_corr and "with fmt.a" not in row_corr
+    assert row_fmt == viz.tooltip(rel, 1, verifier=0) and row_corr == viz.tooltip(rel, 1, verifier=1)
+    assert "\n\n" not in row_fmt
+
+
 def test_colours_follow_scores(rel):
     out = viz.token_rows_html(rel, vmax=0.9)
     bgs = re.findall(r"background:(rgb\([^)]*\))", out)

@@ -270,7 +270,10 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
                           template, *infos],
         [rel_state, tokens_html, raw_html, heatmap, raw_heatmap, verdicts, rewards, csv_file, json_file, status],
         api_name="replay", concurrency_id=MODEL, concurrency_limit=1,
-    ).success(advantages, adv_in, adv_out, api_name="advantages")
+        # one progress overlay (on the token view), not ten: each animated overlay costs the browser CPU that, on
+        # a small machine, the replay itself needs (measured: ~2.4 s -> see benchmarks/results/ui_latency.md)
+        show_progress_on=tokens_html,
+    ).success(advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden")
     for trigger in (alpha.release, gamma.release, source.change, rewards.input):
         trigger(advantages, adv_in, adv_out, api_name=False)
     sample_btn.click(sample_group, [checkpoint, rel_state, task, example, prompt, G, temperature, top_p, max_new, seed],
