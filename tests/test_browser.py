@@ -71,6 +71,11 @@ def test_replay_in_the_browser_shows_tokens_heatmap_and_bars(page):
     page.locator("#replay-btn").wait_for()
     pick_example(page, 1)
     page.wait_for_function("ref => document.querySelector('#response-box textarea').value === ref", arg=ex.reference)
+    # the information boxes refill after the response: replay only once they hold this example's information
+    from mrtpo_viz.verifiers import get_verifier
+
+    info = get_verifier("tool_call.correctness").info(ex)
+    page.wait_for_function("info => [...document.querySelectorAll('textarea')].some(t => t.value === info)", arg=info)
     page.locator("#replay-btn").click()
 
     tokens = page.locator("#relevance-tokens .mrtpo-tok")
@@ -85,6 +90,11 @@ def test_replay_in_the_browser_shows_tokens_heatmap_and_bars(page):
     assert n > 5 * rows and n % rows == 0  # every verifier row holds every token
     scores = [float(s) for s in tokens.evaluate_all("els => els.map(e => e.dataset.score)")]
     assert max(scores) > 0 and len(set(scores)) > 3  # real, varying relevance
+    from mrtpo_viz.replay import replay
+    from mrtpo_viz.ui.common import DEFAULT_CHECKPOINT, get_policy
+
+    want = replay(get_policy(DEFAULT_CHECKPOINT), ex, ex.reference, list(ex.verifiers)).scores.flatten().tolist()
+    assert scores == pytest.approx(want, abs=1e-3)  # the page shows this example's replay with its own information
     tip = tokens.nth(int(max(range(n), key=scores.__getitem__))).get_attribute("title")
     assert "log p(token) without information" in tip and all(v in tip for v in ex.verifiers)
     # the heatmap is drawn (plotly paints its cells into an image) with a colour bar; the bars have one path per
