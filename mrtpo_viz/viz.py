@@ -90,13 +90,18 @@ def tooltip(rel: Relevance, t: int, raw: bool = False, verifier: Optional[int] =
     With ``verifier`` (a row index), the log-prob and top predictions with information are that verifier's only (the
     hover text of its row in the token view); otherwise every verifier's.
     """
-    before, after = _tip_parts(rel, t, raw)
-    own = [_tip_own(rel, t, k) for k in (range(rel.K) if verifier is None else [verifier])]
+    return _tip_text(_tip_parts(rel, t, raw), [_tip_own(rel, t, k) for k in
+                                               (range(rel.K) if verifier is None else [verifier])])
+
+
+def _tip_text(parts: tuple[list[str], list[str]], own: list[tuple[list[str], list[str]]]) -> str:
+    """Shared lines and the verifiers' own lines in their order: token, relevance, log-probs, entropy, tops."""
+    before, after = parts
     return "\n".join(before + [x for logp, _ in own for x in logp] + after + [x for _, top in own for x in top])
 
 
 def _token_span(token: str, value: float, vmax: float, title: str) -> str:
-    """One coloured token; ``title`` is the escaped hover text (the same in every verifier's row).
+    """One coloured token; ``title`` is the escaped hover text of its row.
 
     The span's shape (white-space, padding, font) comes from the view's one ``<style>`` block: K x T inline copies
     of it made the HTML of a 128-token, 3-verifier replay ~25% larger.
@@ -134,14 +139,11 @@ def token_rows_html(rel: Relevance, raw: bool = False, vmax: Optional[float] = N
     rows, values = [], scores.tolist()  # (K, T) as floats once, not a tensor index per span
     # a row's hover text holds every verifier's relevance but only its own verifier's log-prob and top predictions
     # (all K of them in every row made the HTML of a 128-token, 3-verifier replay ~330 KB); shared lines built once
-    parts = [tuple("\n".join(x) for x in _tip_parts(rel, t, raw)) for t in range(rel.T)]
+    parts = [_tip_parts(rel, t, raw) for t in range(rel.T)]
     for k, name in enumerate(rel.verifiers):
         reward = rel.rewards.get(name)
         badge = "" if reward is None else f" &middot; reward {reward:.2f}"
-        titles = []
-        for t, (before, after) in enumerate(parts):
-            logp, top = _tip_own(rel, t, k)
-            titles.append(html.escape("\n".join(x for x in (before, *logp, after, *top) if x), quote=True))
+        titles = [html.escape(_tip_text(parts[t], [_tip_own(rel, t, k)]), quote=True) for t in range(rel.T)]
         tokens = "".join(_token_span(rel.tokens[t], values[k][t], vmax, titles[t]) for t in range(rel.T))
         rows.append(f'<div class="mrtpo-row"><div class="mrtpo-row-label" style="font-weight:600;margin:6px 0 2px">'
                     f'{html.escape(name)}{badge}</div><div class="mrtpo-tokens" style="line-height:1.9">{tokens}</div></div>')

@@ -60,7 +60,7 @@ def reselect_info_boxes(task: str, index, verifiers: list[str], shown: list[str]
     chosen one gets its template. ``shown`` are the verifiers the boxes held, in order, ``texts`` the boxes' text."""
     kept = dict(zip(shown or [], texts))
     out = info_boxes(task, index, verifiers)
-    for i, name in enumerate(list(verifiers or [])[:MAX_VERIFIERS]):
+    for i, name in enumerate(out[-1]):  # the verifiers the boxes now hold
         if name in kept:
             out[i]["value"] = kept[name]
     return out
@@ -271,7 +271,7 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
         [rel_state, tokens_html, raw_html, heatmap, raw_heatmap, verdicts, rewards, csv_file, json_file, status],
         api_name="replay", concurrency_id=MODEL, concurrency_limit=1,
         # one progress overlay (on the token view), not ten: each animated overlay costs the browser CPU that, on
-        # a small machine, the replay itself needs (measured: ~2.4 s -> see benchmarks/results/ui_latency.md)
+        # a small machine, the replay itself needs (profile in benchmarks/results/ui_latency.md)
         show_progress_on=tokens_html,
     ).success(advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden")
     for trigger in (alpha.release, gamma.release, source.change, rewards.input):
