@@ -66,8 +66,10 @@ def js_divergence(logp_p: torch.Tensor, logp_q: torch.Tensor) -> torch.Tensor:
     x = torch.nan_to_num(logp_q - logp_p, nan=0.0, posinf=_BIG, neginf=-_BIG)  # (..., V)
     g = x.abs().neg_().expm1_().mul_(0.5).log1p_()  # in-place: one (..., V) temporary fewer per step
     p, q = logp_p.exp(), logp_q.exp()
-    side = torch.where(x > 0, p, q.neg())  # p relu(x) + q relu(-x) = side * x
-    js = torch.linalg.vecdot(side, x) + torch.linalg.vecdot(p.add_(q), g)  # (...)
+    # sum_v p (relu(x) + g) + q (relu(-x) + g), without a select (a broadcast torch.where was a third
+    # of the cost), and either side may be the broadcast one ((..., 1, V) against (..., K, V))
+    js = torch.linalg.vecdot(p, x.clamp(min=0.0).add_(g))  # (...)
+    js += torch.linalg.vecdot(q, x.neg_().clamp_(min=0.0).add_(g))  # x is not needed after this: negated in place
     return (js / (-2 * LN2)).clamp(0.0, 1.0)
 
 

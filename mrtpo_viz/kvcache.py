@@ -45,5 +45,21 @@ def expand_cache(cache, batch: int):
     return out
 
 
+def cropped_cache(cache, length: int):
+    """A new cache holding views of the first ``length`` positions of ``cache`` (which is left as it is)."""
+    from transformers import DynamicCache
+
+    if length > cache_length(cache):
+        raise ValueError(f"the cache holds {cache_length(cache)} positions, fewer than {length}")
+    layers = []
+    for layer in cache.layers:
+        new = copy.copy(layer)
+        new.keys, new.values = layer.keys[:, :, :length], layer.values[:, :, :length]
+        layers.append(new)
+    out = DynamicCache()
+    out.layers = layers
+    return out
+
+
 def cache_length(cache) -> int:
     return 0 if cache is None else int(cache.get_seq_length())

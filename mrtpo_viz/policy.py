@@ -101,17 +101,21 @@ class Policy:
     def generate_group(self, example_or_prompt: PromptLike, G: int, *, max_new_tokens: int = 128,
                        temperature: float = 1.0, top_p: float = 1.0, seed: Optional[int] = None,
                        infos: Optional[Sequence[tuple[str, str]]] = None,
-                       info_position: str = "user_end") -> list[Completion]:
-        """Sample ``G`` responses to one prompt in one batch; each row stops at its own end-of-sequence token."""
+                       info_position: str = "user_end", return_prompt_cache: bool = False):
+        """Sample ``G`` responses to one prompt in one batch; each row stops at its own end-of-sequence token.
+
+        Returns ``G`` completions; with ``return_prompt_cache``, ``(completions, the prompt's KV cache)`` (see
+        :func:`mrtpo_viz.sampling.sample_group`)."""
         from .contexts import with_info
         from .sampling import sample_group
 
         messages = with_info(as_messages(example_or_prompt), infos or (), info_position)
         prompt_ids = self.chat_ids(messages)
-        rows = sample_group(self, prompt_ids, G, max_new_tokens=max_new_tokens, temperature=temperature,
-                            top_p=top_p, seed=seed)
-        return [Completion(self.tokenizer.decode(ids, skip_special_tokens=True), ids, list(prompt_ids))
-                for ids in rows]
+        rows, cache = sample_group(self, prompt_ids, G, max_new_tokens=max_new_tokens, temperature=temperature,
+                                   top_p=top_p, seed=seed, return_prompt_cache=True)
+        group = [Completion(self.tokenizer.decode(ids, skip_special_tokens=True), ids, list(prompt_ids))
+                 for ids in rows]
+        return (group, cache) if return_prompt_cache else group
 
     def stop_ids(self) -> set[int]:
         """Token ids that end a response: the tokenizer's eos and the config's eos id(s)."""

@@ -53,11 +53,13 @@ def _check_args(prompt_ids, G: int, max_new_tokens: int, temperature: float, top
 
 @torch.no_grad()
 def sample_group(policy, prompt_ids: list[int], G: int, *, max_new_tokens: int = 128, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: Optional[int] = None) -> list[list[int]]:
+                 top_p: float = 1.0, seed: Optional[int] = None, return_prompt_cache: bool = False):
     """Sample G continuations of ``prompt_ids``.
 
     Returns:
-        G lists of generated ids, each without its end-of-sequence token and without padding.
+        G lists of generated ids, each without its end-of-sequence token and without padding; with
+        ``return_prompt_cache``, also the prompt's own KV cache (one row, ``len(prompt_ids)`` positions, left as
+        the prompt pass made it): a training step's replay serves its shared prefix from it.
     """
     _check_args(prompt_ids, G, max_new_tokens, temperature, top_p, seed)
     model, dev = policy.model, policy.device
@@ -80,7 +82,8 @@ def sample_group(policy, prompt_ids: list[int], G: int, *, max_new_tokens: int =
         positions = torch.full((G, 1), P + step, device=dev, dtype=torch.long)
         logits, cache = forward(model, tok[:, None], cache=cache, position_ids=positions)
         next_logits = logits[:, -1].float()  # (G, V)
-    return [_until_stop(row, stop) for row in out.tolist()]
+    rows = [_until_stop(row, stop) for row in out.tolist()]
+    return (rows, prefix) if return_prompt_cache else rows
 
 
 def _until_stop(row: list[int], stop: torch.Tensor) -> list[int]:

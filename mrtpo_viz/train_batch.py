@@ -28,6 +28,8 @@ class Rollouts:
     """N prompt id lists (chat template with the assistant header)."""
     response_ids: list[list[list[int]]]
     """N x G training token ids (generated ids + end-of-sequence where the completion stopped)."""
+    prompt_caches: Optional[list] = None
+    """N prompt KV caches from sampling (one row each, the policy that sampled): the replay's shared prefix."""
 
     @property
     def N(self) -> int:
@@ -61,14 +63,15 @@ def sample_rollouts(policy, examples: Sequence[Example], G: int, *, seeds: Seque
                     temperature: float, top_p: float) -> Rollouts:
     """G completions per prompt from ``policy`` (no grad), seeded per prompt."""
     eos = _eos_id(policy)
-    texts, prompt_ids, response_ids = [], [], []
+    texts, prompt_ids, response_ids, caches = [], [], [], []
     for ex, seed in zip(examples, seeds):
-        group = policy.generate_group(ex, G, max_new_tokens=max_new_tokens, temperature=temperature,
-                                      top_p=top_p, seed=seed)
+        group, cache = policy.generate_group(ex, G, max_new_tokens=max_new_tokens, temperature=temperature,
+                                             top_p=top_p, seed=seed, return_prompt_cache=True)
         texts.append([c.text for c in group])
         prompt_ids.append(list(group[0].prompt_ids))
         response_ids.append([c.token_ids + ([eos] if len(c.token_ids) < max_new_tokens else []) for c in group])
-    return Rollouts(list(examples), texts, prompt_ids, response_ids)
+        caches.append(cache)
+    return Rollouts(list(examples), texts, prompt_ids, response_ids, caches)
 
 
 def _eos_id(policy) -> int:
@@ -105,7 +108,8 @@ def rollout_relevance(policy, rollouts: Rollouts, verifiers: Sequence[str], *, m
     Each completion is replayed on its exact training ids with the policy as it sampled them (before the
     update); the G completions of a prompt share one prefix pass and one batched forward (``group_relevance``).
     ``without_logits`` (N * G, T, V), the training forward's logits on the same ids (no information, before the
-    update), serve as the no-information branch, so the replay runs only the K with-information branches.
+    update), serve as the no-information branch, so the replay runs only the K with-information branches; the
+    prompt caches kept by sampling serve the shared prefix before the information.
 
     Returns:
         (N, G, K, T) relevance, 0 on padding and where a verifier does not apply.
@@ -119,8 +123,10 @@ def rollout_relevance(policy, rollouts: Rollouts, verifiers: Sequence[str], *, m
         rows = [verifiers.index(n) for n in names]
         without = None if without_logits is None else \
             (rollouts.prompt_ids[i], without_logits[i * G:(i + 1) * G])  # (G, T, V)
+        cached = None if not rollouts.prompt_caches else (rollouts.prompt_ids[i], rollouts.prompt_caches[i])
         scores = group_relevance(policy, ex, rollouts.response_ids[i], names, metric=metric, control=control,
-                                 info_position=info_position, pool=pool, without=without)  # (G, K_i, T_i)
+                                 info_position=info_position, pool=pool, without=without,
+                                 prompt_cache=cached)  # (G, K_i, T_i)
         relevance[i][:, rows, :scores.shape[-1]] = scores[..., :T]
     return relevance
 

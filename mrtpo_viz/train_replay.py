@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 import torch
 
 from .divergence import chunked_metric
-from .kvcache import expand_cache, forward
+from .kvcache import cache_length, cropped_cache, expand_cache, forward
 from .replay import CONTROLS, plan_replay
 from .replay_batch import Branches, prefix_cache
 from .tasks import Example
@@ -48,13 +48,14 @@ def _tile_cache(cache, G: int):
 
 
 def branch_logits_for_group(model, br: Branches, responses: list[list[int]], pad_id: int,
-                            device) -> torch.Tensor:
+                            device, prefix=None) -> torch.Tensor:
     """Logits predicting each of G responses in each of B branches, in three passes of growing batch.
 
     1. the shared prefix, once (1 row); 2. the B branch suffixes (rest of prompt with its information), right-
     padded, over the prefix cache (B rows; the last real position predicts response token 0); 3. the G
     responses over that branch cache tiled G times (G * B rows of response tokens only). Information tokens thus
-    run once per branch, not once per completion.
+    run once per branch, not once per completion. ``prefix``: the prefix's cache if already computed (step 1 is
+    then skipped).
 
     Returns:
         Two position pieces of the (G, B, T, V) logits, kept apart (joining them would copy every logit):
@@ -62,7 +63,8 @@ def branch_logits_for_group(model, br: Branches, responses: list[list[int]], pad
         when T = 1); ``[g, b, t]`` predicts token t of response g in branch b (T = longest response).
     """
     P, B, G = len(br.prefix_ids), br.B, len(responses)
-    prefix = prefix_cache(model, br.prefix_ids, device)
+    if prefix is None:
+        prefix = prefix_cache(model, br.prefix_ids, device)
     sfx, sfx_mask = _right_padded(br.suffix_ids, pad_id)  # (B, Ls)
     lengths = sfx_mask.sum(-1)  # (B,)
     attn = torch.cat([torch.ones((B, P), dtype=torch.long), sfx_mask], dim=1)  # (B, P + Ls)
@@ -87,7 +89,8 @@ def branch_logits_for_group(model, br: Branches, responses: list[list[int]], pad
 def group_relevance(policy, example: Example, responses: Sequence[Sequence[int]], verifiers: Sequence[str], *,
                     metric: str = "js", control: str = "none", info_position: str = "user_end",
                     pool: Optional[Sequence[Example]] = None,
-                    without: Optional[tuple[Sequence[int], torch.Tensor]] = None) -> torch.Tensor:
+                    without: Optional[tuple[Sequence[int], torch.Tensor]] = None,
+                    prompt_cache: Optional[tuple[Sequence[int], object]] = None) -> torch.Tensor:
     """Relevance of G responses (exact token ids) to K verifiers of one prompt.
 
     Args:
@@ -97,6 +100,8 @@ def group_relevance(policy, example: Example, responses: Sequence[Sequence[int]]
         without: ``(prompt ids, (G, T', V) logits)`` of the no-information branch already computed elsewhere (the
             training forward, same policy, same ids; ``T' >= T``): used instead of running that branch again, if
             the prompt ids are exactly the replay's no-information context. Saves 1 of the K + 1 branches.
+        prompt_cache: ``(prompt ids, KV cache of those ids)``, e.g. sampling's prompt pass (same policy): its first
+            positions serve the shared prefix before the information, if the ids begin with it.
     Returns:
         (G, K, T) scores after the control, T the longest response; 0 on padding.
     """
@@ -111,7 +116,11 @@ def group_relevance(policy, example: Example, responses: Sequence[Sequence[int]]
     if without is not None and list(without[0]) == br.prefix_ids + br.suffix_ids[0]:
         known = without[1][:, None, :T].to(policy.device, torch.float32)  # (G, 1, T, V)
         br = Branches(br.prefix_ids, br.suffix_ids[1:], br.response_ids)
-    pieces = branch_logits_for_group(policy.model, br, rows, pad, policy.device)
+    prefix = None
+    if prompt_cache is not None and br.prefix_ids and list(prompt_cache[0][:len(br.prefix_ids)]) == br.prefix_ids \
+            and cache_length(prompt_cache[1]) >= len(br.prefix_ids):
+        prefix = cropped_cache(prompt_cache[1], len(br.prefix_ids))
+    pieces = branch_logits_for_group(policy.model, br, rows, pad, policy.device, prefix=prefix)
     # each piece (G, B', T_piece, V), branches [without (unless known), with_1..K, extra_1..K]
     w = 0 if known is not None else 1  # index of with_1
 

@@ -138,7 +138,7 @@ def test_training_forward_serves_as_the_no_information_branch(tiny_policy, contr
     seen = []
     real = tr.branch_logits_for_group
     monkeypatch.setattr(tr, "branch_logits_for_group",
-                        lambda model, br, *a: seen.append(br.B) or real(model, br, *a))
+                        lambda model, br, *a, **kw: seen.append(br.B) or real(model, br, *a, **kw))
     _, logits = token_logprobs(tiny_policy.model, rollouts, tiny_policy.tokenizer.pad_token_id or 0,
                                tiny_policy.device, temperature=0.7, return_logits=True)
     assert logits.shape[:2] == (6, rollouts.T) and not logits.requires_grad
@@ -153,6 +153,35 @@ def test_training_forward_serves_as_the_no_information_branch(tiny_policy, contr
     rollout_relevance(tiny_policy, rollouts, names, metric="js", control=control, info_position="user_end",
                       without_logits=logits)
     assert seen[0] == seen[1] + 1
+
+
+def test_sampling_prompt_cache_serves_the_replay_prefix(tiny_policy, monkeypatch):
+    """The prompt pass of sampling serves the replay's shared prefix: same relevance, no prefix forward."""
+    import dataclasses
+
+    import mrtpo_viz.train_replay as tr
+    from mrtpo_viz.kvcache import cache_length
+    from mrtpo_viz.train_batch import rollout_relevance, sample_rollouts
+
+    ex = _examples(("test.letter_e", "test.brief"))[:2]
+    rollouts = sample_rollouts(tiny_policy, ex, 3, seeds=[1, 2], max_new_tokens=9, temperature=1.0, top_p=1.0)
+    assert [cache_length(c) for c in rollouts.prompt_caches] == [len(p) for p in rollouts.prompt_ids]
+    names = ["test.letter_e", "test.brief"]
+    prefix_runs = []
+    real = tr.prefix_cache
+    monkeypatch.setattr(tr, "prefix_cache", lambda *a: prefix_runs.append(1) or real(*a))
+    fresh = rollout_relevance(tiny_policy, dataclasses.replace(rollouts, prompt_caches=None), names, metric="js",
+                              control="none", info_position="user_end")
+    assert len(prefix_runs) == 2
+    cached = rollout_relevance(tiny_policy, rollouts, names, metric="js", control="none", info_position="user_end")
+    assert len(prefix_runs) == 2  # no prefix forward this time
+    assert fresh.abs().max() > 0.01
+    assert torch.allclose(cached, fresh, atol=2e-5), (cached - fresh).abs().max()
+    assert [cache_length(c) for c in rollouts.prompt_caches] == [len(p) for p in rollouts.prompt_ids]  # untouched
+    # a cache of other ids (here: a different first token) is not used
+    rollouts.prompt_ids[0] = [rollouts.prompt_ids[0][0] + 1] + rollouts.prompt_ids[0][1:]
+    rollout_relevance(tiny_policy, rollouts, names, metric="js", control="none", info_position="user_end")
+    assert len(prefix_runs) == 3
 
 
 # --- one verifier, alpha = 0: the three methods give the same update ------------------------------------------------
