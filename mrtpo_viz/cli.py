@@ -82,10 +82,10 @@ def _add_make_sample_policy(sub):
     p.add_argument("--out", default=DEFAULT_POLICY)
     p.add_argument("--steps", type=int, default=None,
                    help="one stage of this many steps (default: the whole build, see --stages)")
-    p.add_argument("--stages", default=None, help="steps of each stage of the default build (default 2000,2500)")
+    p.add_argument("--stages", default=None, help="steps of each stage of the default build (default 2000,2500,1500)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--init-from", default=None, help="continue training a saved policy (a second stage)")
+    p.add_argument("--init-from", default=None, help="continue training a saved policy (a later stage)")
     return "mrtpo_viz.sample_policy:cli_main"
 
 

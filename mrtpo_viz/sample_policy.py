@@ -250,9 +250,20 @@ def save(model, tokenizer, out: Path) -> None:
     tokenizer.save_pretrained(out)
 
 
-STAGE_STEPS = (2000, 2500)
-"""Steps of the default build's stages (``--stages``); stage 2 onwards continues the previous stage with content
-errors that change 1-4 values at once (see the model card's "Why two stages")."""
+STAGES: tuple[dict, ...] = (
+    {"steps": 2000, "lr": 3e-3, "max_content_edits": 1},
+    {"steps": 2500, "lr": 3e-3, "max_content_edits": 4},
+    {"steps": 1500, "lr": 1e-3, "max_content_edits": 1},
+)
+"""The default build (see the model card's "Why three stages"): stage 2 continues stage 1 with content errors that
+change 1-4 values at once (the content information becomes worth more per token); stage 3 continues at a lower
+learning rate with single-value errors again (sampled content is right more often without information)."""
+STAGE_STEPS = tuple(st["steps"] for st in STAGES)
+
+
+def stage_settings(i: int) -> dict:
+    """Learning rate and content-error size of stage ``i`` (0-based) of the build; later stages reuse the last."""
+    return STAGES[min(i, len(STAGES) - 1)]
 
 
 def cli_main(args) -> int:
@@ -265,14 +276,14 @@ def cli_main(args) -> int:
 
     torch.set_num_threads(args.threads)
     init_from = getattr(args, "init_from", None)
-    if args.steps is not None:
-        plan = [(args.steps, args.seed, init_from)]
+    if args.steps is not None:  # one stage, with the settings of stage 2 when it continues a policy
+        plan = [(args.steps, args.seed, init_from, stage_settings(1 if init_from else 0))]
     else:
         steps = [int(s) for s in str(getattr(args, "stages", None) or ",".join(map(str, STAGE_STEPS))).split(",")]
-        plan = [(n, args.seed + i, init_from if i == 0 else args.out) for i, n in enumerate(steps)]
-    for steps, seed, source in plan:
-        cfg = TinyPolicyConfig(seed=seed, threads=args.threads, init_from=source, steps=steps)
-        noise = NoiseConfig(max_content_edits=4) if source else NoiseConfig()
+        plan = [(n, args.seed + i, init_from if i == 0 else args.out, stage_settings(i)) for i, n in enumerate(steps)]
+    for steps, seed, source, st in plan:
+        cfg = TinyPolicyConfig(seed=seed, threads=args.threads, init_from=source, steps=steps, lr=st["lr"])
+        noise = NoiseConfig(max_content_edits=st["max_content_edits"])
         print(f"stage: {steps} steps, seed {seed}" + (f", continuing {source}" if source else ", from scratch"),
               flush=True)
         model, tokenizer, info = build(cfg, args.out, noise, checkpoint_every=250)

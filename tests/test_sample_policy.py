@@ -179,7 +179,7 @@ def test_greedy_generation_is_a_parseable_tool_call(policy):
 
 N_RELEVANCE = 16
 PEAK_IN_VALUES_MIN = 0.8     # committed policy: the raw JS peak sits in the argument values for 16 of 16
-P_GOLD_GAIN_MIN = 0.08       # committed policy: mean p(gold) on the values 0.830 without, 0.941 with (+0.111)
+P_GOLD_GAIN_MIN = 0.08       # committed policy: mean p(gold) on the values 0.857 without, 0.951 with (+0.095)
 
 
 @pytest.fixture(scope="module")
@@ -207,7 +207,7 @@ def test_correctness_information_raises_p_gold_on_the_values(correctness_replays
         mask = _value_tokens(ex, rel)
         gains.append((rel.logp_with[0][mask].exp().mean() - rel.logp_without[mask].exp().mean()).item())
     assert sum(gains) / len(gains) >= P_GOLD_GAIN_MIN, gains
-    assert sum(g > 0 for g in gains) >= len(gains) - 2, gains  # committed policy: every one of the 16 gains
+    assert sum(g > 0 for g in gains) >= len(gains) - 2, gains  # committed policy: 15 of the 16 gains
 
 
 def test_benchmark_auroc_is_the_rank_statistic():
@@ -228,8 +228,8 @@ def test_model_card_names_the_one_command_that_rebuilds_every_stage():
         return {"config": {"steps": steps, "seed": seed, "threads": 1, "init_from": init_from}}
 
     out = "sample_data/policies/tiny-mrtpo"
-    assert _commands([stage(2000, 0), stage(2500, 1, out)], out) == (
-        "python -m mrtpo_viz make-sample-policy --stages 2000,2500 --seed 0 --threads 1 --out " + out)
+    assert _commands([stage(2000, 0), stage(2500, 1, out), stage(1500, 2, out)], out) == (
+        "python -m mrtpo_viz make-sample-policy --stages 2000,2500,1500 --seed 0 --threads 1 --out " + out)
     # a continuation of a policy built elsewhere cannot be rebuilt by one command: one line per stage
     lines = _commands([stage(300, 4, "/elsewhere")], out).splitlines()
     assert lines == ["python -m mrtpo_viz make-sample-policy --steps 300 --seed 4 --threads 1 --init-from /elsewhere "
@@ -244,12 +244,15 @@ def test_make_sample_policy_plans_the_default_stages(monkeypatch, tmp_path):
 
     calls = []
     monkeypatch.setattr(sp, "build", lambda cfg, out, noise, checkpoint_every: calls.append(
-        (cfg.steps, cfg.seed, cfg.init_from, noise.max_content_edits)) or (None, None, {}))
+        (cfg.steps, cfg.seed, cfg.init_from, noise.max_content_edits, cfg.lr)) or (None, None, {}))
     monkeypatch.setattr(ev, "evaluate", lambda model, tok, seed: {})
     monkeypatch.setattr(ev, "write_model_card", lambda *a: None)
     args = argparse.Namespace(out=str(tmp_path), steps=None, stages=None, seed=3, threads=1, init_from=None)
     assert sp.cli_main(args) == 0
-    assert calls == [(2000, 3, None, 1), (2500, 4, str(tmp_path), 4)]
+    assert calls == [(2000, 3, None, 1, 3e-3), (2500, 4, str(tmp_path), 4, 3e-3), (1500, 5, str(tmp_path), 1, 1e-3)]
     calls.clear()
     assert sp.cli_main(argparse.Namespace(**{**vars(args), "steps": 50})) == 0  # --steps: one stage
-    assert calls == [(50, 3, None, 1)]
+    assert calls == [(50, 3, None, 1, 3e-3)]
+    calls.clear()
+    assert sp.cli_main(argparse.Namespace(**{**vars(args), "stages": "10,20,30,40"})) == 0  # later stages: the last's
+    assert [c[0] for c in calls] == [10, 20, 30, 40] and calls[3][3:] == (1, 1e-3)
