@@ -26,39 +26,34 @@ def forward(model, input_ids: torch.Tensor, *, cache=None, **kw):
     return out.logits, getattr(out, "cache", None) or getattr(out, "past_key_values", None)
 
 
+def map_cache(cache, fn):
+    """A new cache whose layers hold ``fn(keys)`` and ``fn(values)`` of ``cache``'s layers (which stay as they are)."""
+    from transformers import DynamicCache
+
+    layers = []
+    for layer in cache.layers:
+        new = copy.copy(layer)  # same class and settings (e.g. a sliding window); tensors replaced below
+        new.keys, new.values = fn(layer.keys), fn(layer.values)
+        layers.append(new)
+    out = DynamicCache()
+    out.layers = layers
+    return out
+
+
 def expand_cache(cache, batch: int):
     """A new cache with every layer's ``(1, H, P, D)`` keys and values expanded to ``(batch, H, P, D)`` views.
 
     The source cache is left as it is; the returned one grows (by concatenation, into new tensors) in the one
     forward that it is given to.
     """
-    from transformers import DynamicCache
-
-    layers = []
-    for layer in cache.layers:
-        new = copy.copy(layer)  # same class and settings (e.g. a sliding window); tensors replaced below
-        new.keys = layer.keys.expand(batch, -1, -1, -1)
-        new.values = layer.values.expand(batch, -1, -1, -1)
-        layers.append(new)
-    out = DynamicCache()
-    out.layers = layers
-    return out
+    return map_cache(cache, lambda t: t.expand(batch, -1, -1, -1))
 
 
 def cropped_cache(cache, length: int):
     """A new cache holding views of the first ``length`` positions of ``cache`` (which is left as it is)."""
-    from transformers import DynamicCache
-
     if length > cache_length(cache):
         raise ValueError(f"the cache holds {cache_length(cache)} positions, fewer than {length}")
-    layers = []
-    for layer in cache.layers:
-        new = copy.copy(layer)
-        new.keys, new.values = layer.keys[:, :, :length], layer.values[:, :, :length]
-        layers.append(new)
-    out = DynamicCache()
-    out.layers = layers
-    return out
+    return map_cache(cache, lambda t: t[:, :, :length])
 
 
 def cache_length(cache) -> int:

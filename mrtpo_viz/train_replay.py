@@ -10,13 +10,12 @@ that training does not need.
 """
 from __future__ import annotations
 
-import copy
 from typing import Optional, Sequence
 
 import torch
 
 from .divergence import chunked_metric
-from .kvcache import cache_length, cropped_cache, expand_cache, forward
+from .kvcache import cache_length, cropped_cache, expand_cache, forward, map_cache
 from .replay import CONTROLS, plan_replay
 from .replay_batch import Branches, prefix_cache
 from .tasks import Example
@@ -35,16 +34,7 @@ def _right_padded(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, tor
 
 def _tile_cache(cache, G: int):
     """A new cache whose layers hold ``G`` copies of the B rows: row ``g * B + b`` is branch ``b``."""
-    from transformers import DynamicCache
-
-    layers = []
-    for layer in cache.layers:
-        new = copy.copy(layer)
-        new.keys, new.values = layer.keys.repeat(G, 1, 1, 1), layer.values.repeat(G, 1, 1, 1)
-        layers.append(new)
-    out = DynamicCache()
-    out.layers = layers
-    return out
+    return map_cache(cache, lambda t: t.repeat(G, 1, 1, 1))
 
 
 def branch_logits_for_group(model, br: Branches, responses: list[list[int]], pad_id: int,
