@@ -130,6 +130,34 @@ def test_collate_masks_prompt_and_padding():
     assert labels.tolist() == [[-100, -100, 7, 8], [-100, 10, -100, -100]]
 
 
+def test_training_is_deterministic_and_the_same_on_one_or_two_threads(small_tokenizer):
+    """The build's weights depend on the seed only: two runs, and one or two torch threads, give the same bytes
+    (what lets ``--threads 2`` rebuild the committed one-thread policy in about an hour)."""
+    from mrtpo_viz.sample_policy import build_model, train
+
+    data = build_sft_data({"tool_calling": 40, "text_to_sql": 0, "instruction_following": 0}, seed=0)
+    seqs = [encode(small_tokenizer, ex) for ex in data]
+    cfg = TinyPolicyConfig(steps=4, warmup=2, tokens_per_batch=1024, max_len=256, vocab_size=400, seed=0)
+    before = torch.get_num_threads()
+
+    def weights(threads: int) -> list[torch.Tensor]:
+        torch.set_num_threads(threads)
+        torch.manual_seed(cfg.seed)
+        model = build_model(cfg, small_tokenizer)
+        train(model, seqs, cfg, small_tokenizer.pad_token_id, log_every=2)
+        return [p.detach().clone() for p in model.parameters()]
+
+    try:
+        one, again, two = weights(1), weights(1), weights(2)
+    finally:
+        torch.set_num_threads(before)
+    torch.manual_seed(cfg.seed)
+    start = build_model(cfg, small_tokenizer)  # the same initial weights
+    assert all(not torch.equal(a, b) for a, b in zip(one, start.parameters()))  # every tensor trained
+    assert all(torch.equal(a, b) for a, b in zip(one, again))
+    assert all(torch.equal(a, b) for a, b in zip(one, two))
+
+
 def test_sft_loss_equals_the_full_logits_loss():
     from transformers import LlamaConfig, LlamaForCausalLM
 
