@@ -148,7 +148,8 @@ def p95(xs: Sequence[float]) -> float:
 @functools.lru_cache(maxsize=1)
 def corpus() -> tuple[str, ...]:
     """Prompt, information and reference texts of every sample task (tokenizer training and benchmark inputs)."""
-    from mrtpo_viz.tasks import TASKS, load_examples
+    from mrtpo_viz.names import TASKS
+    from mrtpo_viz.tasks.loading import load_examples
 
     texts = []
     for task in TASKS:
@@ -164,7 +165,7 @@ def bundled_policy_ready() -> bool:
 def _tiny_random(out: Path) -> Path:
     """Save a random-init model of the bundled policy's shape and a tokenizer trained on the sample tasks."""
     import torch
-    from mrtpo_viz.sample_policy import TinyPolicyConfig, build_model, build_tokenizer
+    from mrtpo_viz.sample_policy.build import TinyPolicyConfig, build_model, build_tokenizer
 
     cfg = TinyPolicyConfig()
     tok = build_tokenizer(corpus(), cfg.vocab_size)

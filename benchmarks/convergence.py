@@ -30,9 +30,10 @@ import torch  # noqa: E402
 
 torch.set_num_threads(1)
 
-from mrtpo_viz.tasks import TASKS  # noqa: E402
-from mrtpo_viz.train_report import parse_variant, reward_curves_figure, summarize, write_png  # noqa: E402
-from mrtpo_viz.training import TrainConfig, train  # noqa: E402
+from mrtpo_viz.names import TASKS  # noqa: E402
+from mrtpo_viz.training.report import parse_variant, reward_curves_figure, summarize, write_png  # noqa: E402
+from mrtpo_viz.training.config import TrainConfig
+from mrtpo_viz.training.loop import train  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 POLICY = ROOT / "sample_data" / "policies" / "tiny-mrtpo"

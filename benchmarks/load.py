@@ -132,7 +132,7 @@ def watch_rss(pid: int, workers: list[threading.Thread], every_s: float = 2.0) -
 def session_inputs(i: int, checkpoint: str) -> tuple[list, str, str]:
     """/replay inputs whose response and first information carry session ``i``'s marker; (inputs, response, info)."""
     from mrtpo_viz.ui.common import get_example, prompt_text
-    from mrtpo_viz.verifiers import get_verifier
+    from mrtpo_viz.tasks import get_verifier
 
     ex = get_example(TASK, EXAMPLE)
     response = f"{ex.reference} S{i:02d}Z"
@@ -152,7 +152,7 @@ def _group(verifiers: list[str]) -> dict:
 def _replay_leak(out, response: str, info: str, verifier: str) -> tuple[bool, list[str]]:
     """(leaked?, expected advantage x labels) from the /replay outputs' Relevance JSON."""
     from mrtpo_viz import viz
-    from mrtpo_viz.results import Relevance
+    from mrtpo_viz.relevance.results import Relevance
 
     rel = Relevance.from_json(Path(out[7]).read_text(encoding="utf-8"))
     leaked = rel.response != response or rel.infos.get(verifier) != info

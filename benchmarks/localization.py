@@ -31,7 +31,8 @@ from scipy.stats import rankdata
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mrtpo_viz.tasks import TASKS, load_examples  # noqa: E402
+from mrtpo_viz.names import TASKS
+from mrtpo_viz.tasks.loading import load_examples  # noqa: E402
 
 METHODS = ("js_raw", "js_placebo", "js_corrupted", "js_others", "kl", "entropy", "uniform")
 """Relevance signals compared; the first five come from the replay, the last two are baselines."""
@@ -60,7 +61,7 @@ def mean_rank(scores, index: int) -> float:
 
 def signals(policy, ex, response, verifiers: list[str]) -> tuple[dict[str, np.ndarray], object]:
     """Every method's (K, T) relevance for one response (text or token ids), and one Relevance (offsets, spans)."""
-    from mrtpo_viz.replay import replay
+    from mrtpo_viz.relevance.engine import replay
 
     out, rel = {}, None
     for method, (metric, control) in REPLAYS.items():
@@ -79,7 +80,7 @@ def signals(policy, ex, response, verifiers: list[str]) -> tuple[dict[str, np.nd
 
 def _corrupted_row(policy, ex, response, verifier: str) -> np.ndarray:
     """(T,) relevance under the ``corrupted`` control, NaN where the verifier's information is the same for all."""
-    from mrtpo_viz.replay import replay
+    from mrtpo_viz.relevance.engine import replay
 
     try:
         return replay(policy, ex, response, [verifier], control="corrupted").scores[0].numpy()
@@ -129,7 +130,7 @@ def spans_and_specificity(pools: Pools, sig: dict, rel) -> None:
 
 def error_localization(pools: Pools, policy, ex, rng: random.Random, data_pools) -> None:
     """View (c): one injected error per verifier of the example."""
-    from mrtpo_viz.sft_data import inject_error
+    from mrtpo_viz.sample_policy.data import inject_error
 
     for k, v in enumerate(ex.verifiers):
         bad = inject_error(ex, v, rng, data_pools)
@@ -192,7 +193,7 @@ def markdown(rows: list[dict], header: str) -> str:
 def run(checkpoint: str, n: int, seed: int = 0) -> tuple[list[dict], dict]:
     """All three views over the first ``n`` test examples of each family; returns (rows, run info)."""
     from mrtpo_viz.policy import load_policy
-    from mrtpo_viz.sft_data import Pools as DataPools
+    from mrtpo_viz.sample_policy.data import Pools as DataPools
 
     policy, pools, rng, t0 = load_policy(checkpoint), Pools(), random.Random(seed), time.time()
     counts = {}

@@ -48,8 +48,8 @@ def chunk_label(rows) -> str:
 
 def replay_rows(policy, case: Case, chunk_rows=CHUNK_ROWS) -> list[dict]:
     """Peak RSS above the loaded weights and the phase timings of one replay per chunk size."""
-    from mrtpo_viz.replay import replay
-    from mrtpo_viz.verifiers import get_verifier
+    from mrtpo_viz.relevance.engine import replay
+    from mrtpo_viz.tasks import get_verifier
 
     vs = [get_verifier(n) for n, _, _ in case.verifiers]
     infos = {n: i for n, _, i in case.verifiers}

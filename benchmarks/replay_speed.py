@@ -2,7 +2,7 @@
 
 Methods, for one prompt, one response of ~100 tokens and K verifiers:
 
-- ``replay``: ``mrtpo_viz.replay.replay`` as users call it (tokenization, prefix pass, one batched forward of the
+- ``replay``: ``mrtpo_viz.replay`` as users call it (tokenization, prefix pass, one batched forward of the
   K + 1 suffixes, the metric and the per-token columns: log-probs, entropy, top-5).
 - ``floor``: one prefix pass plus one forward of the K + 1 suffixes over a ready cache; no metric, no columns.
 - ``batched``: one bare batched forward of the K + 1 FULL sequences (right-padded, no cache); no metric.
@@ -37,11 +37,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mrtpo_viz.divergence import chunked_metric  # noqa: E402
-from mrtpo_viz.kvcache import forward  # noqa: E402
+from mrtpo_viz.policy.kvcache import forward  # noqa: E402
 from mrtpo_viz.policy import Policy  # noqa: E402
-from mrtpo_viz.replay import plan_replay, replay  # noqa: E402
-from mrtpo_viz.replay_batch import prefix_cache, suffix_logits  # noqa: E402
-from mrtpo_viz.verifiers.base import Verdict, Verifier  # noqa: E402
+from mrtpo_viz.relevance.engine import plan_replay, replay  # noqa: E402
+from mrtpo_viz.relevance.branches import prefix_cache, suffix_logits  # noqa: E402
+from mrtpo_viz.tasks.base import Verdict, Verifier  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -53,7 +53,8 @@ INFO_TOKENS = 40
 # --- setup ---------------------------------------------------------------------------------------------------------
 
 def corpus() -> list[str]:
-    from mrtpo_viz.tasks import TASKS, load_examples
+    from mrtpo_viz.names import TASKS
+    from mrtpo_viz.tasks.loading import load_examples
 
     texts = []
     for task in TASKS:

@@ -17,10 +17,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mrtpo_viz.taskgen.text_to_sql import build_databases, generate  # noqa: E402
-from mrtpo_viz.tasks import Example  # noqa: E402
-from mrtpo_viz.verifiers import get_verifier  # noqa: E402
-from mrtpo_viz.verifiers.custom import DeclarativeSpec, build_declarative  # noqa: E402
+from mrtpo_viz.tasks.generators.text_to_sql import build_databases, generate  # noqa: E402
+from mrtpo_viz.tasks.base import Example  # noqa: E402
+from mrtpo_viz.tasks import get_verifier  # noqa: E402
+from mrtpo_viz.tasks.custom import DeclarativeSpec, build_declarative  # noqa: E402
 
 HOSTILE = {
     "insert": "INSERT INTO products VALUES (99, 'x', 1, 'toys')",

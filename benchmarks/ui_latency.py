@@ -69,7 +69,7 @@ def prepare_page(page, url: str, response: str) -> None:
     The example is picked from its dropdown (after the task): a task switch alone keeps index 0 and so does not
     refill the verifiers.
     """
-    from mrtpo_viz.tasks import load_examples
+    from mrtpo_viz.tasks.loading import load_examples
 
     chosen = list(load_examples(TASK, split="test")[EXAMPLE].verifiers)
     if len(chosen) < K:

@@ -7,7 +7,7 @@ per response token per verifier:
   identification (CTI) step only: KL metric, and a selection threshold so high that no token goes on to the
   attribution (CCI) step. One context per call, so K calls. Its CTI runs the model once per response token with and
   without the context (about 2T forwards of the growing sequence, no KV cache).
-- ``replay_kl``, ``replay_js``: ``mrtpo_viz.replay.replay`` with ``metric="kl"`` / ``"js"``: the shared prompt
+- ``replay_kl``, ``replay_js``: ``mrtpo_viz.replay`` with ``metric="kl"`` / ``"js"``: the shared prompt
   prefix once (KV cache), the K + 1 suffixes in one batched forward, the metric chunked over positions; it also
   computes the per-token columns (log-probs, entropy, top-5) that the app shows.
 
@@ -66,9 +66,10 @@ def inseq_available() -> bool:
 
 def sample_infos(n: int) -> list[tuple[str, str, str]]:
     """``n`` real verifiers (distinct names) with the information they give for an example of their task."""
-    from mrtpo_viz import verifiers as _registry  # noqa: F401  (registers the verifiers)
-    from mrtpo_viz.tasks import TASKS, load_examples
-    from mrtpo_viz.verifiers import get_verifier
+    from mrtpo_viz import tasks as _registry  # noqa: F401  (registers the verifiers)
+    from mrtpo_viz.names import TASKS
+    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks import get_verifier
 
     out, seen = [], set()
     for task in TASKS:
@@ -84,7 +85,7 @@ def sample_infos(n: int) -> list[tuple[str, str, str]]:
 
 
 def make_case(tokenizer, T: int, K: int) -> Case:
-    from mrtpo_viz.tasks import load_examples
+    from mrtpo_viz.tasks.loading import load_examples
 
     prompt = load_examples("tool_calling", split="test")[0].messages()[-1]["content"]
     return Case(prompt, response_ids(tokenizer, corpus(), T, skip=3000), sample_infos(K))
@@ -110,7 +111,7 @@ def inseq_model(policy):
 
 def inseq_scores(model, policy, case: Case, k: int) -> tuple[list[float], list[str]]:
     """Inseq CTI scores (KL, one per response token) for verifier ``k``'s information, and Inseq's tokens."""
-    from mrtpo_viz.contexts import render_info
+    from mrtpo_viz.relevance.contexts import render_info
     from inseq.commands.attribute_context.attribute_context import attribute_context_with_model
     from inseq.commands.attribute_context.attribute_context_args import AttributeContextArgs
 
@@ -133,8 +134,8 @@ def run_inseq(model, policy, case: Case) -> list[list[float]]:
 
 
 def run_replay(policy, case: Case, metric: str):
-    from mrtpo_viz.replay import replay
-    from mrtpo_viz.verifiers import get_verifier
+    from mrtpo_viz.relevance.engine import replay
+    from mrtpo_viz.tasks import get_verifier
 
     vs = [get_verifier(name) for name, _, _ in case.verifiers]
     return replay(policy, case.prompt, case.response_ids, vs, infos={n: i for n, _, i in case.verifiers},
@@ -145,9 +146,9 @@ def run_replay(policy, case: Case, metric: str):
 def our_kl_both_ways(policy, case: Case) -> tuple[torch.Tensor, torch.Tensor]:
     """(KL(without || with), KL(with || without)), each (K, T), from the replay's batched logits."""
     from mrtpo_viz.divergence import chunked_metric
-    from mrtpo_viz.replay import _pad_id, plan_replay
-    from mrtpo_viz.replay_batch import branch_logits
-    from mrtpo_viz.verifiers import get_verifier
+    from mrtpo_viz.relevance.engine import _pad_id, plan_replay
+    from mrtpo_viz.relevance.branches import branch_logits
+    from mrtpo_viz.tasks import get_verifier
 
     vs = [get_verifier(name) for name, _, _ in case.verifiers]
     plan = plan_replay(policy, case.prompt, case.response_ids, vs, infos={n: i for n, _, i in case.verifiers})

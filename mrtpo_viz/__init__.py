@@ -1,21 +1,25 @@
 """mrtpo-viz: per-token, per-reward relevance (MRTPO) for language models trained on several verifiable rewards.
 
-Heavy modules (torch models, gradio) load lazily, so ``import mrtpo_viz`` stays quick.
+The public API (``from mrtpo_viz import load_policy, replay, ...``) loads lazily, so ``import mrtpo_viz`` stays quick.
+The layout, bottom to top (arrows point down only; ``tests/test_layout.py`` checks it):
+
+- ``names``: every registry name; ``divergence``, ``advantages``: pure torch math; ``tasks``: examples and verifiers;
+- ``policy``: loading and sampling; ``relevance``: the replay; ``training``: the RL loop;
+- ``viz``: rendering; ``sample_policy``: the bundled policy's build; ``settings``, ``bench``;
+- ``ui``: the Gradio app; ``cli``: the command line.
 """
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
-    "load_policy": "policy", "Policy": "policy", "Completion": "policy",
+    "load_policy": "policy", "Policy": "policy", "Completion": "policy", "PolicyLoadError": "policy",
     "load_examples": "tasks", "Example": "tasks", "TASKS": "tasks",
-    "list_verifiers": "verifiers", "get_verifier": "verifiers", "Verifier": "verifiers", "Verdict": "verifiers",
-    "replay": "replay", "Relevance": "results", "StepMetrics": "results",
-    "TrainConfig": "training", "train": "training",
+    "list_verifiers": "tasks", "get_verifier": "tasks", "Verifier": "tasks", "Verdict": "tasks",
+    "replay": "relevance", "Relevance": "relevance",
+    "TrainConfig": "training", "train": "training", "StepMetrics": "training",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
@@ -29,23 +33,3 @@ def __getattr__(name: str):
 
 def __dir__():
     return __all__
-
-
-class _Package(types.ModuleType):
-    """``mrtpo_viz.replay`` names both a submodule and the public function ``replay()``.
-
-    Python sets a submodule as an attribute of its package once it is loaded, which would make
-    ``from mrtpo_viz import replay`` return the module. This property keeps the attribute the function; the module stays
-    importable as usual (``from mrtpo_viz.replay import CONTROLS``, ``sys.modules["mrtpo_viz.replay"]``).
-    """
-
-    @property
-    def replay(self):
-        return importlib.import_module(".replay", __name__).replay
-
-    @replay.setter
-    def replay(self, _module):  # the import system's setattr(package, "replay", submodule): keep the function
-        pass
-
-
-sys.modules[__name__].__class__ = _Package

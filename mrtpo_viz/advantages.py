@@ -43,6 +43,8 @@ from typing import Callable
 
 import torch
 
+from . import names
+
 EPS = 1e-4
 ZERO_RELEVANCE = 1e-6
 """A response whose largest relevance to a reward is at most this gets uniform weights for that reward."""
@@ -176,9 +178,30 @@ def mrtpo_token_weights(relevance: torch.Tensor, mask: torch.Tensor, alpha: floa
     return m * ((1.0 - alpha) + alpha * what)
 
 
-def mrtpo_token_advantages(rewards: torch.Tensor, relevance: torch.Tensor, mask: torch.Tensor, weights=None,
-                           alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS) -> torch.Tensor:
-    """MRTPO: each reward's GDPO advantage ``Ahat_k`` goes to the tokens relevant to it.
+@dataclass(frozen=True)
+class MRTPOParts:
+    """MRTPO's token advantages and the pieces they are made of (what the app's advantage panel stacks).
+
+    ``parts.sum(2) + baseline == token_advantages`` (up to rounding) on valid tokens; all four are 0 on padding.
+    """
+
+    per_reward: torch.Tensor
+    """``(N, G, K)`` GDPO's per-reward group advantages ``Ahat_k`` (0 where the reward is NaN)."""
+    gdpo: torch.Tensor
+    """``(N, G)`` the GDPO sequence advantage (the token mean of ``token_advantages``)."""
+    weights: torch.Tensor
+    """``(N, G, K, T)`` MRTPO's token weights ``w`` (mean 1 over each response's valid tokens)."""
+    parts: torch.Tensor
+    """``(N, G, K, T)`` each reward's share ``lambda_k w[k, t] Ahat_k / (std_batch S + eps)``."""
+    baseline: torch.Tensor
+    """``(N, G, T)`` what the batch centering adds to every token: ``-mean_batch S / (std_batch S + eps)``."""
+    token_advantages: torch.Tensor
+    """``(N, G, T)`` MRTPO token advantages."""
+
+
+def mrtpo_token_parts(rewards: torch.Tensor, relevance: torch.Tensor, mask: torch.Tensor, weights=None,
+                      alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS) -> MRTPOParts:
+    """MRTPO: each reward's GDPO advantage ``Ahat_k`` goes to the tokens relevant to it; with the per-reward parts.
 
     ``A[t] = (sum_k lambda_k w[k, t] Ahat_k - mean_batch S) / (std_batch S + eps)``, 0 on padding.
 
@@ -186,7 +209,8 @@ def mrtpo_token_advantages(rewards: torch.Tensor, relevance: torch.Tensor, mask:
         rewards: ``(N, G, K)``; relevance: ``(N, G, K, T)``; mask: ``(N, G, T)`` 1 on response tokens.
         weights: ``(K,)``, default 1. alpha, gamma: see ``mrtpo_token_weights``.
     Returns:
-        ``(N, G, T)`` token advantages whose mean over a response's valid tokens is its GDPO advantage.
+        :class:`MRTPOParts`; its ``token_advantages`` have, over a response's valid tokens, the mean of its GDPO
+        advantage.
     """
     ahat, weights, S, mean_b, std_b = _gdpo_parts(rewards, weights, eps)
     N, G, K = ahat.shape
@@ -194,9 +218,19 @@ def mrtpo_token_advantages(rewards: torch.Tensor, relevance: torch.Tensor, mask:
     if relevance.dim() != 4 or tuple(relevance.shape[:3]) != (N, G, K):
         raise ValueError(f"relevance must be (N, G, K, T) with N, G, K = {N}, {G}, {K}, got {tuple(relevance.shape)}")
     w = mrtpo_token_weights(relevance.to(ahat.dtype), mask, alpha, gamma)  # (N, G, K, T)
-    shaped = (weights[:, None] * w * ahat[..., None]).sum(2)  # (N, G, T)
-    valid = _check_mask(mask, N, G, ahat.dtype) > 0
-    return torch.where(valid, (shaped - mean_b) / (std_b + eps), 0.0)
+    per_token = weights[:, None] * w * ahat[..., None]  # (N, G, K, T)
+    valid = _check_mask(mask, N, G, ahat.dtype) > 0  # (N, G, T)
+    scale = std_b + eps
+    adv = torch.where(valid, (per_token.sum(2) - mean_b) / scale, 0.0)  # (N, G, T)
+    parts = per_token / scale  # (N, G, K, T), 0 on padding (w is)
+    baseline = torch.where(valid, adv - parts.sum(2), 0.0)  # (N, G, T)
+    return MRTPOParts(ahat, (S - mean_b) / scale, w, parts, baseline, adv)
+
+
+def mrtpo_token_advantages(rewards: torch.Tensor, relevance: torch.Tensor, mask: torch.Tensor, weights=None,
+                           alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS) -> torch.Tensor:
+    """MRTPO token advantages ``(N, G, T)``: :func:`mrtpo_token_parts` without the parts (same arguments)."""
+    return mrtpo_token_parts(rewards, relevance, mask, weights, alpha, gamma, eps).token_advantages
 
 
 # ----------------------------------------------------------------------------------------------- registry
@@ -247,11 +281,10 @@ ADVANTAGE_METHODS: dict[str, AdvantageMethod] = {
         AdvantageMethod("mrtpo", "MRTPO (each reward's advantage to its relevant tokens)", True, _mrtpo_tokens),
     )
 }
-"""Method name -> ``AdvantageMethod``. The CLI and UI take their choices from ``list(ADVANTAGE_METHODS)``."""
+"""Method name (:data:`mrtpo_viz.names.METHODS`) -> ``AdvantageMethod``."""
+assert tuple(ADVANTAGE_METHODS) == names.METHODS, "names.METHODS and the methods defined here differ"
 
 
 def get_method(name: str) -> AdvantageMethod:
     """An advantage method by registry name, with a clear error for unknown names."""
-    if name not in ADVANTAGE_METHODS:
-        raise ValueError(f"unknown advantage method {name!r}; choose one of {list(ADVANTAGE_METHODS)}")
-    return ADVANTAGE_METHODS[name]
+    return ADVANTAGE_METHODS[names.check_choice("advantage method", name, names.METHODS)]

@@ -19,8 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS_DIR = ROOT / "benchmarks"
+def benchmarks_dir() -> Path:
+    """The checkout's ``benchmarks/``: under the working directory, else beside the package (an editable install)."""
+    here = Path.cwd() / "benchmarks"
+    return here if here.is_dir() else Path(__file__).resolve().parent.parent / "benchmarks"
+
+
 TIMEOUT_S = 1800
 COLUMNS = ("benchmark", "case", "measure", "value", "target")
 
@@ -120,9 +124,10 @@ def missing_requirement(bench: Benchmark) -> Optional[str]:
     return next((m for m in bench.requires if importlib.util.find_spec(m) is None), None)
 
 
-def run_benchmark(name: str, bench: Benchmark, out: Path, folder: Path = BENCHMARKS_DIR,
+def run_benchmark(name: str, bench: Benchmark, out: Path, folder: Optional[Path] = None,
                   timeout: float = TIMEOUT_S) -> list[dict]:
     """Run one script quickly in its own process; its summary rows, or one row that says why there are none."""
+    folder = folder or benchmarks_dir()
     missing = missing_requirement(bench)
     if missing:
         return [note_row(name, "skipped", f"{missing} is not installed (pip install -r benchmarks/requirements.txt)")]
@@ -182,7 +187,8 @@ def write_outputs(rows: list[dict], stem: Path) -> None:
                                        + markdown_table(rows) + "\n")
 
 
-def run_all(benchmarks: dict[str, Benchmark] = BENCHMARKS, folder: Path = BENCHMARKS_DIR) -> list[dict]:
+def run_all(benchmarks: dict[str, Benchmark] = BENCHMARKS, folder: Optional[Path] = None) -> list[dict]:
+    folder = folder or benchmarks_dir()
     if not folder.is_dir():
         raise FileNotFoundError(f"no benchmarks folder at {folder}: `bench` runs from a source checkout")
     rows = []
@@ -191,12 +197,3 @@ def run_all(benchmarks: dict[str, Benchmark] = BENCHMARKS, folder: Path = BENCHM
             print(f"running {name} ...", file=sys.stderr, flush=True)
             rows += run_benchmark(name, bench, Path(tmp), folder)
     return rows
-
-
-def cli_bench(args) -> int:
-    rows = run_all()
-    print(format_table(rows))
-    if args.out:
-        write_outputs(rows, Path(args.out).with_suffix(""))
-        print(f"wrote {Path(args.out).with_suffix('.csv')} and .md")
-    return 0 if not any(r["measure"] == "failed" for r in rows) else 1

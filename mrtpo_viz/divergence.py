@@ -23,6 +23,8 @@ from typing import Callable
 
 import torch
 
+from . import names
+
 LN2 = math.log(2.0)
 # Elements of one (rows, V) chunk: 2**23 float32 values = 32 MiB per temporary.
 CHUNK_ELEMENTS = 1 << 23
@@ -97,17 +99,15 @@ def tvd(logp_p: torch.Tensor, logp_q: torch.Tensor) -> torch.Tensor:
     return (0.5 * (p - q).abs().sum(-1)).clamp(0.0, 1.0)
 
 
-METRICS: dict[str, Metric] = {"js": js_distance, "kl": kl, "tvd": tvd}
-"""Metric name -> function of two log-prob tensors. The CLI and UI take their choices from ``list(METRICS)``."""
+METRICS: dict[str, Metric] = dict(zip(names.METRICS, (js_distance, kl, tvd), strict=True))
+"""Metric name (:data:`mrtpo_viz.names.METRICS`) -> function of two log-prob tensors."""
 
 
 def get_metric(metric: str | Metric) -> Metric:
     """A metric by registry name (or a callable, returned as is)."""
     if callable(metric):
         return metric
-    if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}; choose one of {sorted(METRICS)}")
-    return METRICS[metric]
+    return METRICS[names.check_choice("metric", metric, names.METRICS)]
 
 
 def _rows_per_chunk(vocab: int, chunk_size: int | None) -> int:

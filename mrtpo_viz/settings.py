@@ -28,10 +28,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Mapping, Optional
 
-from .tasks import SAMPLE_DATA
-
-BUNDLED_POLICIES = SAMPLE_DATA / "policies"
-"""Folder of the bundled policies, always admitted by the allow-list."""
+from .names import BUNDLED_POLICY
+from .tasks.data import BUNDLED_POLICIES
 
 
 class SettingsError(ValueError):
@@ -80,6 +78,8 @@ class Settings:
         if not self.allowed_checkpoints:
             return True
         name = str(name_or_path).strip()
+        if name == BUNDLED_POLICY:
+            return True
         path = _resolved(name)
         roots = [BUNDLED_POLICIES.resolve()] + [r for r in map(_resolved, self.allowed_checkpoints) if r]
         if path is not None and any(path == r or r in path.parents for r in roots):
@@ -138,3 +138,31 @@ def get_settings(environ: Optional[Mapping[str, str]] = None) -> Settings:
     env = os.environ if environ is None else environ
     given = {name: _parse(name, env[var]) for name, (var, _) in ENV_VARS.items() if env.get(var, "").strip()}
     return Settings(**given)
+
+
+def default_checkpoint(settings: Optional[Settings] = None) -> str:
+    """The app's and the CLI's default checkpoint: ``MRTPO_CHECKPOINT``, else the bundled policy's name."""
+    return (settings or get_settings()).checkpoint or BUNDLED_POLICY
+
+
+def load_allowed_policy(name_or_path: str | os.PathLike, *, device=None, dtype=None, settings: Optional[Settings] = None):
+    """``load_policy`` under the operator's rules, read now: the allow-list, the thread count, the memory bound.
+
+    This is what the app and the CLI load through; the library's ``load_policy`` applies no deployment rule.
+
+    Raises:
+        PolicyLoadError: the checkpoint is not on the allow-list, or cannot be loaded.
+    """
+    from .policy import PolicyLoadError, bound_freed_memory, load_policy
+
+    settings = settings or get_settings()
+    try:
+        settings.check_checkpoint(name_or_path)
+    except ValueError as e:
+        raise PolicyLoadError(str(e)) from None
+    if settings.threads is not None:
+        import torch
+
+        torch.set_num_threads(settings.threads)
+    bound_freed_memory()  # the replay's freed metric temporaries go back to the OS (mrtpo_viz/policy/memory.py)
+    return load_policy(name_or_path, device=device, dtype=dtype)

@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mrtpo_viz.taskgen import FAMILY_MODULES  # noqa: E402
+from mrtpo_viz.tasks.generators import FAMILY_MODULES  # noqa: E402
 
 N_TRAIN, N_TEST = 300, 100
 

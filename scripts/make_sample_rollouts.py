@@ -15,7 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mrtpo_viz.tasks import TASKS, load_examples  # noqa: E402
+from mrtpo_viz.names import TASKS
+from mrtpo_viz.tasks.loading import load_examples  # noqa: E402
 
 OUT = ROOT / "sample_data" / "rollouts" / "sample_rollouts.jsonl"
 POLICY = ROOT / "sample_data" / "policies" / "tiny-mrtpo"

@@ -5,8 +5,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from mrtpo_viz.advantages import (ADVANTAGE_METHODS, gdpo_advantages, get_method, grpo_advantages,
-                                  mrtpo_token_advantages, mrtpo_token_weights)
+from mrtpo_viz.advantages import ADVANTAGE_METHODS, gdpo_advantages, get_method, grpo_advantages, mrtpo_token_advantages, mrtpo_token_weights
 
 torch.set_num_threads(1)
 EPS = 1e-4

@@ -36,7 +36,7 @@ def app_url(request):
     checkpoint = str(BUNDLED) if (BUNDLED / "config.json").is_file() else str(request.getfixturevalue(
         "tiny_policy_dir"))
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(common, "DEFAULT_CHECKPOINT", checkpoint)  # what the page preselects
+        mp.setenv("MRTPO_CHECKPOINT", checkpoint)  # what the page preselects
         mp.setattr("gradio.networking.url_ok", _patient_url_ok)
         demo = build_app()
         _, url, _ = demo.launch(prevent_thread_lock=True, server_port=_free_port(), quiet=True, **launch_options())
@@ -72,7 +72,7 @@ def test_replay_in_the_browser_shows_tokens_heatmap_and_bars(page):
     pick_example(page, 1)
     page.wait_for_function("ref => document.querySelector('#response-box textarea').value === ref", arg=ex.reference)
     # the information boxes refill after the response: replay only once they hold this example's information
-    from mrtpo_viz.verifiers import get_verifier
+    from mrtpo_viz.tasks import get_verifier
 
     info = get_verifier("tool_call.correctness").info(ex)
     page.wait_for_function("info => [...document.querySelectorAll('textarea')].some(t => t.value === info)", arg=info)
@@ -90,10 +90,11 @@ def test_replay_in_the_browser_shows_tokens_heatmap_and_bars(page):
     assert n > 5 * rows and n % rows == 0  # every verifier row holds every token
     scores = [float(s) for s in tokens.evaluate_all("els => els.map(e => e.dataset.score)")]
     assert max(scores) > 0 and len(set(scores)) > 3  # real, varying relevance
-    from mrtpo_viz.replay import replay
-    from mrtpo_viz.ui.common import DEFAULT_CHECKPOINT, get_policy
+    from mrtpo_viz.relevance.engine import replay
+    from mrtpo_viz.settings import default_checkpoint
+    from mrtpo_viz.ui.common import get_policy
 
-    want = replay(get_policy(DEFAULT_CHECKPOINT), ex, ex.reference, list(ex.verifiers)).scores.flatten().tolist()
+    want = replay(get_policy(default_checkpoint()), ex, ex.reference, list(ex.verifiers)).scores.flatten().tolist()
     assert scores == pytest.approx(want, abs=1e-3)  # the page shows this example's replay with its own information
     tip = tokens.nth(int(max(range(n), key=scores.__getitem__))).get_attribute("title")
     assert "log p(token) without information" in tip and all(v in tip for v in ex.verifiers)
@@ -110,7 +111,7 @@ def test_replay_in_the_browser_shows_tokens_heatmap_and_bars(page):
 
 def test_unchecking_a_verifier_keeps_the_other_verifiers_edited_information(page):
     from mrtpo_viz.ui.common import get_example
-    from mrtpo_viz.verifiers import get_verifier
+    from mrtpo_viz.tasks import get_verifier
 
     fmt = "tool_call.format"
     info = get_verifier("tool_call.correctness").info(get_example("tool_calling", 2))

@@ -15,12 +15,15 @@ import torch
 
 from mrtpo_viz.cli import main as cli_main
 from mrtpo_viz.policy import PolicyLoadError, load_policy
-from mrtpo_viz.replay import replay
-from mrtpo_viz.scoring import read_rollouts
+from mrtpo_viz.settings import load_allowed_policy
+from mrtpo_viz.relevance.engine import replay
+from mrtpo_viz.relevance.scoring import read_rollouts
 from mrtpo_viz.settings import get_settings
-from mrtpo_viz.tasks import SAMPLE_DATA, Example, load_examples
-from mrtpo_viz.verifiers import get_verifier
-from mrtpo_viz.verifiers.custom import DeclarativeSpec, build_declarative
+from mrtpo_viz.tasks.data import SAMPLE_DATA
+from mrtpo_viz.tasks.base import Example
+from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks import get_verifier
+from mrtpo_viz.tasks.custom import DeclarativeSpec, build_declarative
 
 torch.set_num_threads(1)
 pytestmark = pytest.mark.usefixtures("sample_data_unchanged")
@@ -85,7 +88,7 @@ def test_allow_list_refuses_free_paths_before_touching_them(monkeypatch, tiny_po
     monkeypatch.setenv("MRTPO_ALLOWED_CHECKPOINTS", "org/only-this")
     for name in ("/etc", "../../etc", str(tiny_policy_dir), "org/other"):
         with pytest.raises(PolicyLoadError, match="is not allowed here"):
-            load_policy(name, device="cpu", dtype="float32")
+            load_allowed_policy(name, device="cpu", dtype="float32")
 
 
 # --------------------------------------------------------------------------------------------- prompts and responses
@@ -120,13 +123,13 @@ def test_empty_response_is_a_readable_error(tiny_policy, response):
 
 def test_response_longer_than_the_context_window_is_refused_before_any_forward(tiny_policy, monkeypatch):
     limit = tiny_policy.model.config.max_position_embeddings  # 4096
-    monkeypatch.setattr(sys.modules["mrtpo_viz.replay"], "branch_logits", lambda *a, **k: pytest.fail("a forward ran"))
+    monkeypatch.setattr("mrtpo_viz.relevance.engine.branch_logits", lambda *a, **k: pytest.fail("a forward ran"))
     with pytest.raises(ValueError, match=f"more than the model's context window of {limit:,} tokens"):
         _replay(tiny_policy, "Say something.", "a b " * limit)
 
 
 def test_100k_character_information_is_refused_by_the_context_window(tiny_policy, monkeypatch):
-    monkeypatch.setattr(sys.modules["mrtpo_viz.replay"], "branch_logits", lambda *a, **k: pytest.fail("a forward ran"))
+    monkeypatch.setattr("mrtpo_viz.relevance.engine.branch_logits", lambda *a, **k: pytest.fail("a forward ran"))
     with pytest.raises(ValueError, match="shorten the response or the information"):
         _replay(tiny_policy, "Say something.", "hello", info="no commas please " * 6_000)
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from mrtpo_viz.scoring import read_rollouts
-from mrtpo_viz.tasks import TASKS, load_examples
-from mrtpo_viz.verifiers import Verdict, get_verifier, list_verifiers
-from mrtpo_viz.verifiers.custom import DeclarativeSpec, build_declarative
+from mrtpo_viz.relevance.scoring import read_rollouts
+from mrtpo_viz.names import TASKS
+from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks import Verdict, get_verifier, list_verifiers
+from mrtpo_viz.tasks.custom import DeclarativeSpec, build_declarative
 
 pytestmark = pytest.mark.usefixtures("sample_data_unchanged")
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

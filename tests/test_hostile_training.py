@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from mrtpo_viz.train_state import CHECKPOINTS, LATEST, CheckpointError, latest_checkpoint, load_checkpoint
-from mrtpo_viz.training import TrainConfig
+from mrtpo_viz.training.checkpoints import CHECKPOINTS, LATEST, CheckpointError, latest_checkpoint, load_checkpoint
+from mrtpo_viz.training.config import TrainConfig
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parent.parent

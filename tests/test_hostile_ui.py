@@ -16,7 +16,7 @@ gradio_client = pytest.importorskip("gradio_client")
 
 from mrtpo_viz.ui import relevance_tab as rt  # noqa: E402
 from mrtpo_viz.ui.common import get_example, prompt_text  # noqa: E402
-from mrtpo_viz.verifiers import VERIFIERS, get_verifier  # noqa: E402
+from mrtpo_viz.tasks import VERIFIERS, get_verifier  # noqa: E402
 from apphelpers import free_port as _free_port, patient_url_ok as _patient_url_ok
 
 torch.set_num_threads(1)
@@ -152,7 +152,7 @@ def test_generation_length_is_capped(ckpt, tiny_policy, monkeypatch):
     monkeypatch.setattr(type(tiny_policy), "stop_ids", lambda self: set())  # never stops early: count every token
     text, status = rt.generate(ckpt, "tool_calling", 0, "Weather in Oslo?", 1.0, 1.0, 10**9, 0)
     n = int(re.search(r"Generated (\d+) tokens", status).group(1))
-    assert n == rt.LIMITS.max_new_tokens
+    assert n == rt.limits().max_new_tokens == 256
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from mrtpo_viz import malloc
+from mrtpo_viz.policy import memory as malloc
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
@@ -21,10 +21,13 @@ def test_an_explicit_environment_setting_wins(monkeypatch):
     assert malloc.bound_freed_memory(65536) is False
 
 
-def test_load_policy_applies_it(tiny_policy_dir, monkeypatch):
+def test_the_app_and_cli_loader_applies_it_and_the_library_does_not(tiny_policy_dir, monkeypatch):
     from mrtpo_viz.policy import load_policy
+    from mrtpo_viz.settings import load_allowed_policy
 
     calls = []
     monkeypatch.setattr("mrtpo_viz.policy.bound_freed_memory", lambda: calls.append(1) or True)
     load_policy(tiny_policy_dir)
+    assert calls == []
+    load_allowed_policy(tiny_policy_dir)
     assert calls == [1]

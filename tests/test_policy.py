@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from mrtpo_viz.policy import PLAIN_CHAT_TEMPLATE, Completion, PolicyLoadError, load_policy
-from mrtpo_viz.sampling import filter_top_p
+from mrtpo_viz.policy.sampling import filter_top_p
 
 torch.set_num_threads(1)
 
@@ -153,7 +153,7 @@ def test_default_device_is_resolved_safely_from_many_threads_at_once():
 
     from accelerate import PartialState
 
-    from mrtpo_viz.policy import _resolve_device
+    from mrtpo_viz.policy.loading import _resolve_device
 
     PartialState._reset_state()
     barrier, out = threading.Barrier(8), []

@@ -4,11 +4,13 @@ import math
 import pytest
 import torch
 
-from mrtpo_viz.replay import CONTROLS, _corrupted_infos, ControlInput, display_tokens, plan_replay, replay
-from mrtpo_viz.replay_batch import branch_logits, reference_logits, tokenize_response
-from mrtpo_viz.results import Relevance
-from mrtpo_viz.tasks import Example
-from mrtpo_viz.verifiers.base import Verdict, Verifier
+from mrtpo_viz.relevance.controls import CONTROLS, _corrupted_infos, ControlInput
+from mrtpo_viz.relevance.tokens import display_tokens
+from mrtpo_viz.relevance.engine import plan_replay, replay
+from mrtpo_viz.relevance.branches import branch_logits, reference_logits, tokenize_response
+from mrtpo_viz.relevance.results import Relevance
+from mrtpo_viz.tasks.base import Example
+from mrtpo_viz.tasks.base import Verdict, Verifier
 
 torch.set_num_threads(1)
 
@@ -166,12 +168,6 @@ def test_control_corrupted(tiny_policy):
         replay(tiny_policy, PROMPT, RESPONSE, [FMT], infos=INFOS, control="corrupted")
 
 
-def test_controls_registry_matches_cli():
-    from mrtpo_viz.cli import CONTROLS as CLI_CONTROLS
-
-    assert tuple(CONTROLS) == CLI_CONTROLS
-
-
 def test_bad_input_messages(tiny_policy):
     with pytest.raises(ValueError, match="response is empty"):
         replay(tiny_policy, PROMPT, "", [FMT], infos=INFOS)
@@ -196,7 +192,7 @@ def test_display_tokens_join_multibyte_characters(tiny_policy):
 def test_real_tool_calling_example_and_cli(tiny_policy_dir, tiny_policy, tmp_path, capsys):
     """The task-family verifiers on a bundled example: rewards, spans, token table and JSON output."""
     from mrtpo_viz.cli import main
-    from mrtpo_viz.tasks import load_examples
+    from mrtpo_viz.tasks.loading import load_examples
 
     example = load_examples("tool_calling")[0]
     rel = replay(tiny_policy, example, example.reference, list(example.verifiers))

@@ -3,9 +3,11 @@ import importlib
 
 import pytest
 
-from mrtpo_viz.tasks import TASKS, load_examples, task_file
-from mrtpo_viz.taskgen import FAMILY_MODULES
-from mrtpo_viz.verifiers import get_verifier
+from mrtpo_viz.names import TASKS
+from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks.data import task_file
+from mrtpo_viz.tasks.generators import FAMILY_MODULES
+from mrtpo_viz.tasks import get_verifier
 
 
 def _examples(task: str, split: str = "all"):

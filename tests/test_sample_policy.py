@@ -5,18 +5,19 @@ The policy tests use the committed checkpoint; the thresholds are set below what
 """
 import importlib.util
 import json
+from pathlib import Path
 import random
 import sys
 
 import pytest
 import torch
 
-from mrtpo_viz.sample_policy import (CHAT_TEMPLATE, IM_END, TinyPolicyConfig, _collate, build_tokenizer, encode,
-                                     lr_at, sft_loss)
-from mrtpo_viz.sft_data import (NoiseConfig, Pools, SftExample, build_sft_data, inject_error,
-                                make_sft_example)
-from mrtpo_viz.tasks import SAMPLE_DATA, Example, load_examples
-from mrtpo_viz.verifiers import get_verifier
+from mrtpo_viz.sample_policy.build import CHAT_TEMPLATE, IM_END, TinyPolicyConfig, _collate, build_tokenizer, encode, lr_at, sft_loss
+from mrtpo_viz.sample_policy.data import NoiseConfig, Pools, SftExample, build_sft_data, inject_error, make_sft_example
+from mrtpo_viz.tasks.data import SAMPLE_DATA
+from mrtpo_viz.tasks.base import Example
+from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks import get_verifier
 
 POLICY_DIR = SAMPLE_DATA / "policies" / "tiny-mrtpo"
 TOOL = {"name": "get_weather", "description": "Current weather for a city.",
@@ -133,7 +134,7 @@ def test_collate_masks_prompt_and_padding():
 def test_training_is_deterministic_and_the_same_on_one_or_two_threads(small_tokenizer):
     """The build's weights depend on the seed only: two runs, and one or two torch threads, give the same bytes
     (what lets ``--threads 2`` rebuild the committed one-thread policy in about an hour)."""
-    from mrtpo_viz.sample_policy import build_model, train
+    from mrtpo_viz.sample_policy.build import build_model, train
 
     data = build_sft_data({"tool_calling": 40, "text_to_sql": 0, "instruction_following": 0}, seed=0)
     seqs = [encode(small_tokenizer, ex) for ex in data]
@@ -212,7 +213,7 @@ P_GOLD_GAIN_MIN = 0.08       # committed policy: mean p(gold) on the values 0.85
 
 @pytest.fixture(scope="module")
 def correctness_replays(policy):
-    from mrtpo_viz.replay import replay
+    from mrtpo_viz.relevance.engine import replay
 
     examples = load_examples("tool_calling", "test")[:N_RELEVANCE]
     return [(ex, replay(policy, ex, ex.reference, ["tool_call.correctness"])) for ex in examples]
@@ -239,7 +240,7 @@ def test_correctness_information_raises_p_gold_on_the_values(correctness_replays
 
 
 def test_benchmark_auroc_is_the_rank_statistic():
-    spec = importlib.util.spec_from_file_location("localization", SAMPLE_DATA.parent / "benchmarks" / "localization.py")
+    spec = importlib.util.spec_from_file_location("localization", Path(__file__).resolve().parent.parent / "benchmarks" / "localization.py")
     loc = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = loc  # its dataclasses look their module up
     spec.loader.exec_module(loc)
@@ -250,7 +251,7 @@ def test_benchmark_auroc_is_the_rank_statistic():
 
 
 def test_model_card_names_the_one_command_that_rebuilds_every_stage():
-    from mrtpo_viz.sample_policy_eval import _commands
+    from mrtpo_viz.sample_policy.evaluate import _commands
 
     def stage(steps, seed, init_from=None):
         return {"config": {"steps": steps, "seed": seed, "threads": 1, "init_from": init_from}}
@@ -267,8 +268,9 @@ def test_model_card_names_the_one_command_that_rebuilds_every_stage():
 def test_make_sample_policy_plans_the_default_stages(monkeypatch, tmp_path):
     import argparse
 
-    import mrtpo_viz.sample_policy as sp
-    import mrtpo_viz.sample_policy_eval as ev
+    import mrtpo_viz.sample_policy.build as sp
+    import mrtpo_viz.sample_policy.evaluate as ev
+    from mrtpo_viz.cli.commands import make_sample_policy
 
     calls = []
     monkeypatch.setattr(sp, "build", lambda cfg, out, noise, checkpoint_every: calls.append(
@@ -276,11 +278,11 @@ def test_make_sample_policy_plans_the_default_stages(monkeypatch, tmp_path):
     monkeypatch.setattr(ev, "evaluate", lambda model, tok, seed: {})
     monkeypatch.setattr(ev, "write_model_card", lambda *a: None)
     args = argparse.Namespace(out=str(tmp_path), steps=None, stages=None, seed=3, threads=1, init_from=None)
-    assert sp.cli_main(args) == 0
+    assert make_sample_policy(args) == 0
     assert calls == [(2000, 3, None, 1, 3e-3), (2500, 4, str(tmp_path), 4, 3e-3), (1500, 5, str(tmp_path), 1, 1e-3)]
     calls.clear()
-    assert sp.cli_main(argparse.Namespace(**{**vars(args), "steps": 50})) == 0  # --steps: one stage
+    assert make_sample_policy(argparse.Namespace(**{**vars(args), "steps": 50})) == 0  # --steps: one stage
     assert calls == [(50, 3, None, 1, 3e-3)]
     calls.clear()
-    assert sp.cli_main(argparse.Namespace(**{**vars(args), "stages": "10,20,30,40"})) == 0  # later stages: the last's
+    assert make_sample_policy(argparse.Namespace(**{**vars(args), "stages": "10,20,30,40"})) == 0  # later stages: the last's
     assert [c[0] for c in calls] == [10, 20, 30, 40] and calls[3][3:] == (1, 1e-3)

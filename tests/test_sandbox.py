@@ -3,8 +3,8 @@ import hashlib
 
 import pytest
 
-from mrtpo_viz.sandbox import QueryResult, run_query, schema
-from mrtpo_viz.taskgen.text_to_sql import build_databases
+from mrtpo_viz.tasks.sandbox import QueryResult, run_query, schema
+from mrtpo_viz.tasks.generators.text_to_sql import build_databases
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ import json
 import pytest
 import torch
 
-from mrtpo_viz.replay import replay
-from mrtpo_viz.results import Relevance
-from mrtpo_viz.scoring import read_rollouts, score_rollouts, write_atomic
-from mrtpo_viz.tasks import Example
-from mrtpo_viz.verifiers.base import VERIFIERS, Verdict, Verifier, register
+from mrtpo_viz.relevance.engine import replay
+from mrtpo_viz.relevance.results import Relevance
+from mrtpo_viz.relevance.scoring import read_rollouts, score_rollouts, write_atomic
+from mrtpo_viz.tasks.base import Example
+from mrtpo_viz.tasks.base import VERIFIERS, Verdict, Verifier, register
 
 torch.set_num_threads(1)
 

@@ -1,7 +1,8 @@
 """Operator settings: parsing, validation, and the checkpoint allow-list (also through ``load_policy``)."""
 import pytest
 
-from mrtpo_viz.settings import BUNDLED_POLICIES, ENV_VARS, Settings, SettingsError, get_settings
+from mrtpo_viz.tasks.data import BUNDLED_POLICIES
+from mrtpo_viz.settings import ENV_VARS, Settings, SettingsError, get_settings
 
 
 def test_defaults_when_nothing_is_set():
@@ -87,11 +88,14 @@ def test_check_checkpoint_message_lists_what_is_allowed():
         s.check_checkpoint("/etc/passwd")
 
 
-def test_load_policy_obeys_the_allow_list(monkeypatch, tiny_policy_dir):
+def test_the_app_and_cli_loader_obeys_the_allow_list_and_the_library_does_not(monkeypatch, tiny_policy_dir):
     from mrtpo_viz.policy import PolicyLoadError, load_policy
+    from mrtpo_viz.settings import load_allowed_policy
 
     monkeypatch.setenv("MRTPO_ALLOWED_CHECKPOINTS", "org/model")
     with pytest.raises(PolicyLoadError, match="not allowed here"):
-        load_policy(tiny_policy_dir, device="cpu", dtype="float32")
+        load_allowed_policy(tiny_policy_dir, device="cpu", dtype="float32")
+    assert load_policy(tiny_policy_dir, device="cpu", dtype="float32").n_params > 0  # deployment stays in the app
+    assert load_allowed_policy("tiny-mrtpo", device="cpu", dtype="float32").n_params > 0  # bundled: always allowed
     monkeypatch.setenv("MRTPO_ALLOWED_CHECKPOINTS", str(tiny_policy_dir))
-    assert load_policy(tiny_policy_dir, device="cpu", dtype="float32").n_params > 0
+    assert load_allowed_policy(tiny_policy_dir, device="cpu", dtype="float32").n_params > 0

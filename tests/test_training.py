@@ -5,10 +5,11 @@ import math
 import pytest
 import torch
 
-from mrtpo_viz.results import StepMetrics
-from mrtpo_viz.tasks import Example
-from mrtpo_viz.training import TrainConfig, train
-from mrtpo_viz.verifiers import Verdict, Verifier, register
+from mrtpo_viz.training.metrics import StepMetrics
+from mrtpo_viz.tasks.base import Example
+from mrtpo_viz.training.config import TrainConfig
+from mrtpo_viz.training.loop import train
+from mrtpo_viz.tasks import Verdict, Verifier, register
 
 torch.set_num_threads(1)
 
@@ -110,8 +111,8 @@ def test_unknown_task_and_weights_are_reported(tiny_policy):
 
 @pytest.mark.parametrize("control", ["none", "placebo", "others"])
 def test_group_relevance_equals_replay_per_completion(tiny_policy, control):
-    from mrtpo_viz.replay import replay
-    from mrtpo_viz.train_replay import group_relevance
+    from mrtpo_viz.relevance.engine import replay
+    from mrtpo_viz.training.group_replay import group_relevance
 
     ex = _examples(("test.letter_e", "test.brief"))[0]
     group = tiny_policy.generate_group(ex, 3, max_new_tokens=9, temperature=1.0, seed=5)
@@ -128,8 +129,8 @@ def test_group_relevance_equals_replay_per_completion(tiny_policy, control):
 @pytest.mark.parametrize("control", ["none", "placebo"])
 def test_training_forward_serves_as_the_no_information_branch(tiny_policy, control, monkeypatch):
     """The training forward's logits replace the replay's no-information branch: same relevance, one branch less."""
-    import mrtpo_viz.train_replay as tr
-    from mrtpo_viz.train_batch import rollout_relevance, sample_rollouts, token_logprobs
+    import mrtpo_viz.training.group_replay as tr
+    from mrtpo_viz.training.rollouts import rollout_relevance, sample_rollouts, token_logprobs
 
     ex = _examples(("test.letter_e", "test.brief"))[:2]
     rollouts = sample_rollouts(tiny_policy, ex, 3, seeds=[1, 2], max_new_tokens=9, temperature=1.0, top_p=1.0)
@@ -159,9 +160,9 @@ def test_sampling_prompt_cache_serves_the_replay_prefix(tiny_policy, monkeypatch
     """The prompt pass of sampling serves the replay's shared prefix: same relevance, no prefix forward."""
     import dataclasses
 
-    import mrtpo_viz.train_replay as tr
-    from mrtpo_viz.kvcache import cache_length
-    from mrtpo_viz.train_batch import rollout_relevance, sample_rollouts
+    import mrtpo_viz.training.group_replay as tr
+    from mrtpo_viz.policy.kvcache import cache_length
+    from mrtpo_viz.training.rollouts import rollout_relevance, sample_rollouts
 
     ex = _examples(("test.letter_e", "test.brief"))[:2]
     rollouts = sample_rollouts(tiny_policy, ex, 3, seeds=[1, 2], max_new_tokens=9, temperature=1.0, top_p=1.0)
@@ -187,7 +188,7 @@ def test_sampling_prompt_cache_serves_the_replay_prefix(tiny_policy, monkeypatch
 # --- one verifier, alpha = 0: the three methods give the same update ------------------------------------------------
 
 def _one_step_params(tiny_policy, **kw):
-    from mrtpo_viz.training import setup_run, train_step
+    from mrtpo_viz.training.loop import setup_run, train_step
 
     run = setup_run(_config(steps=1, prompts_per_step=1, group_size=6, lr=1e-3, **kw), _examples(), tiny_policy)
     m = train_step(run, 0)
@@ -247,7 +248,7 @@ def test_kill_and_resume_continues_the_run(tiny_policy, tmp_path):
 
 
 def test_corrupted_or_foreign_checkpoint_is_reported(tiny_policy, tmp_path):
-    from mrtpo_viz.train_state import CheckpointError
+    from mrtpo_viz.training.checkpoints import CheckpointError
 
     cfg = _config(tmp_path, steps=1, save_every=1)
     list(train(cfg, examples=_examples(), policy=tiny_policy))
@@ -267,11 +268,11 @@ def test_live_training_generator_streams_and_stops_when_cancelled(tiny_policy_di
     from mrtpo_viz.ui import training_tab as tab
 
     threads_before = set(threading.enumerate())
-    free = tab.slots_free()
+    free = tab.SLOTS.free()
     gen = tab.run_live_training(str(tiny_policy_dir), "tool_calling", ["gdpo", "mrtpo"], 5, 1e-3, 2, 8, "none")
     first = next(gen)  # before any step: no curves yet
     assert first[0] is None and "Preparing" in first[3]
-    assert tab.slots_free() == free - 1  # the run holds a slot
+    assert tab.SLOTS.free() == free - 1  # the run holds a slot
     fig, sample_html, times_md, status = next(gen)  # gdpo step 1
     fig, sample_html, times_md, status = next(gen)  # mrtpo step 1
     assert "Step 1/5" in status and "gdpo" in status and "mrtpo" in status
@@ -280,7 +281,7 @@ def test_live_training_generator_streams_and_stops_when_cancelled(tiny_policy_di
     assert "<span" in sample_html and "mrtpo" in sample_html  # the MRTPO sample, token by token
     assert "| mrtpo |" in times_md and "replay" in times_md
     gen.close()  # what a Stop (cancel) does to the handler
-    assert tab.slots_free() == free  # slot released at once
+    assert tab.SLOTS.free() == free  # slot released at once
     left = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
     assert left == []  # no training thread left behind (threads of earlier tests may end meanwhile)
 
@@ -288,18 +289,18 @@ def test_live_training_generator_streams_and_stops_when_cancelled(tiny_policy_di
 def test_live_training_reports_a_full_cap(tiny_policy_dir):
     from mrtpo_viz.ui import training_tab as tab
 
-    held = [tab._SLOTS.acquire(blocking=False) for _ in range(tab.MAX_TRAININGS)]
+    held = [tab.SLOTS.acquire() for _ in range(tab.SLOTS.free())]
     try:
-        assert all(held)
+        assert held and all(held) and tab.SLOTS.free() == 0
         out = list(tab.run_live_training(str(tiny_policy_dir), "tool_calling", ["gdpo"], 2, 1e-3, 2, 8, "none"))
         assert len(out) == 1 and "busy" in out[0][3]
     finally:
         for _ in held:
-            tab._SLOTS.release()
+            tab.SLOTS.release()
 
 
 def test_advantage_html_escapes_tokens():
-    from mrtpo_viz.train_report import advantage_tokens_html
+    from mrtpo_viz.viz.training import advantage_tokens_html
 
     html = advantage_tokens_html({"tokens": ["<b>", "x"], "adv": [1.0, -0.5], "rewards": {"a<": 1.0},
                                   "relevance": {"v": [0.2, 0.1]}})
@@ -323,7 +324,7 @@ def _hand_frame():
 
 
 def test_summary_counts_steps_to_threshold_and_final_rewards():
-    from mrtpo_viz.train_report import steps_to_threshold, summarize
+    from mrtpo_viz.training.report import steps_to_threshold, summarize
 
     df = _hand_frame()
     hits = steps_to_threshold(df, 0.5, window=1).set_index(["variant", "seed"])["steps"]
@@ -341,7 +342,7 @@ def test_summary_counts_steps_to_threshold_and_final_rewards():
 
 
 def test_curves_have_one_line_per_variant_and_a_band_over_seeds():
-    from mrtpo_viz.train_report import reward_curves_figure
+    from mrtpo_viz.viz.training import reward_curves_figure
 
     fig = reward_curves_figure(_hand_frame(), columns=["reward/mean", "reward/a"])
     lines = [t for t in fig.data if t.mode == "lines"]

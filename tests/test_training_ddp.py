@@ -16,8 +16,9 @@ DRIVER = textwrap.dedent('''
     import torch
     torch.set_num_threads(1)
     from mrtpo_viz.tasks import Example
-    from mrtpo_viz.training import TrainConfig, setup_run, train_step
-    from mrtpo_viz.verifiers import Verdict, Verifier, register
+    from mrtpo_viz.training import TrainConfig
+    from mrtpo_viz.training.loop import setup_run, train_step
+    from mrtpo_viz.tasks import Verdict, Verifier, register
 
     register(Verifier("test.letter_e", "custom", "Letter e", "Share of the letter e.",
                       lambda ex: "Use the letter e often.",

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 import torch
 
-from mrtpo_viz.results import Relevance
-from mrtpo_viz.tasks import SAMPLE_DATA, load_examples
-from mrtpo_viz.verifiers import get_verifier
+from mrtpo_viz.relevance.results import Relevance
+from mrtpo_viz.tasks.data import SAMPLE_DATA
+from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks import get_verifier
 from apphelpers import free_port, patient_url_ok
 
 gradio_client = pytest.importorskip("gradio_client")
@@ -69,7 +70,7 @@ def replay_args(checkpoint, example, task="tool_calling", index=0, **kw):
     infos = kw.pop("infos", None)
     d.update(kw)
     if infos is None:
-        from mrtpo_viz.verifiers import VERIFIERS
+        from mrtpo_viz.tasks import VERIFIERS
 
         infos = [VERIFIERS[n].info(example) if n in VERIFIERS else "" for n in d["verifiers"]]
     return [*d.values(), *(list(infos) + [""] * 6)[:6]]
@@ -182,7 +183,7 @@ def test_other_task_after_switching(client, checkpoint):
 
 def test_ab_difference_is_b_minus_a(client, checkpoint, example):
     from mrtpo_viz.ui.common import prompt_text
-    from mrtpo_viz.verifiers import get_verifier
+    from mrtpo_viz.tasks import get_verifier
 
     name = example.verifiers[-1]
     info_a = get_verifier(name).info(example)
@@ -239,9 +240,7 @@ def test_the_app_keeps_serving_after_bad_inputs(client, checkpoint, example):
 
 
 def test_response_over_the_token_cap_is_refused(client, checkpoint, example, monkeypatch):
-    from mrtpo_viz.ui import common
-
-    monkeypatch.setattr(common, "LIMITS", dataclasses.replace(common.LIMITS, max_tokens=5))
+    monkeypatch.setenv("MRTPO_MAX_TOKENS", "5")  # read when the request is served
     with pytest.raises(AppError, match=r"at most 5 are replayed here \(MRTPO_MAX_TOKENS\)"):
         client.predict(*replay_args(checkpoint, example), api_name="/replay")
 

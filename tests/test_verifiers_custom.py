@@ -3,10 +3,11 @@ import math
 
 import pytest
 
-from mrtpo_viz.tasks import Example, load_examples
-from mrtpo_viz.verifiers import Verdict, Verifier, get_verifier
-from mrtpo_viz.verifiers.custom import (DECLARATIVE_KINDS, MAX_PATTERN_CHARS, DeclarativeSpec, as_trl_reward,
-                                        build_declarative, schema_errors, verifier_from_trl)
+from mrtpo_viz.tasks.base import Example
+from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks import Verdict, Verifier, get_verifier
+from mrtpo_viz.tasks.custom import DECLARATIVE_KINDS, MAX_PATTERN_CHARS, DeclarativeSpec, build_declarative, schema_errors
+from mrtpo_viz.tasks.base import as_trl_reward, verifier_from_trl
 
 EX = Example(task="custom", prompt="What is 6 * 7?", meta={"solution": "42"})
 

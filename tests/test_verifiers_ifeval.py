@@ -3,10 +3,10 @@ import itertools
 
 import pytest
 
-from mrtpo_viz.tasks import Example
-from mrtpo_viz.taskgen import instruction_following as gen
-from mrtpo_viz.verifiers import get_verifier, list_verifiers
-from mrtpo_viz.verifiers.ifeval import CONSTRAINTS, paragraphs, sentence_ends, words
+from mrtpo_viz.tasks.base import Example
+from mrtpo_viz.tasks.generators import instruction_following as gen
+from mrtpo_viz.tasks import get_verifier, list_verifiers
+from mrtpo_viz.tasks.ifeval import CONSTRAINTS, paragraphs, sentence_ends, words
 
 
 def example(name: str, args: dict) -> Example:

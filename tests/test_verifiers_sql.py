@@ -5,9 +5,11 @@ import sqlite3
 
 import pytest
 
-from mrtpo_viz.tasks import SAMPLE_DATA, Example, load_examples
-from mrtpo_viz.taskgen import text_to_sql as t2s
-from mrtpo_viz.verifiers import get_verifier
+from mrtpo_viz.tasks.data import SAMPLE_DATA
+from mrtpo_viz.tasks.base import Example
+from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks.generators import text_to_sql as t2s
+from mrtpo_viz.tasks import get_verifier
 
 FMT, EXE = get_verifier("sql.format"), get_verifier("sql.execution")
 

@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from mrtpo_viz.tasks import Example
-from mrtpo_viz.taskgen import tool_calling as gen
-from mrtpo_viz.verifiers import get_verifier, list_verifiers
-from mrtpo_viz.verifiers.tool_calling import JSON_TYPES, compact_schema, same_value
+from mrtpo_viz.tasks.base import Example
+from mrtpo_viz.tasks.generators import tool_calling as gen
+from mrtpo_viz.tasks import get_verifier, list_verifiers
+from mrtpo_viz.tasks.tool_calling import JSON_TYPES, compact_schema, same_value
 
 FORMAT = get_verifier("tool_call.format")
 CORRECT = get_verifier("tool_call.correctness")

@@ -4,9 +4,10 @@ import re
 import pandas as pd
 import pytest
 import torch
+from plotly.colors import sample_colorscale
 
 from mrtpo_viz.advantages import gdpo_advantages, mrtpo_token_advantages
-from mrtpo_viz.results import Relevance
+from mrtpo_viz.relevance.results import Relevance
 from mrtpo_viz import viz
 
 
@@ -67,8 +68,8 @@ def test_each_rows_tooltip_has_every_relevance_but_only_its_verifiers_prediction
 def test_colours_follow_scores(rel):
     out = viz.token_rows_html(rel, vmax=0.9)
     bgs = re.findall(r"background:(rgb\([^)]*\))", out)
-    assert bgs[4] == viz.sample_colorscale(viz.SCALE, [1.0])[0]  # the 0.9 token is the brightest
-    assert bgs[2] == viz.sample_colorscale(viz.SCALE, [0.0])[0]
+    assert bgs[4] == sample_colorscale(viz.SCALE, [1.0])[0]  # the 0.9 token is the brightest
+    assert bgs[2] == sample_colorscale(viz.SCALE, [0.0])[0]
 
 
 def test_heatmap_z_shape_and_values(rel):

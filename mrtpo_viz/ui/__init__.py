@@ -1,63 +1,41 @@
 """The Gradio app. ``build_app()`` returns the Blocks; ``launch()`` serves it (theme and css go to launch).
 
-Layout: a shared checkpoint picker above the tabs, then one ``build_*_tab()`` per tab:
-
-- Token relevance (:mod:`.relevance_tab`), Verifier information A/B (:mod:`.ab_tab`), Rollouts (:mod:`.rollouts_tab`),
-- Live training: the hook for :mod:`.training_tab` (see :func:`_training_tab`), shown only when that module exists,
-- Method (:mod:`.method_tab`).
+Layout: a shared checkpoint picker above the tabs, then one ``build_*_tab()`` per tab: Token relevance
+(:mod:`.relevance_tab`), Verifier information A/B (:mod:`.ab_tab`), Rollouts (:mod:`.rollouts_tab`), Live training
+(:mod:`.training_tab`), Method (:mod:`.method_tab`).
 
 Nothing loads a model at import or build time; the checkpoint loads on the first call that needs it (and on page
-load, for the status line). Every model call shares the concurrency group ``common.MODEL``.
+load, for the status line). Every model call shares the concurrency group ``common.MODEL``. Deployment rules (the
+allow-list, request limits, the memory setting) are read from :mod:`mrtpo_viz.settings` when a request is served.
 """
 from __future__ import annotations
 
-import importlib.util
-import inspect
-import logging
 import os
 from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-log = logging.getLogger(__name__)
-ASSETS = Path(__file__).resolve().parent.parent.parent / "assets"
-
-
-def _training_tab(checkpoint) -> None:
-    """Hook for the Live training tab (issue 7): ``mrtpo_viz/ui/training_tab.py`` defines ``build_training_tab()``.
-
-    It is called inside the open ``gr.Tab("Live training")``, with the shared checkpoint picker as its one argument
-    if it takes one. A failure to build it shows a message in the tab; the rest of the app still serves.
-    """
-    import gradio as gr
-
-    try:
-        from .training_tab import build_training_tab
-
-        if inspect.signature(build_training_tab).parameters:
-            build_training_tab(checkpoint)
-        else:
-            build_training_tab()
-    except Exception as err:  # a broken optional tab must not take the app down
-        log.exception("the Live training tab could not be built")
-        gr.Markdown(f"**Live training is unavailable:** {type(err).__name__}: {err}")
+STYLE = Path(__file__).resolve().parent / "style.css"
+"""The app's stylesheet (package data)."""
 
 
 def build_app():
     import gradio as gr
 
+    from ..settings import default_checkpoint
     from .ab_tab import build_ab_tab
-    from .common import DEFAULT_CHECKPOINT, DOWNLOAD_TTL_S, MODEL, checkpoint_choices, load_status
+    from .common import DOWNLOAD_TTL_S, MODEL, checkpoint_choices, load_status
     from .method_tab import build_method_tab
     from .relevance_tab import build_relevance_tab
     from .rollouts_tab import build_rollouts_tab
+    from .training_tab import build_training_tab
 
     with gr.Blocks(title="mrtpo-viz", delete_cache=(DOWNLOAD_TTL_S, DOWNLOAD_TTL_S)) as demo:
         gr.Markdown("# mrtpo-viz\nWhich tokens of a response does each verifiable reward depend on? Replay the "
                     "policy's own response with and without each verifier's information and compare the next-token "
                     "distributions (MRTPO's relevance).", elem_classes=["mrtpo-header"])
         with gr.Row(elem_classes=["mrtpo-model-row"]):
-            checkpoint = gr.Dropdown(checkpoint_choices(), value=DEFAULT_CHECKPOINT, allow_custom_value=True,
+            checkpoint = gr.Dropdown(checkpoint_choices(), value=default_checkpoint(), allow_custom_value=True,
                                      label="Checkpoint (bundled policy, a local folder or a hub id)", scale=3)
             load_btn = gr.Button("Load", scale=0, min_width=80)
             model_status = gr.Markdown("Checkpoint not loaded yet.", elem_id="model-status")
@@ -68,9 +46,8 @@ def build_app():
                 build_ab_tab(checkpoint)
             with gr.Tab("Rollouts", id="rollouts"):
                 build_rollouts_tab(checkpoint)
-            if importlib.util.find_spec(f"{__name__}.training_tab") is not None:
-                with gr.Tab("Live training", id="training"):
-                    _training_tab(checkpoint)
+            with gr.Tab("Live training", id="training"):
+                build_training_tab(checkpoint)
             with gr.Tab("Method", id="method"):
                 build_method_tab()
         load_btn.click(load_status, checkpoint, model_status, api_name="load_checkpoint", concurrency_id=MODEL,
@@ -84,9 +61,8 @@ def launch_options() -> dict:
     """Theme and css for ``Blocks.launch`` (Gradio 6 takes them there, not in ``Blocks``)."""
     import gradio as gr
 
-    css = ASSETS / "style.css"
     return {"theme": gr.themes.Soft(primary_hue="indigo", secondary_hue="amber"),
-            "css": css.read_text(encoding="utf-8") if css.is_file() else None}
+            "css": STYLE.read_text(encoding="utf-8")}
 
 
 def launch(host: str | None = None, port: int | None = None, **kw):
@@ -98,8 +74,3 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     options = {**launch_options(), **kw}
     return demo.launch(server_name=host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                        server_port=port or int(os.environ.get("GRADIO_SERVER_PORT", "7860")), **options)
-
-
-def cli_serve(args) -> int:
-    launch(args.host, args.port)
-    return 0

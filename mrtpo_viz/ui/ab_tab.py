@@ -9,13 +9,11 @@ import gradio as gr
 import pandas as pd
 
 from .. import viz
-from ..contexts import INFO_POSITIONS
-from ..divergence import METRICS
-from ..tasks import TASKS
-from ..verifiers import get_verifier, list_verifiers
-from .common import (LIMITS, MODEL, check_text, check_token_count, example_choices, get_example, get_policy,
+from ..names import CONTROLS, INFO_POSITIONS, METRICS, TASKS
+from ..tasks import get_verifier, list_verifiers
+from .common import (MODEL, check_text, check_token_count, example_choices, get_example, get_policy, limits,
                      prompt_text, readable, with_prompt)
-from .relevance_tab import controls, task_examples
+from .relevance_tab import task_examples
 
 SUMMARY_ROWS = (
     ("mean", "mean relevance"), ("max", "max relevance"),
@@ -51,12 +49,13 @@ def _summary(rel_a, rel_b, verifier: str) -> pd.DataFrame:
 @readable
 def compare(checkpoint, task, index, prompt, response, verifier, info_a, info_b, position, metric, control):
     """Replay the response twice (information A, then B) and compare one verifier's relevance."""
-    from ..replay import replay
+    from ..relevance import replay
 
     ex = with_prompt(get_example(task, index), prompt)
-    response = check_text("response", response, LIMITS.max_chars)
+    caps = limits()
+    response = check_text("response", response, caps.max_chars)
     get_verifier(verifier)
-    infos = [check_text(f"information {ab}", text, LIMITS.max_info_chars, required=False)
+    infos = [check_text(f"information {ab}", text, caps.max_info_chars, required=False)
              for ab, text in (("A", info_a), ("B", info_b))]
     policy = get_policy(checkpoint)
     check_token_count(policy, prompt_text(ex), response, max(infos, key=len))
@@ -95,7 +94,7 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
             with gr.Row():
                 position = gr.Radio(list(INFO_POSITIONS), value=INFO_POSITIONS[0], label="information position")
                 metric = gr.Dropdown(list(METRICS), value="js", label="metric")
-                control = gr.Dropdown(controls(), value="none", label="control")
+                control = gr.Dropdown(list(CONTROLS), value="none", label="control")
             run_btn = gr.Button("Compare A and B", variant="primary")
         with gr.Column(scale=3, min_width=480):
             status = gr.Markdown("Pick an example, edit the two information texts, press **Compare**.")

@@ -15,13 +15,12 @@ from pathlib import Path
 
 import gradio as gr
 
-from ..settings import Settings, get_settings
-from ..tasks import SAMPLE_DATA, Example, load_examples
+from ..settings import Settings, default_checkpoint, get_settings, load_allowed_policy
+from ..tasks import Example, load_examples
+from ..tasks.data import BUNDLED_POLICIES
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CHECKPOINT = get_settings().checkpoint or str(SAMPLE_DATA / "policies" / "tiny-mrtpo")
-"""The bundled tiny policy (``MRTPO_CHECKPOINT`` overrides it)."""
 MODEL = "model"
 """The one concurrency group of every event that runs the model: one model, one queue."""
 MAX_VERIFIERS = 6
@@ -81,7 +80,9 @@ class Limits:
                    max_chars=settings.max_chars, max_rollouts=settings.max_rollouts)
 
 
-LIMITS = Limits.from_settings(get_settings())
+def limits() -> Limits:
+    """The caps of this request, read from the operator settings now (not frozen at import)."""
+    return Limits.from_settings(get_settings())
 
 
 def check_text(label: str, text: str | None, max_chars: int, required: bool = True) -> str:
@@ -95,11 +96,12 @@ def check_text(label: str, text: str | None, max_chars: int, required: bool = Tr
 
 
 def check_token_count(policy, *texts: str) -> None:
-    """Refuse a request whose texts (prompt, response, verifier information) exceed ``LIMITS.max_tokens``."""
+    """Refuse a request whose texts (prompt, response, verifier information) exceed ``limits().max_tokens``."""
     n = sum(len(policy.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts if t)
-    if n > LIMITS.max_tokens:
+    cap = limits().max_tokens
+    if n > cap:
         raise ValueError(f"The request has {n:,} tokens (prompt, response and verifier information); at most "
-                         f"{LIMITS.max_tokens:,} are replayed here (MRTPO_MAX_TOKENS).")
+                         f"{cap:,} are replayed here (MRTPO_MAX_TOKENS).")
 
 
 # ----------------------------------------------------------------------------------------------- errors
@@ -143,19 +145,19 @@ def readable(fn):
 # ----------------------------------------------------------------------------------------------- checkpoint
 
 def checkpoint_choices() -> list[str]:
-    """The default checkpoint, every bundled policy folder and the operator's allow-list (MRTPO_ALLOWED_CHECKPOINTS)."""
-    found = sorted(str(p.parent) for p in (SAMPLE_DATA / "policies").glob("*/config.json"))
-    return list(dict.fromkeys([DEFAULT_CHECKPOINT, *found, *get_settings().allowed_checkpoints]))
+    """The default checkpoint, the bundled policies (by name) and the operator's allow-list
+    (MRTPO_ALLOWED_CHECKPOINTS)."""
+    found = sorted(p.parent.name for p in BUNDLED_POLICIES.glob("*/config.json"))
+    return list(dict.fromkeys([default_checkpoint(), *found, *get_settings().allowed_checkpoints]))
 
 
 def get_policy(checkpoint: str | None):
-    """The loaded policy for a folder or hub id (cached by ``load_policy``)."""
-    from ..policy import load_policy
-
+    """The loaded policy for a folder, a bundled policy's name or a hub id, under the operator's rules (cached by
+    ``load_policy``)."""
     checkpoint = (checkpoint or "").strip()
     if not checkpoint:
         raise ValueError("No checkpoint given: pick the bundled policy or type a local folder or hub id.")
-    return load_policy(checkpoint, threads=get_settings().threads)
+    return load_allowed_policy(checkpoint)
 
 
 def load_status(checkpoint: str | None) -> str:
@@ -163,9 +165,7 @@ def load_status(checkpoint: str | None) -> str:
     try:
         policy = get_policy(checkpoint)
     except Exception as err:  # the status line is the error report here
-        hint = " The bundled policy is built by `python -m mrtpo_viz make-sample-policy`." \
-            if (checkpoint or "").strip() == DEFAULT_CHECKPOINT and not Path(DEFAULT_CHECKPOINT).exists() else ""
-        return f"**Checkpoint not loaded:** {_message(err)}{hint}"
+        return f"**Checkpoint not loaded:** {_message(err)}"
     return f"**Loaded** `{checkpoint}`: {policy.describe()}"
 
 
@@ -202,7 +202,7 @@ def prompt_text(example: Example) -> str:
 
 def with_prompt(example: Example, text: str) -> Example:
     """The example with its last user message replaced by ``text`` (a free prompt keeps the verifiers' meta)."""
-    text = check_text("prompt", text, LIMITS.max_chars)
+    text = check_text("prompt", text, limits().max_chars)
     if text == prompt_text(example):
         return example
     msgs = example.messages()

@@ -11,22 +11,15 @@ import gradio as gr
 import pandas as pd
 
 from .. import viz
-from ..contexts import DEFAULT_INFO_TEMPLATE, INFO_POSITIONS
-from ..divergence import METRICS
-from ..tasks import TASKS
-from ..verifiers import get_verifier, list_verifiers
-from .common import (LIMITS, MAX_VERIFIERS, MODEL, check_text, check_token_count, example_choices, get_example,
-                     get_policy, prompt_text, readable, with_prompt, download_folder)
+from ..names import CONTROLS, INFO_POSITIONS, METRICS, TASKS
+from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
+from ..tasks import get_verifier, list_verifiers
+from .common import (MAX_VERIFIERS, MODEL, check_text, check_token_count, download_folder, example_choices,
+                     get_example, get_policy, limits, prompt_text, readable, with_prompt)
 
 VERDICT_HEADERS = ["verifier", "reward", "reason", "mean relevance", "max relevance"]
 RELEVANCE_SOURCES = ("controlled", "raw")
 """Which relevance MRTPO's weights use in the advantage panel: after the control, or the paper's raw signal."""
-
-
-def controls() -> list[str]:
-    from ..replay import CONTROLS
-
-    return list(CONTROLS)
 
 
 # ----------------------------------------------------------------------------------------------- handlers
@@ -71,7 +64,7 @@ def generate(checkpoint, task, index, prompt, temperature, top_p, max_new_tokens
     """Sample a response from the policy; returns the text and a status line."""
     ex = with_prompt(get_example(task, index), prompt)
     policy = get_policy(checkpoint)
-    n = min(int(max_new_tokens), LIMITS.max_new_tokens)
+    n = min(int(max_new_tokens), limits().max_new_tokens)
     out = policy.generate(ex, max_new_tokens=n, temperature=float(temperature), top_p=float(top_p), seed=int(seed))
     return out.text, f"Generated {len(out.token_ids)} tokens with `{policy.name}`."
 
@@ -83,7 +76,7 @@ def _chosen_infos(verifiers: list[str], infos: tuple[str, ...]) -> dict[str, str
         raise ValueError(f"At most {MAX_VERIFIERS} verifiers at once; {len(verifiers)} were chosen.")
     for name in verifiers:
         get_verifier(name)  # a KeyError that lists the known verifiers
-    return {name: check_text(f"information for {name}", text, LIMITS.max_info_chars, required=False)
+    return {name: check_text(f"information for {name}", text, limits().max_info_chars, required=False)
             for name, text in zip(verifiers, infos)}
 
 
@@ -109,10 +102,10 @@ def default_group(rel) -> pd.DataFrame:
 def replay_response(checkpoint, task, index, prompt, response, verifiers, position, metric, control, template,
                     *infos):
     """Replay the response with and without each verifier's information; render tokens, heatmaps, verdicts."""
-    from ..replay import replay
+    from ..relevance import replay
 
     ex = with_prompt(get_example(task, index), prompt)
-    response = check_text("response", response, LIMITS.max_chars)
+    response = check_text("response", response, limits().max_chars)
     chosen = _chosen_infos(list(verifiers or []), infos)
     policy = get_policy(checkpoint)
     check_token_count(policy, prompt_text(ex), response, *chosen.values())
@@ -170,7 +163,7 @@ def sample_group(checkpoint, rel, task, index, prompt, G, temperature, top_p, ma
         raise ValueError("Replay a response first: the group is built around it.")
     ex = with_prompt(get_example(task, index), prompt)
     policy = get_policy(checkpoint)
-    outs = policy.generate_group(ex, int(G) - 1, max_new_tokens=min(int(max_new_tokens), LIMITS.max_new_tokens),
+    outs = policy.generate_group(ex, int(G) - 1, max_new_tokens=min(int(max_new_tokens), limits().max_new_tokens),
                                  temperature=float(temperature), top_p=float(top_p), seed=int(seed))
     rows = [[rel.rewards.get(n, 0.0) for n in rel.verifiers]]
     rows += [[get_verifier(n).score(c.text, ex) for n in rel.verifiers] for c in outs]
@@ -214,7 +207,7 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
             with gr.Accordion("Generation settings", open=False):
                 temperature = gr.Slider(0.0, 2.0, value=1.0, step=0.05, label="temperature (0 = greedy)")
                 top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="top_p")
-                max_new = gr.Slider(8, LIMITS.max_new_tokens, value=128, step=8, label="max new tokens")
+                max_new = gr.Slider(8, limits().max_new_tokens, value=128, step=8, label="max new tokens")
                 seed = gr.Number(0, precision=0, label="seed")
             verifiers = gr.CheckboxGroup(start["choices"], value=start["chosen"], label="Verifiers")
             with gr.Accordion("Verifier information (what each verifier checks; editable)", open=True):
@@ -223,7 +216,7 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
             with gr.Row():
                 position = gr.Radio(list(INFO_POSITIONS), value=INFO_POSITIONS[0], label="information position")
                 metric = gr.Dropdown(list(METRICS), value="js", label="metric")
-                control = gr.Dropdown(controls(), value="none", label="control")
+                control = gr.Dropdown(list(CONTROLS), value="none", label="control")
             with gr.Accordion("Information block template", open=False):
                 template = gr.Textbox(DEFAULT_INFO_TEMPLATE, label="template ({title}, {info})", lines=2)
         with gr.Column(scale=3, min_width=480):

@@ -11,24 +11,21 @@ import gradio as gr
 import pandas as pd
 
 from .. import viz
-from ..contexts import INFO_POSITIONS
-from ..divergence import METRICS
-from ..scoring import read_rollouts, score_rollouts
-from ..tasks import SAMPLE_DATA
-from .common import LIMITS, MODEL, download_folder, get_policy, readable
-from .relevance_tab import controls
-
-SAMPLE_ROLLOUTS = SAMPLE_DATA / "rollouts" / "sample_rollouts.jsonl"
+from ..names import CONTROLS, INFO_POSITIONS, METRICS
+from ..relevance.scoring import read_rollouts, score_rollouts
+from ..tasks.data import SAMPLE_ROLLOUTS
+from .common import MODEL, download_folder, get_policy, limits, readable
 
 
 def _rollouts_file(upload) -> Path:
     """The uploaded file, or the bundled sample when nothing is uploaded; checked for size and row count."""
     path = Path(upload) if upload else SAMPLE_ROLLOUTS
-    rows, _ = read_rollouts(path, max_bytes=LIMITS.max_upload_bytes)
+    caps = limits()
+    rows, _ = read_rollouts(path, max_bytes=caps.max_upload_bytes)
     if not rows:
         raise ValueError(f"{path.name} holds no valid rollout (each line: a JSON object with task, prompt, response).")
-    if len(rows) > LIMITS.max_rollouts:
-        raise ValueError(f"{path.name} has {len(rows)} rollouts; at most {LIMITS.max_rollouts} are scored here "
+    if len(rows) > caps.max_rollouts:
+        raise ValueError(f"{path.name} has {len(rows)} rollouts; at most {caps.max_rollouts} are scored here "
                          "(env MRTPO_MAX_ROLLOUTS); use `python -m mrtpo_viz score` for more.")
     return path
 
@@ -67,7 +64,7 @@ def build_rollouts_tab(checkpoint: gr.components.Component) -> None:
                                    "verifiers?, id?); empty = the bundled sample", file_types=[".jsonl"],
                              type="filepath")
             metric = gr.Dropdown(list(METRICS), value="js", label="metric")
-            control = gr.Dropdown(controls(), value="none", label="control")
+            control = gr.Dropdown(list(CONTROLS), value="none", label="control")
             position = gr.Radio(list(INFO_POSITIONS), value=INFO_POSITIONS[0], label="information position")
             run_btn = gr.Button("Compute relevance for all", variant="primary")
             stop_btn = gr.Button("Stop", variant="stop", size="sm")

@@ -2,7 +2,8 @@
 
 Each click trains private copies of the chosen checkpoint (never the shared, cached policy). The handler is a
 generator, so the Stop button cancels it between steps and the curves stay as they were. A process-wide cap
-(env ``MRTPO_MAX_TRAININGS``, default 1) limits concurrent runs; a click beyond it gets a readable message.
+(env ``MRTPO_MAX_TRAININGS``, default 1, read when a training starts) limits concurrent runs; a click beyond it gets a
+readable message.
 """
 from __future__ import annotations
 
@@ -14,16 +15,39 @@ import gradio as gr
 import pandas as pd
 
 from .. import viz
-from ..advantages import ADVANTAGE_METHODS
-from ..tasks import TASKS
-from ..settings import get_settings
-from ..train_report import advantage_tokens_html, phase_times_markdown, reward_curves_figure
-from .common import DEFAULT_CHECKPOINT, get_policy, readable
+from ..names import CONTROLS, METHODS, TASKS
+from ..settings import default_checkpoint, get_settings
+from ..viz.training import advantage_tokens_html, phase_times_markdown, reward_curves_figure
+from .common import get_policy, readable
 
 
-MAX_TRAININGS = get_settings().max_trainings
-_SLOTS = threading.BoundedSemaphore(MAX_TRAININGS)
-"""One slot per concurrent training run in this process."""
+class TrainingSlots:
+    """Concurrent live trainings of this process, capped by ``MRTPO_MAX_TRAININGS`` as it is when a run starts."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.running = 0
+        """Trainings running now."""
+
+    def acquire(self) -> bool:
+        """Take a slot if one is free under the current cap."""
+        with self._lock:
+            if self.running >= get_settings().max_trainings:
+                return False
+            self.running += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self.running = max(0, self.running - 1)
+
+    def free(self) -> int:
+        """Slots free now (for tests and the status line)."""
+        return max(0, get_settings().max_trainings - self.running)
+
+
+SLOTS = TrainingSlots()
+"""The process's training slots."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,17 +64,6 @@ class LiveSettings:
 
 
 LIVE = LiveSettings()
-
-
-def slots_free() -> int:
-    """Training slots not in use (for tests and the status line)."""
-    return _SLOTS._value  # BoundedSemaphore keeps its count here
-
-
-def _controls() -> list[str]:
-    from ..replay import CONTROLS
-
-    return list(CONTROLS)
 
 
 def _outputs(rows: list[dict], samples: dict, times: dict, status: str):
@@ -70,19 +83,19 @@ def run_live_training(checkpoint: str, task: str, methods: list[str], steps, lr,
     """
     from ..training import TrainConfig, train
 
-    methods = [m for m in (methods or []) if m in ADVANTAGE_METHODS]
+    methods = [m for m in (methods or []) if m in METHODS]
     if not methods:
         raise ValueError("Pick at least one method to train.")
     steps = int(steps or LIVE.steps)
     if not 1 <= steps <= LIVE.max_steps:
         raise ValueError(f"Steps must lie between 1 and {LIVE.max_steps}.")
-    if not _SLOTS.acquire(blocking=False):
-        yield None, "", "", (f"**All {MAX_TRAININGS} training slot(s) are busy** (env MRTPO_MAX_TRAININGS). "
-                             "Try again when the running training has finished or been stopped.")
+    if not SLOTS.acquire():
+        yield None, "", "", (f"**All {get_settings().max_trainings} training slot(s) are busy** (env "
+                             "MRTPO_MAX_TRAININGS). Try again when the running training has finished or been stopped.")
         return
     runs = {}
     try:
-        policy = get_policy(checkpoint or DEFAULT_CHECKPOINT)
+        policy = get_policy(checkpoint or default_checkpoint())
         base = TrainConfig(task=task, steps=steps, lr=float(lr), group_size=int(group_size),
                            prompts_per_step=LIVE.prompts_per_step, max_new_tokens=int(max_new_tokens),
                            control=control or "none")
@@ -91,7 +104,7 @@ def run_live_training(checkpoint: str, task: str, methods: list[str], steps, lr,
     finally:
         for gen in runs.values():
             gen.close()
-        _SLOTS.release()
+        SLOTS.release()
 
 
 def _interleave(runs: dict, steps: int):
@@ -118,31 +131,30 @@ def _latest(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def build_training_tab(checkpoint=None) -> None:
-    """The tab's layout and events; ``checkpoint`` is the app's shared checkpoint picker (or None)."""
+def build_training_tab(checkpoint) -> None:
+    """The tab's layout and events; ``checkpoint`` is the app's shared checkpoint picker."""
     gr.Markdown("Train a private copy of the policy with each method, one step of each in turn. Curves per reward "
                 "stream in as steps finish; the sample shows where the latest step put its advantage, token by "
                 "token. Stop keeps the curves.")
     with gr.Row():
         task = gr.Dropdown(list(TASKS), value=TASKS[0], label="Task family")
-        methods = gr.CheckboxGroup(list(ADVANTAGE_METHODS), value=list(ADVANTAGE_METHODS), label="Methods")
+        methods = gr.CheckboxGroup(list(METHODS), value=list(METHODS), label="Methods")
         steps = gr.Slider(1, LIVE.max_steps, value=LIVE.steps, step=1, label="Steps")
     with gr.Accordion("Settings", open=False):
         with gr.Row():
             lr = gr.Number(LIVE.lr, label="Learning rate")
             group_size = gr.Slider(2, 16, value=LIVE.group_size, step=1, label="Completions per prompt (G)")
             max_new = gr.Slider(8, 128, value=LIVE.max_new_tokens, step=8, label="Max new tokens")
-            control = gr.Dropdown(_controls(), value="none", label="MRTPO relevance control")
+            control = gr.Dropdown(list(CONTROLS), value="none", label="MRTPO relevance control")
     with gr.Row():
         start_btn = gr.Button("Start", variant="primary")
         stop_btn = gr.Button("Stop")
-    status = gr.Markdown(f"Idle. {MAX_TRAININGS} concurrent training run(s) allowed.")
+    status = gr.Markdown(f"Idle. {get_settings().max_trainings} concurrent training run(s) allowed.")
     curves = gr.Plot(viz.placeholder_figure("Press Start: one reward curve per method"), label="Reward curves")
     with gr.Row():
         sample = gr.HTML()
         times = gr.Markdown()
-    checkpoint = checkpoint if checkpoint is not None else gr.Textbox(DEFAULT_CHECKPOINT, visible=False)
     event = start_btn.click(run_live_training, [checkpoint, task, methods, steps, lr, group_size, max_new, control],
                             [curves, sample, times, status], api_name="train", concurrency_id="training",
-                            concurrency_limit=MAX_TRAININGS + 4)
+                            concurrency_limit=get_settings().max_trainings + 4)
     stop_btn.click(None, cancels=[event])

@@ -1,0 +1,108 @@
+"""Command line: ``python -m mrtpo_viz {serve, replay, score, train, bench, make-sample-policy}``.
+
+Each subcommand's arguments are declared here (``train``'s are generated from ``TrainConfig``); its work is done by
+one function of :mod:`.commands`, which imports the library only when that subcommand runs (so ``--help`` stays
+quick). Choices come from :mod:`mrtpo_viz.names`.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import names
+
+
+def _replay_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", default=None,
+                   help=f"local folder, hub id or {names.BUNDLED_POLICY!r} (the bundled policy); default: "
+                        "MRTPO_CHECKPOINT, else the bundled policy")
+    p.add_argument("--metric", default="js", choices=names.METRICS, help="relevance metric")
+    p.add_argument("--control", default="none", choices=names.CONTROLS, help="relevance control ('none' = raw)")
+    p.add_argument("--info-position", default="user_end", choices=names.INFO_POSITIONS,
+                   help="where verifier information enters the prompt")
+    p.add_argument("--verifiers", default=None, help="comma-separated verifier names (default: the example's)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+
+
+def _add_serve(sub):
+    p = sub.add_parser("serve", help="launch the web app")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=7860)
+
+
+def _add_replay(sub):
+    p = sub.add_parser("replay", help="relevance of one example's response to its verifiers")
+    _replay_args(p)
+    p.add_argument("--task", required=True, help=f"task family: {', '.join(names.TASKS)}")
+    p.add_argument("--example", type=int, default=0, help="index in the test split")
+    p.add_argument("--response", default=None, help="response text (default: the example's reference)")
+    p.add_argument("--out", default=None, help="write the Relevance as JSON here")
+
+
+def _add_score(sub):
+    p = sub.add_parser("score", help="relevance for a JSONL file of rollouts (resumable)")
+    p.add_argument("rollouts", help="JSONL: one rollout per line (task, prompt, response, meta, ...)")
+    _replay_args(p)
+    p.add_argument("--out", required=True, help="output .csv, .parquet or .jsonl")
+
+
+TRAIN_DEFAULTS = {"steps": 150, "save_every": 10}
+"""Where ``train`` differs from ``TrainConfig``'s defaults: a comparison runs longer and checkpoints so it resumes."""
+
+
+def _add_train(sub):
+    from ..training.config import TrainConfig
+    from .options import add_dataclass_options
+
+    p = sub.add_parser("train", help="compare GRPO, GDPO and MRTPO on one task (methods x seeds)",
+                       description="Every TrainConfig field is an option; --methods, --seeds and --out say which "
+                                   "runs to make and where.")
+    p.add_argument("--methods", default=",".join(names.METHODS),
+                   help="comma-separated variants: a method, or method:control for MRTPO with controlled relevance "
+                        f"(methods {', '.join(names.METHODS)}; controls {', '.join(names.CONTROLS[1:])})")
+    p.add_argument("--seeds", type=int, default=1, help="runs per variant, seeds --seed, --seed + 1, ...")
+    p.add_argument("--out", required=True, help="folder: one subfolder per run, the combined metrics and report")
+    p.add_argument("--threshold", type=float, default=None, help="reward level for 'steps to threshold'")
+    p.add_argument("--window", type=int, default=5, help="smoothing window (steps) of the summary")
+    add_dataclass_options(p, TrainConfig, skip=("method", "out_dir"), defaults=TRAIN_DEFAULTS)
+
+
+def _add_bench(sub):
+    p = sub.add_parser("bench", help="quick versions of all benchmarks, one table (needs the repository checkout)")
+    p.add_argument("--out", default=None)
+
+
+def _add_make_sample_policy(sub):
+    from ..tasks.data import BUNDLED_POLICY_DIR
+
+    p = sub.add_parser("make-sample-policy", help="build and train the bundled tiny policy")
+    p.add_argument("--out", default=str(BUNDLED_POLICY_DIR))
+    p.add_argument("--steps", type=int, default=None,
+                   help="one stage of this many steps (default: the whole build, see --stages)")
+    p.add_argument("--stages", default=None, help="steps of each stage of the default build (default 2000,2500,1500)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--init-from", default=None, help="continue training a saved policy (a later stage)")
+
+
+COMMANDS = {"serve": _add_serve, "replay": _add_replay, "score": _add_score, "train": _add_train,
+            "bench": _add_bench, "make-sample-policy": _add_make_sample_policy}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mrtpo_viz", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in COMMANDS.values():
+        add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from . import commands
+
+    try:
+        return int(getattr(commands, args.command.replace("-", "_"))(args) or 0)
+    except (FileNotFoundError, ValueError, KeyError, OSError) as e:
+        print(f"error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)
+        return 2

@@ -1,0 +1,161 @@
+"""What each subcommand does: parse nothing, call the library, print. Heavy imports happen inside each command.
+
+Policies load through :func:`mrtpo_viz.settings.load_allowed_policy`, so the CLI obeys the operator's allow-list
+when ``MRTPO_ALLOWED_CHECKPOINTS`` is set (and applies the memory bound of :mod:`mrtpo_viz.policy.memory`).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+
+def _policy(args):
+    """The policy of ``--checkpoint`` (default: ``MRTPO_CHECKPOINT``, else the bundled one) under the operator's rules."""
+    import dataclasses
+
+    from ..settings import default_checkpoint, get_settings, load_allowed_policy
+
+    settings = get_settings()
+    if getattr(args, "threads", None) is not None:
+        settings = dataclasses.replace(settings, threads=args.threads)
+    return load_allowed_policy(args.checkpoint or default_checkpoint(settings), settings=settings)
+
+
+def serve(args) -> int:
+    from ..ui import launch
+
+    launch(args.host, args.port)
+    return 0
+
+
+def replay(args) -> int:
+    """One example of the test split -> per-token table, optional JSON."""
+    from ..relevance import replay as run_replay
+    from ..tasks import load_examples
+    from ..viz.text import format_table
+
+    examples = load_examples(args.task, split="test")
+    if not 0 <= args.example < len(examples):
+        raise ValueError(f"--example {args.example} is out of range: task {args.task!r} has {len(examples)} "
+                         "test examples")
+    example = examples[args.example]
+    names = args.verifiers.split(",") if args.verifiers else list(example.verifiers)
+    response = args.response if args.response is not None else example.reference
+    if not response:
+        raise ValueError(f"example {example.id!r} has no reference response: give --response")
+    policy = _policy(args)
+    rel = run_replay(policy, example, response, names, metric=args.metric, control=args.control,
+                     info_position=args.info_position)
+    print(f"{example.id}  {policy.describe()}  metric={rel.metric} control={rel.control}")
+    print(format_table(rel))
+    if args.out:
+        Path(args.out).write_text(rel.to_json(), encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
+def score(args) -> int:
+    """A rollouts file -> per-token relevance; progress bar, then a summary; bad lines listed with their numbers."""
+    from tqdm import tqdm
+
+    from ..relevance.scoring import check_out, score_rollouts
+
+    check_out(Path(args.out))
+    policy = _policy(args)
+    names = args.verifiers.split(",") if args.verifiers else None
+    bar = progress = None
+    for progress in score_rollouts(policy, args.rollouts, names, out=args.out, metric=args.metric,
+                                   control=args.control, info_position=args.info_position):
+        bar = bar or tqdm(total=progress.total, unit="rollout", desc="score")
+        bar.update(progress.done - bar.n)
+    bar.close()
+    for lineno, message in progress.problems:
+        print(f"{args.rollouts}:{lineno}: skipped: {message}")
+    print(f"scored {progress.scored} rollouts, {progress.resumed} already in the output, "
+          f"skipped {len(progress.problems)}; wrote {args.out}")
+    return 0
+
+
+def _progress(every: int) -> Callable:
+    start = time.perf_counter()
+
+    def show(label, m):
+        if m.step % every == 0:
+            rewards = " ".join(f"{k}={v:.2f}" for k, v in m.rewards.items())
+            print(f"[{time.perf_counter() - start:7.1f}s] {label} seed {m.seed} step {m.step}: {rewards} "
+                  f"all_pass={m.all_pass:.2f} ({sum(m.times.values()):.2f}s/step)", file=sys.stderr, flush=True)
+    return show
+
+
+def write_report(df, out: Path, threshold=None, window: int = 5) -> dict:
+    """metrics.csv, curves.html, curves.png (if matplotlib), summary.json and summary.md in ``out``."""
+    import json
+
+    from ..training.report import summarize, summary_markdown
+    from ..viz.training import reward_curves_figure, write_png
+
+    df.to_csv(out / "metrics.csv", index=False)
+    reward_curves_figure(df, window=window).write_html(out / "curves.html", include_plotlyjs=True)
+    png = write_png(df, out / "curves.png", window=window)
+    summary = summarize(df, threshold, window)
+    summary["png"] = png
+    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    (out / "summary.md").write_text(summary_markdown(summary), encoding="utf-8")
+    return summary
+
+
+def train(args) -> int:
+    """Methods x seeds, then the metrics CSV, reward curves (HTML, PNG) and a summary."""
+    import dataclasses
+
+    from accelerate import PartialState
+
+    from ..training.compare import run_variants
+    from ..training.config import TrainConfig
+    from ..training.report import parse_variant
+    from .options import dataclass_kwargs
+
+    variants = [v for v in args.methods.split(",") if v.strip()]
+    if not variants:
+        raise ValueError("--methods is empty; give e.g. grpo,gdpo,mrtpo")
+    base = TrainConfig(**dataclass_kwargs(args, TrainConfig, skip=("method", "out_dir")), out_dir=args.out)
+    for spec in variants:  # fail before any training on a typo
+        method, control = parse_variant(spec)
+        dataclasses.replace(base, method=method, control=control)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    seeds = range(base.seed, base.seed + args.seeds)
+    df = run_variants(base, variants, seeds, out, on_step=_progress(max(1, base.steps // 10)))
+    if not PartialState().is_main_process:  # under accelerate launch / torchrun: one report, by the main process
+        return 0
+    if df.empty:
+        raise ValueError("no steps were run (steps = 0?)")
+    summary = write_report(df, out, threshold=args.threshold, window=args.window)
+    print((out / "summary.md").read_text(encoding="utf-8"))
+    if not summary["png"]:
+        print("note: curves.png skipped: matplotlib is not installed (plotly's PNG export needs kaleido); "
+              "curves.html has the same curves", file=sys.stderr)
+    print(f"wrote {out}/metrics.csv, curves.html, summary.md, summary.json", file=sys.stderr)
+    return 0
+
+
+def bench(args) -> int:
+    from ..bench import format_table, run_all, write_outputs
+
+    rows = run_all()
+    print(format_table(rows))
+    if args.out:
+        write_outputs(rows, Path(args.out).with_suffix(""))
+        print(f"wrote {Path(args.out).with_suffix('.csv')} and .md")
+    return 0 if not any(r["measure"] == "failed" for r in rows) else 1
+
+
+def make_sample_policy(args) -> int:
+    from ..sample_policy.build import build_policy
+
+    out = build_policy(args.out, seed=args.seed, threads=args.threads, steps=args.steps, stages=args.stages,
+                       init_from=args.init_from)
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,80 @@
+"""Command-line options generated from a configuration dataclass: one ``--field-name`` per field, typed from its
+annotation, its help the field's docstring, its choices from :mod:`mrtpo_viz.names`. A field added to
+``TrainConfig`` is thereby settable from ``train`` with no second copy of its name, type or description."""
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import textwrap
+import typing
+from functools import lru_cache
+from typing import Any, Callable, Optional
+
+from .. import names
+
+CHOICES: dict[str, tuple[str, ...]] = {"method": names.METHODS, "control": names.CONTROLS, "metric": names.METRICS,
+                                       "info_position": names.INFO_POSITIONS, "task": names.TASKS,
+                                       "dtype": names.DTYPES}
+"""Fields whose values are registry names (the task may also be any other family the examples file names)."""
+
+
+@lru_cache(maxsize=None)
+def field_docs(cls: type) -> dict[str, str]:
+    """Field name -> the docstring written under it in the class body (attribute docstrings are not kept at run
+    time, so they are read from the source)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body
+    docs = {}
+    for node, after in zip(body, body[1:]):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr) \
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def _weights(text: str) -> tuple[tuple[str, float], ...]:
+    """``"tool_call.format=0.5,tool_call.correctness=2"`` -> pairs."""
+    pairs = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"expected verifier=weight, got {item!r}")
+        try:
+            pairs.append((name.strip(), float(value)))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"the weight of {name.strip()!r} is not a number: {value!r}") from None
+    return tuple(pairs)
+
+
+def _converter(annotation: Any) -> tuple[Callable[[str], Any], str]:
+    """A string -> value function and a metavar for a field annotation."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    base = args[0] if typing.get_origin(annotation) is typing.Union and len(args) == 1 else annotation
+    if base in (int, float, str):
+        return base, base.__name__.upper()
+    if typing.get_origin(base) is tuple:
+        return _weights, "NAME=W,..."
+    raise TypeError(f"no command-line form for a field of type {annotation!r}")
+
+
+def add_dataclass_options(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ...] = (),
+                          defaults: Optional[dict[str, Any]] = None) -> None:
+    """One option per field of ``cls`` (except ``skip``); ``defaults`` replace the dataclass's own."""
+    hints = typing.get_type_hints(cls)
+    docs, defaults = field_docs(cls), defaults or {}
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        convert, metavar = _converter(hints[f.name])
+        default = defaults.get(f.name, f.default)
+        shown = "" if default in (None, (), "") else f" (default: {default})"
+        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=convert, default=default,
+                            choices=CHOICES.get(f.name) if f.name != "task" else None, metavar=metavar
+                            if f.name not in CHOICES else None, help=docs.get(f.name, "") + shown)
+
+
+def dataclass_kwargs(args: argparse.Namespace, cls: type, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The parsed values of ``cls``'s fields."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if f.name not in skip}

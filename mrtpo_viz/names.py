@@ -1,0 +1,36 @@
+"""Every registry name of the package, once. No torch, no heavy imports: the CLI's ``--help`` and the UI's choices
+read these, and the registries (``divergence.METRICS``, ``advantages.ADVANTAGE_METHODS``,
+``relevance.controls.CONTROLS``, ...) are built from them, so a name cannot exist in one place and not another.
+"""
+from __future__ import annotations
+
+METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo")
+"""Advantage methods (``advantages.ADVANTAGE_METHODS``), in the order the UI and plots show them."""
+
+METRICS: tuple[str, ...] = ("js", "kl", "tvd")
+"""Relevance metrics between two next-token distributions (``divergence.METRICS``)."""
+
+CONTROLS: tuple[str, ...] = ("none", "placebo", "corrupted", "others")
+"""Relevance controls of the replay (``relevance.controls.CONTROLS``); ``none`` is the paper's raw signal."""
+
+INFO_POSITIONS: tuple[str, ...] = ("user_end", "system")
+"""Where verifier information enters the prompt (``relevance.contexts.with_info``)."""
+
+TASKS: tuple[str, ...] = ("tool_calling", "text_to_sql", "instruction_following")
+"""The bundled task families (sample data ships with the package), in the order the UI and CLI show them."""
+
+PHASES: tuple[str, ...] = ("sample", "score", "replay", "advantages", "update")
+"""Phases of one training step, timed in ``StepMetrics.times``."""
+
+DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16")
+"""Model dtypes ``load_policy`` accepts by name (aliases ``fp32``, ``bf16``, ``fp16`` too)."""
+
+BUNDLED_POLICY: str = "tiny-mrtpo"
+"""Name of the bundled tiny policy: ``load_policy("tiny-mrtpo")`` finds it inside the installed package."""
+
+
+def check_choice(kind: str, value: str, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``choices``; a ValueError that lists them otherwise."""
+    if value not in choices:
+        raise ValueError(f"unknown {kind} {value!r}; choose one of {list(choices)}")
+    return value

@@ -1,0 +1,51 @@
+"""Give large freed blocks back to the operating system, and keep the smaller ones for reuse (glibc only; opt-in).
+
+The app and the CLI call :func:`bound_freed_memory` when they load a policy; the library never does (it is a
+process-wide allocator setting). A Python user who wants the same memory bound calls it once:
+``from mrtpo_viz.policy import bound_freed_memory; bound_freed_memory()``.
+
+The replay's metric works through ~30 MB float32 temporaries per chunk of positions. glibc's default keeps such
+freed blocks in its heap (its mmap threshold grows dynamically up to 32 MB), so the process's peak memory climbed to
+9.2 GB above the weights for a 1,024-token replay on a 0.5B-shaped model, although the live tensors stayed near
+1.2 GB (benchmarks/results/memory.md). Serving blocks above a fixed threshold by mmap returns them on free.
+
+The threshold is a trade: every mmapped block is fresh pages, zeroed by the kernel on first touch. A threshold of
+64 KiB (the first fix) made the bundled policy's training steps ~25% slower, because the tiny model's 0.1-5 MB
+temporaries (logits of a batch, the metric's (G, K, T, V) terms) were mapped and unmapped on every op; the default
+glibc behaviour is as slow for another reason, trimming the heap top after each burst of frees. So blocks above
+8 MiB are mmapped (the metric's chunks, a big model's activations and logits) and the heap keeps up to 64 MiB of
+free memory at its top for the smaller ones.
+Set ``MRTPO_MMAP_THRESHOLD`` (bytes; ``0`` leaves the allocator alone) to change it; an explicit glibc setting in
+the environment (``MALLOC_MMAP_THRESHOLD_``) wins.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameter numbers
+DEFAULT_THRESHOLD = 8 << 20
+TRIM_THRESHOLD = 64 << 20
+"""Free memory the heap keeps at its top instead of trimming (at least twice the mmap threshold)."""
+_applied: list[int] = []
+
+
+def bound_freed_memory(threshold: int | None = None) -> bool:
+    """Ask glibc to mmap blocks above ``threshold`` bytes and to keep ``max(64 MiB, 2 x threshold)`` of free heap
+    (once per process); False where it does not apply."""
+    if threshold is None:
+        threshold = int(os.environ.get("MRTPO_MMAP_THRESHOLD", DEFAULT_THRESHOLD))
+    if threshold <= 0 or not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    if _applied and _applied[-1] == threshold:
+        return True
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        ok = bool(libc.mallopt(M_MMAP_THRESHOLD, int(threshold)))
+        ok = ok and bool(libc.mallopt(M_TRIM_THRESHOLD, max(TRIM_THRESHOLD, 2 * int(threshold))))
+    except (OSError, AttributeError):  # not glibc (musl, macOS)
+        return False
+    if ok:
+        _applied.append(threshold)
+    return ok

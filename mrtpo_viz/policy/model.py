@@ -1,0 +1,114 @@
+"""A loaded policy: a causal language model with its tokenizer, and sampling from it.
+
+``Policy.generate`` / ``Policy.generate_group`` sample with a hand-written loop (one prompt pass, the KV cache
+expanded to the G rows without copying, then one token per step; :mod:`.sampling`) so that the exact generated ids
+come back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+import torch
+
+from ..tasks.base import Example
+from .padding import pad_id
+
+PLAIN_CHAT_TEMPLATE = (
+    "{% for m in messages %}"
+    "{% if m['role'] == 'system' %}{{ m['content'] }}\n\n"
+    "{% elif m['role'] == 'user' %}User: {{ m['content'] }}\n"
+    "{% else %}Assistant: {{ m['content'] }}\n{% endif %}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}Assistant: {% endif %}"
+)
+"""The fallback chat template for tokenizers that have none: ``System\\n\\nUser: ...\\nAssistant: ``."""
+
+PromptLike = Union[Example, str, list]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sampled response."""
+
+    text: str
+    """Decoded response text (special tokens skipped)."""
+    token_ids: list[int]
+    """The exact generated ids, without the end-of-sequence token and padding."""
+    prompt_ids: list[int] = field(default_factory=list)
+    """The prompt ids the response continues (chat template with the generation prompt)."""
+
+
+@dataclass
+class Policy:
+    """A loaded causal LM with its tokenizer."""
+
+    model: Any
+    tokenizer: Any
+    name: str
+    device: torch.device
+    dtype: torch.dtype
+
+    @property
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    @property
+    def pad_id(self) -> int:
+        """The id that fills padded positions (see :func:`.padding.pad_id`)."""
+        return pad_id(self.tokenizer)
+
+    def describe(self) -> str:
+        """E.g. ``"1.0M params, float32, cpu"``."""
+        n = self.n_params
+        size = f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.1f}M"
+        return f"{size} params, {str(self.dtype).removeprefix('torch.')}, {self.device.type}"
+
+    def chat_ids(self, messages: list[dict[str, str]]) -> list[int]:
+        """Prompt ids of ``messages`` rendered with the chat template and the generation prompt (assistant header)."""
+        text = self.render(messages)
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def render(self, messages: list[dict[str, str]]) -> str:
+        """The chat template as text, ending with the generation prompt."""
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def generate(self, example_or_prompt: PromptLike, *, max_new_tokens: int = 128, temperature: float = 1.0,
+                 top_p: float = 1.0, seed: Optional[int] = None) -> Completion:
+        """Sample one response (``temperature=0`` is greedy)."""
+        return self.generate_group(example_or_prompt, 1, max_new_tokens=max_new_tokens, temperature=temperature,
+                                   top_p=top_p, seed=seed)[0]
+
+    def generate_group(self, example_or_prompt: PromptLike, G: int, *, max_new_tokens: int = 128,
+                       temperature: float = 1.0, top_p: float = 1.0, seed: Optional[int] = None,
+                       return_prompt_cache: bool = False):
+        """Sample ``G`` responses to one prompt in one batch; each row stops at its own end-of-sequence token.
+
+        Returns ``G`` completions; with ``return_prompt_cache``, ``(completions, the prompt's KV cache)`` (see
+        :func:`.sampling.sample_group`)."""
+        from .sampling import sample_group
+
+        prompt_ids = self.chat_ids(as_messages(example_or_prompt))
+        rows, cache = sample_group(self, prompt_ids, G, max_new_tokens=max_new_tokens, temperature=temperature,
+                                   top_p=top_p, seed=seed, return_prompt_cache=True)
+        group = [Completion(self.tokenizer.decode(ids, skip_special_tokens=True), ids, list(prompt_ids))
+                 for ids in rows]
+        return (group, cache) if return_prompt_cache else group
+
+    def stop_ids(self) -> set[int]:
+        """Token ids that end a response: the tokenizer's eos and the config's eos id(s)."""
+        ids = {self.tokenizer.eos_token_id}
+        cfg = self.model.generation_config.eos_token_id if self.model.generation_config else None
+        ids.update(cfg if isinstance(cfg, (list, tuple)) else [cfg])
+        return {i for i in ids if i is not None}
+
+
+def as_messages(example_or_prompt: PromptLike) -> list[dict[str, str]]:
+    """An Example, a user string, or a list of chat messages -> chat messages."""
+    if isinstance(example_or_prompt, Example):
+        return example_or_prompt.messages()
+    if isinstance(example_or_prompt, str):
+        return [{"role": "user", "content": example_or_prompt}]
+    if isinstance(example_or_prompt, list) and all(isinstance(m, dict) and "role" in m for m in example_or_prompt):
+        return [dict(m) for m in example_or_prompt]
+    raise ValueError("the prompt must be an Example, a string, or a list of {'role', 'content'} messages")

@@ -1,0 +1,95 @@
+"""Batched sampling of G responses to one prompt, returning the exact generated token ids.
+
+All G rows share the prompt, so there is no padding: the prompt runs once, its KV cache is expanded to G rows
+(views, no copy), and each step feeds one token per row. A row that has produced an end-of-sequence token keeps
+being fed padding (its later tokens are dropped), so every row stops at its own end.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from .kvcache import expand_cache, forward
+from .padding import pad_id
+
+
+def filter_top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Nucleus filtering: keep the smallest set of most likely tokens whose mass reaches ``top_p``.
+
+    Args:
+        probs: (G, V) probabilities.
+    Returns:
+        (G, V) renormalized probabilities, zero outside the nucleus (the most likely token is always kept).
+    """
+    if top_p >= 1.0:
+        return probs
+    sorted_p, order = probs.sort(dim=-1, descending=True)  # (G, V)
+    mass_before = sorted_p.cumsum(-1) - sorted_p  # (G, V) mass of the more likely tokens
+    sorted_p = sorted_p.masked_fill(mass_before >= top_p, 0.0)
+    kept = torch.zeros_like(probs).scatter(-1, order, sorted_p)
+    return kept / kept.sum(-1, keepdim=True)
+
+
+def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
+                generator: torch.Generator) -> torch.Tensor:
+    """(G, V) float32 logits -> (G,) next tokens; ``temperature == 0`` is greedy."""
+    if temperature == 0:
+        return logits.argmax(-1)
+    probs = filter_top_p(torch.softmax(logits / temperature, dim=-1), top_p)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+def _check_args(prompt_ids, G: int, max_new_tokens: int, temperature: float, top_p: float,
+                seed: Optional[int] = None) -> None:
+    if not prompt_ids:
+        raise ValueError("the prompt is empty: nothing to continue")
+    if G < 1 or max_new_tokens < 1:
+        raise ValueError(f"G and max_new_tokens must be at least 1 (got G={G}, max_new_tokens={max_new_tokens})")
+    if not 0 <= temperature < float("inf") or not 0 < top_p <= 1:  # written so that NaN fails too
+        raise ValueError(f"need temperature >= 0 and 0 < top_p <= 1 (got {temperature}, {top_p})")
+    if seed is not None and not -2**63 <= seed < 2**64:  # what torch.Generator.manual_seed accepts
+        raise ValueError(f"the seed must lie in [-2**63, 2**64), got {seed}")
+
+
+@torch.no_grad()
+def sample_group(policy, prompt_ids: list[int], G: int, *, max_new_tokens: int = 128, temperature: float = 1.0,
+                 top_p: float = 1.0, seed: Optional[int] = None, return_prompt_cache: bool = False):
+    """Sample G continuations of ``prompt_ids``.
+
+    Returns:
+        G lists of generated ids, each without its end-of-sequence token and without padding; with
+        ``return_prompt_cache``, also the prompt's own KV cache (one row, ``len(prompt_ids)`` positions, left as
+        the prompt pass made it): a training step's replay serves its shared prefix from it.
+    """
+    _check_args(prompt_ids, G, max_new_tokens, temperature, top_p, seed)
+    model, dev = policy.model, policy.device
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(seed) if seed is not None else gen.seed()
+    stop = torch.tensor(sorted(policy.stop_ids()), device=dev, dtype=torch.long)
+    pad = pad_id(policy.tokenizer)
+    P = len(prompt_ids)
+    logits, prefix = forward(model, torch.tensor([prompt_ids], device=dev))  # (1, P, V)
+    cache = expand_cache(prefix, G)
+    next_logits = logits[:, -1].float().expand(G, -1)  # (G, V)
+    out = torch.full((G, max_new_tokens), pad, dtype=torch.long, device=dev)
+    done = torch.zeros(G, dtype=torch.bool, device=dev)
+    for step in range(max_new_tokens):
+        tok = torch.where(done, pad, pick_tokens(next_logits, temperature, top_p, gen))  # (G,)
+        out[:, step] = tok
+        done |= torch.isin(tok, stop)
+        if bool(done.all()) or step == max_new_tokens - 1:
+            break
+        positions = torch.full((G, 1), P + step, device=dev, dtype=torch.long)
+        logits, cache = forward(model, tok[:, None], cache=cache, position_ids=positions)
+        next_logits = logits[:, -1].float()  # (G, V)
+    rows = [_until_stop(row, stop) for row in out.tolist()]
+    return (rows, prefix) if return_prompt_cache else rows
+
+
+def _until_stop(row: list[int], stop: torch.Tensor) -> list[int]:
+    stops = set(stop.tolist())
+    for i, t in enumerate(row):
+        if t in stops:
+            return row[:i]
+    return row

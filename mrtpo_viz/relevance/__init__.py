@@ -1,0 +1,10 @@
+"""Relevance: how verifier information enters a prompt (:mod:`.contexts`), the branches of a replay with their shared
+prefix (:mod:`.branches`), the controls (:mod:`.controls`), the replay itself (:mod:`.engine`: :func:`replay`), its
+result (:mod:`.results`: :class:`Relevance`) and scoring a file of rollouts (:mod:`.scoring`)."""
+from .contexts import DEFAULT_INFO_TEMPLATE, render_info, with_info
+from .controls import CONTROLS, get_control
+from .engine import plan_replay, replay
+from .results import Relevance
+
+__all__ = ["CONTROLS", "DEFAULT_INFO_TEMPLATE", "Relevance", "get_control", "plan_replay", "render_info", "replay",
+           "with_info"]

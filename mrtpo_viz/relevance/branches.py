@@ -1,0 +1,150 @@
+"""The batched teacher-forced pass behind :func:`mrtpo_viz.replay.replay`: token ids and logits of B branches.
+
+A replay compares B contexts (no information, one per verifier, control branches) that all end with the SAME
+response ids. Their rendered chat texts share a prefix (system prompt, most of the user message), so:
+
+1. ids are built from separately tokenized pieces: the shared text prefix, each branch's rest of the prompt, and
+   the response ids (tokenized once, special tokens' text split as plain text), so the response ids are identical
+   in every branch;
+2. the prefix runs once, its KV cache is expanded (views, no copy) to the B branches, and the B suffixes (rest of
+   prompt + response, right-padded) run in one forward with an attention mask over cache + suffix and explicit
+   position ids;
+3. only the positions that predict response tokens reach the LM head (``logits_to_keep``): the logits that predict
+   response token ``t`` sit at the position just before it, suffix index ``S_b - 1 + t``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from ..policy.kvcache import expand_cache, forward
+from ..policy.padding import right_pad
+
+
+@dataclass(frozen=True)
+class Branches:
+    """Token ids of B replay branches: ``prefix_ids + suffix_ids[b] + response_ids``."""
+
+    prefix_ids: list[int]
+    """The shared prompt prefix, run once."""
+    suffix_ids: list[list[int]]
+    """Per branch, the rest of its prompt (never empty)."""
+    response_ids: list[int]
+    """The response, identical in every branch."""
+
+    @property
+    def B(self) -> int:
+        return len(self.suffix_ids)
+
+    def full_ids(self, b: int) -> list[int]:
+        """Branch ``b`` as one sequence (for checks and the no-cache reference)."""
+        return self.prefix_ids + self.suffix_ids[b] + self.response_ids
+
+
+def tokenize_response(tokenizer, response: str) -> list[int]:
+    """Response ids, tokenized on their own; text like ``"<|im_end|>"`` is tokenized as text, not as a special."""
+    return tokenizer(response, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+
+
+def _encode(tokenizer, text: str) -> list[int]:
+    return tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
+
+
+def _cut_candidates(common: str, limit: int, specials: Sequence[str]) -> list[int]:
+    """Safe places to split a text for separate tokenization, up to ``limit``.
+
+    The start of a special token is always safe. So is a single space between two non-space characters for
+    byte-level BPE (its pre-tokenizer starts a new word there); other tokenizers are checked by the caller.
+    """
+    cuts = [0]
+    for sp in specials:
+        start = common.find(sp)
+        while 0 <= start <= limit:
+            cuts.append(start)
+            start = common.find(sp, start + 1)
+    for i in range(1, min(limit, len(common) - 1) + 1):
+        if common[i] == " " and not common[i - 1].isspace() and not common[i + 1].isspace():
+            cuts.append(i)
+    return sorted(set(cuts))
+
+
+def split_branches(tokenizer, texts: Sequence[str], response_ids: list[int]) -> Branches:
+    """Ids of B branches from their rendered prompt texts and the response ids.
+
+    The shared prefix is the longest common text prefix of ``texts`` cut at a safe boundary, leaving at least one
+    character of prompt in every branch (the logit that predicts the first response token comes from it). A cut
+    is kept only if tokenizing prefix and rest separately gives the same ids as tokenizing the first text whole;
+    otherwise the next earlier candidate is tried (special-token boundaries always pass).
+    """
+    common = os.path.commonprefix(list(texts))
+    limit = min(len(common), min(len(t) for t in texts) - 1)
+    whole = _encode(tokenizer, texts[0])
+    cut = 0
+    for c in reversed(_cut_candidates(common, limit, tokenizer.all_special_tokens)):
+        if _encode(tokenizer, texts[0][:c]) + _encode(tokenizer, texts[0][c:]) == whole:
+            cut = c
+            break
+    prefix_ids = _encode(tokenizer, common[:cut])
+    suffixes = [_encode(tokenizer, t[cut:]) for t in texts]
+    if any(not s for s in suffixes):
+        raise ValueError("a replay branch has an empty prompt: nothing predicts the first response token")
+    return Branches(prefix_ids, suffixes, list(response_ids))
+
+
+def _suffix_batch(br: Branches, pad_id: int, device) -> tuple[torch.Tensor, ...]:
+    """Right-padded suffix ids (B, L), attention mask (B, P + L), position ids (B, L), kept positions (B, T)."""
+    P, T = len(br.prefix_ids), len(br.response_ids)
+    ids, row_mask = right_pad([s + br.response_ids for s in br.suffix_ids], pad_id)  # (B, L)
+    L = ids.shape[1]
+    mask = torch.cat([torch.ones((br.B, P), dtype=torch.long), row_mask], dim=1)  # (B, P + L): cache + suffix
+    positions = (P + torch.arange(L)).expand(br.B, L)  # (B, L)
+    starts = torch.tensor([len(s) - 1 for s in br.suffix_ids])  # (B,) position predicting response token 0
+    keep = starts[:, None] + torch.arange(T)  # (B, T)
+    return tuple(x.to(device) for x in (ids, mask, positions, keep))
+
+
+@torch.no_grad()
+def prefix_cache(model, prefix_ids: list[int], device):
+    """Run the shared prefix once; returns its cache (None for an empty prefix). Never give it to a forward."""
+    if not prefix_ids:
+        return None
+    _, cache = forward(model, torch.tensor([prefix_ids], device=device), logits_to_keep=1)
+    return cache
+
+
+@torch.no_grad()
+def suffix_logits(model, br: Branches, cache, pad_id: int, device) -> torch.Tensor:
+    """One batched forward of the B suffixes over the (expanded) prefix cache.
+
+    Returns:
+        (B, T, V) logits in the model dtype; ``[b, t]`` predicts response token ``t`` in branch ``b``.
+    """
+    ids, mask, positions, keep = _suffix_batch(br, pad_id, device)
+    batch_cache = None if cache is None else expand_cache(cache, br.B)
+    logits, _ = forward(model, ids, cache=batch_cache, attention_mask=mask, position_ids=positions,
+                        logits_to_keep=keep)
+    expected = (br.B, len(br.response_ids))
+    if tuple(logits.shape[:2]) != expected:
+        raise RuntimeError(f"{type(model).__name__} ignored logits_to_keep: got logits {tuple(logits.shape)}, "
+                           f"expected {expected} positions")
+    return logits
+
+
+def branch_logits(model, br: Branches, pad_id: int, device) -> torch.Tensor:
+    """Prefix once + suffixes in one batch: (B, T, V) logits predicting the response tokens."""
+    return suffix_logits(model, br, prefix_cache(model, br.prefix_ids, device), pad_id, device)
+
+
+@torch.no_grad()
+def reference_logits(model, br: Branches, device) -> torch.Tensor:
+    """The same (B, T, V) logits by full recomputation: each branch alone, whole sequence, no cache, no padding."""
+    T = len(br.response_ids)
+    out = []
+    for b in range(br.B):
+        ids = torch.tensor([br.full_ids(b)], device=device)
+        logits = model(input_ids=ids, use_cache=False).logits  # (1, N, V)
+        out.append(logits[0, -T - 1:-1])  # (T, V): the position before each response token
+    return torch.stack(out)

@@ -1,0 +1,188 @@
+"""Per-token relevance of a response to each verifier: the with/without-information replay.
+
+``d[k, t] = metric(pi(. | x + c_k, y_<t), pi(. | x, y_<t))`` (our reading of the paper: JS distance, base 2), where
+``c_k`` is verifier ``k``'s information inserted into the prompt ``x`` by :func:`.contexts.with_info`.
+All K + 1 branches (plus a control's branches, :mod:`.controls`) run as one batch over a shared prefix cache
+(:mod:`.branches`); the response ids are identical in every branch.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Optional, Sequence, Union
+
+import torch
+
+from ..divergence import chunked_metric, get_metric, token_stats
+from ..names import check_choice, CONTROLS as CONTROL_NAMES, INFO_POSITIONS
+from ..policy import Policy, as_messages
+from ..tasks import Example, Verifier, get_verifier
+from .branches import Branches, branch_logits, split_branches, tokenize_response
+from .contexts import DEFAULT_INFO_TEMPLATE, with_info
+from .controls import CONTROLS, Control, ControlInput
+from .results import Relevance
+from .tokens import decode_top, display_tokens
+
+
+def resolve_verifiers(verifiers: Sequence[Union[str, Verifier]]) -> list[Verifier]:
+    """Names or Verifier objects -> Verifier objects (unknown names raise the registry's KeyError)."""
+    if isinstance(verifiers, (str, Verifier)):
+        verifiers = [verifiers]
+    out = [v if isinstance(v, Verifier) else get_verifier(v) for v in verifiers]
+    if not out:
+        raise ValueError("give at least one verifier")
+    if len({v.name for v in out}) != len(out):
+        raise ValueError(f"verifier names repeat: {[v.name for v in out]}")
+    return out
+
+
+def resolve_infos(verifiers: list[Verifier], example: Optional[Example],
+                  infos: Optional[dict[str, str]]) -> list[str]:
+    """Each verifier's information: ``infos[name]`` if given, else ``verifier.info(example)``."""
+    infos = dict(infos or {})
+    out = []
+    for v in verifiers:
+        if v.name in infos:
+            out.append(str(infos[v.name]))
+        elif example is not None:
+            out.append(v.info(example))
+        else:
+            raise ValueError(f"no information for verifier {v.name!r}: give an Example or infos={{name: text}}")
+    return out
+
+
+def _response_ids(policy: Policy, response) -> list[int]:
+    if isinstance(response, torch.Tensor):
+        response = response.tolist()
+    ids = tokenize_response(policy.tokenizer, response) if isinstance(response, str) else [int(i) for i in response]
+    if not ids:
+        raise ValueError("the response is empty: nothing to replay")
+    return ids
+
+
+def _branch_messages(messages, verifiers, infos, extra, position, template) -> list[list[dict]]:
+    """[without, with_1..K, extra_1..K]; an empty information adds no block (that branch equals 'without')."""
+    def branch(v: Verifier, info: str):
+        return with_info(messages, [(v.title, info)] if info else [], position, template)
+
+    out = [with_info(messages, [], position, template)]
+    out += [branch(v, i) for v, i in zip(verifiers, infos)]
+    out += [branch(v, i) for v, i in zip(verifiers, extra or [])]
+    return out
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    """The branches of one replay, before any forward: [without, with_1..K, extra_1..K]."""
+
+    branches: Branches
+    verifiers: list[Verifier]
+    infos: list[str]
+    extra_infos: Optional[list[str]]
+    control: Control
+    texts: list[str]
+    """The rendered prompt text of each branch."""
+
+
+def plan_replay(policy: Policy, example_or_prompt, response, verifiers: Sequence[Union[str, Verifier]], *,
+                infos: Optional[dict[str, str]] = None, info_position: str = "user_end", control: str = "none",
+                template: str = DEFAULT_INFO_TEMPLATE, pool: Optional[Sequence[Example]] = None) -> ReplayPlan:
+    """Resolve verifiers and information, render every branch and split it into shared prefix + suffixes."""
+    check_choice("control", control, CONTROL_NAMES)
+    check_choice("info_position", info_position, INFO_POSITIONS)
+    example = example_or_prompt if isinstance(example_or_prompt, Example) else None
+    vs = resolve_verifiers(verifiers)
+    info_list = resolve_infos(vs, example, infos)
+    ctrl = CONTROLS[control]
+    extra = ctrl.extra_infos(ControlInput(vs, info_list, example, policy.tokenizer, pool)) if ctrl.extra_infos else None
+    resp_ids = _response_ids(policy, response)
+    messages = _branch_messages(as_messages(example_or_prompt), vs, info_list, extra, info_position, template)
+    texts = [policy.render(m) for m in messages]
+    branches = split_branches(policy.tokenizer, texts, resp_ids)
+    check_context(policy, branches)
+    return ReplayPlan(branches, vs, info_list, extra, ctrl, texts)
+
+
+def check_context(policy: Policy, br: Branches) -> None:
+    """Refuse a replay whose longest branch exceeds the model's context window (positions past it are untrained)."""
+    limit = getattr(policy.model.config, "max_position_embeddings", None)
+    longest = len(br.prefix_ids) + max(len(s) for s in br.suffix_ids) + len(br.response_ids)
+    if limit and longest > limit:
+        raise ValueError(f"the replay needs {longest:,} tokens (prompt, information and response), more than the "
+                         f"model's context window of {limit:,} tokens: shorten the response or the information")
+
+
+def replay(policy: Policy, example_or_prompt, response, verifiers: Sequence[Union[str, Verifier]], *,
+           infos: Optional[dict[str, str]] = None, metric: str = "js", info_position: str = "user_end",
+           control: str = "none", template: str = DEFAULT_INFO_TEMPLATE, chunk_size: Optional[int] = None,
+           topk: int = 5, pool: Optional[Sequence[Example]] = None) -> Relevance:
+    """Relevance of each response token to each verifier.
+
+    Args:
+        policy: the loaded policy.
+        example_or_prompt: an Example (its verifiers' information and checks are used), a user string or chat
+            messages (then ``infos`` must cover every verifier).
+        response: the response text, or the exact token ids the policy generated (used as is).
+        verifiers: K verifier names or Verifier objects.
+        infos: name -> information text, overriding ``verifier.info(example)``; ``""`` inserts no block.
+        metric: a name in ``divergence.METRICS``; control: a name in ``CONTROLS``.
+        info_position, template: where and how the information enters the prompt (see ``contexts.with_info``).
+        chunk_size: positions per chunk of the float32 vocabulary computations (default: ~32 MiB worth).
+        topk: top predictions kept per position, with and without information.
+        pool: examples for the ``corrupted`` control (default: the example's task, all splits).
+    Returns:
+        A :class:`Relevance` with ``scores`` and ``raw_scores`` of shape (K, T).
+    """
+    timings, clock = {}, time.perf_counter()
+    get_metric(metric)
+    example = example_or_prompt if isinstance(example_or_prompt, Example) else None
+    plan = plan_replay(policy, example_or_prompt, response, verifiers, infos=infos, info_position=info_position,
+                       control=control, template=template, pool=pool)
+    br, vs, info_list, extra, ctrl = plan.branches, plan.verifiers, plan.infos, plan.extra_infos, plan.control
+    timings["tokenize"], clock = time.perf_counter() - clock, time.perf_counter()
+
+    logits = branch_logits(policy.model, br, policy.pad_id, policy.device)  # (B, T, V)
+    timings["forward"], clock = time.perf_counter() - clock, time.perf_counter()
+
+    rel = _relevance(policy, br, logits, vs, info_list, extra, ctrl, metric, chunk_size, topk)
+    timings["metric"], clock = time.perf_counter() - clock, time.perf_counter()
+    rel.info_position = info_position
+    if example is not None:
+        _add_verdicts(rel, vs, example)
+    timings["verify"] = time.perf_counter() - clock
+    rel.timings = timings
+    return rel
+
+
+def _relevance(policy, br: Branches, logits, vs, info_list, extra, ctrl: Control, metric, chunk_size,
+               topk) -> Relevance:
+    """Metrics and per-token columns from the (B, T, V) branch logits: [without, with_1..K, extra_1..K]."""
+    K, T = len(vs), len(br.response_ids)
+    without, with_k = logits[:1], logits[1:K + 1]  # (1, T, V), (K, T, V)
+    raw = chunked_metric(with_k, without, metric, chunk_size)  # (K, T)
+    with_vs_extra = extra_vs_without = None
+    if extra is not None:
+        extra_k = logits[K + 1:]  # (K, T, V)
+        with_vs_extra = chunked_metric(with_k, extra_k, metric, chunk_size)  # (K, T)
+        extra_vs_without = chunked_metric(extra_k, without, metric, chunk_size)  # (K, T)
+    scores = ctrl.combine(raw, with_vs_extra, extra_vs_without)
+    ids = torch.tensor(br.response_ids, device=logits.device).expand(K + 1, T)  # (K + 1, T)
+    stats = token_stats(logits[:K + 1], ids, topk=topk, chunk_size=chunk_size)
+    tokens, offsets, text = display_tokens(policy.tokenizer, br.response_ids)
+    top = decode_top(policy.tokenizer, stats.top_ids, stats.top_probs)  # (K + 1) x T x topk
+    return Relevance(
+        tokens=tokens, token_ids=list(br.response_ids), verifiers=[v.name for v in vs], scores=scores,
+        raw_scores=raw, metric=metric, control=ctrl.name, response=text, offsets=offsets,
+        infos={v.name: i for v, i in zip(vs, info_list)}, logp_without=stats.logprob[0],
+        logp_with=stats.logprob[1:], entropy=stats.entropy[0], top_without=top[0], top_with=top[1:])
+
+
+def _add_verdicts(rel: Relevance, vs: list[Verifier], example: Example) -> None:
+    for v in vs:
+        verdict = v.check(rel.response, example)
+        rel.rewards[v.name] = float(verdict.score)
+        rel.reasons[v.name] = verdict.reason
+        rel.spans[v.name] = v.relevant_spans(rel.response, example)
+    rel.example_id = example.id
+
+

@@ -1,0 +1,215 @@
+"""Examples, the Verifier contract and the registry of verifiers.
+
+An :class:`Example` is one prompt of a task family with what its verifiers need (``meta``) and, for the sample data,
+a gold reference response. A verifier scores one reward of a response (``check`` -> score in [0, 1] and a short reason), says what it checks
+(``info``: its *verifier information*, the text the replay inserts into the prompt) and, where it can, which
+character spans of the response decide its verdict (``spans``: the ground truth of the localization benchmark).
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Union
+
+Messages = list[dict[str, str]]
+Prompt = Union[str, Messages]
+Span = tuple[int, int]
+Info = Union[str, Callable[["Example"], str]]
+"""Verifier information: a fixed text, or a function of the example."""
+TrlReward = Callable[..., list]
+"""A TRL reward function ``fn(prompts, completions, completion_ids, **columns) -> list[float | None]``."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One prompt of a task family."""
+
+    task: str
+    """Task family name, one of :data:`TASKS` (or a custom name)."""
+    prompt: Prompt
+    """A user message string, or a list of chat messages ``{"role", "content"}``."""
+    meta: dict[str, Any] = field(default_factory=dict)
+    """What the verifiers need: gold call, gold SQL and database, constraint arguments."""
+    id: str = ""
+    """Stable identifier, e.g. ``tool_calling-test-0007``."""
+    reference: str | None = None
+    """A gold reference response that scores 1 on every verifier of the example."""
+    verifiers: tuple[str, ...] = ()
+    """Names of the verifiers that apply to this example (dotted, e.g. ``tool_call.format``)."""
+
+    def messages(self) -> Messages:
+        """The prompt as chat messages (a plain string becomes one user message)."""
+        if isinstance(self.prompt, str):
+            return [{"role": "user", "content": self.prompt}]
+        return [dict(m) for m in self.prompt]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task": self.task, "id": self.id, "prompt": self.prompt, "meta": self.meta,
+                "reference": self.reference, "verifiers": list(self.verifiers)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Example:
+        if not isinstance(d, dict) or "prompt" not in d or "task" not in d:
+            raise ValueError("an example needs at least the fields 'task' and 'prompt'")
+        return cls(task=str(d["task"]), prompt=d["prompt"], meta=dict(d.get("meta") or {}),
+                   id=str(d.get("id", "")), reference=d.get("reference"),
+                   verifiers=tuple(d.get("verifiers") or ()))
+
+
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A verifier's result for one response."""
+
+    score: float
+    """Reward in [0, 1]."""
+    reason: str
+    """One short readable sentence that says why."""
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """One verifiable reward."""
+
+    name: str
+    """Dotted name, e.g. ``tool_call.format``, ``sql.execution``, ``ifeval.no_comma``."""
+    task: str
+    """Task family it belongs to (``tool_calling``, ``text_to_sql``, ``instruction_following``) or ``custom``."""
+    title: str
+    """Short human title, shown in the UI and used in the information block ``[Verifier: {title}]``."""
+    description: str
+    """One or two sentences: what it checks and how it scores."""
+    info_fn: Callable[[Example], str]
+    """Example -> verifier information text."""
+    check_fn: Callable[[str, Example], Verdict]
+    """(response, example) -> Verdict. Never raises on bad responses: returns score 0 with a reason."""
+    spans_fn: Optional[Callable[[str, Example], Optional[list[Span]]]] = None
+    """(response, example) -> character spans ``[start, end)`` that decide the verdict, or None if unknown."""
+
+    def __post_init__(self):
+        if not self.name or " " in self.name:
+            raise ValueError(f"verifier name must be a non-empty dotted name without spaces, got {self.name!r}")
+
+    def info(self, example: Example) -> str:
+        return self.info_fn(example)
+
+    def check(self, response: str, example: Example) -> Verdict:
+        return self.check_fn(response, example)
+
+    def score(self, response: str, example: Example) -> float:
+        return float(self.check_fn(response, example).score)
+
+    def relevant_spans(self, response: str, example: Example) -> Optional[list[Span]]:
+        return None if self.spans_fn is None else self.spans_fn(response, example)
+
+    @classmethod
+    def from_trl(cls, fn: Callable, name: str, info, title: Optional[str] = None, task: str = "custom") -> "Verifier":
+        """Wrap a TRL reward function ``fn(completions, **kwargs) -> list[float | None]`` (see :func:`verifier_from_trl`)."""
+        return verifier_from_trl(fn, name=name, info=info, title=title, task=task)
+
+    def as_trl_reward(self) -> Callable:
+        """This verifier as a TRL reward function ``fn(prompts, completions, **columns)`` (see :func:`as_trl_reward`)."""
+        return as_trl_reward(self)
+
+
+VERIFIERS: dict[str, Verifier] = {}
+"""Registry: name -> Verifier. Each family module of :mod:`mrtpo_viz.tasks` adds its own on import."""
+
+
+def register(verifier: Verifier, *, replace: bool = False) -> Verifier:
+    """Add a verifier to the registry (``replace=True`` to overwrite one of the same name)."""
+    if verifier.name in VERIFIERS and not replace:
+        raise ValueError(f"a verifier named {verifier.name!r} is already registered")
+    VERIFIERS[verifier.name] = verifier
+    return verifier
+
+
+def list_verifiers(task: str | None = None) -> list[str]:
+    """Registered verifier names, for one task family or all."""
+    return [n for n, v in VERIFIERS.items() if task is None or v.task == task]
+
+
+def get_verifier(name: str) -> Verifier:
+    """Look a verifier up by name; a clear error lists the known names."""
+    try:
+        return VERIFIERS[name]
+    except KeyError:
+        known = ", ".join(sorted(VERIFIERS)) or "(none registered)"
+        raise KeyError(f"unknown verifier {name!r}; known verifiers: {known}") from None
+
+
+# --- TRL reward functions in both directions ---------------------------------------------------------------------
+# TRL's ``None`` ("this reward does not apply") is a NaN score here, and NaN goes back out as ``None``.
+
+def _call_kwargs(fn: Callable, example: Example) -> dict[str, Any]:
+    """One-row TRL columns for ``fn``: prompts, task, meta and each meta key (only the names ``fn`` accepts)."""
+    columns = {f"{k}": [v] for k, v in example.meta.items()}
+    columns.update(prompts=[example.prompt], task=[example.task], meta=[example.meta], completion_ids=None)
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return columns
+    return {k: v for k, v in columns.items() if k in params}
+
+
+def verifier_from_trl(fn: TrlReward, name: str, info: Info, title: Optional[str] = None,
+                      task: str = "custom", description: str = "") -> Verifier:
+    """Wrap a TRL reward function as a verifier.
+
+    ``fn`` is called with a one-element ``completions`` list plus the example's columns as one-element lists
+    (``prompts``, ``task``, ``meta`` and every key of ``meta``; only those its signature accepts unless it takes
+    ``**kwargs``). It must return a list of one number or ``None`` (-> NaN, "does not apply"). The score is the
+    number as given (TRL rewards need not lie in [0, 1]). An exception inside ``fn`` scores 0 with its message.
+    """
+    if not callable(fn):
+        raise ValueError(f"a TRL reward must be callable, got {type(fn).__name__}")
+    info_fn = info if callable(info) else (lambda example, _text=str(info): _text)
+
+    def check(response: str, example: Example) -> Verdict:
+        try:
+            out = fn(completions=[response], **_call_kwargs(fn, example))
+        except Exception as e:  # noqa: BLE001 -- user code; a failure on one response is a zero with the reason
+            return Verdict(0.0, f"the reward function raised {type(e).__name__}: {e}")
+        if not isinstance(out, (list, tuple)) or len(out) != 1:
+            raise ValueError(f"reward function {name!r} must return a list of one value for one completion, "
+                             f"got {out!r}")
+        if out[0] is None:
+            return Verdict(math.nan, "does not apply to this example")
+        return Verdict(float(out[0]), f"{name} returned {float(out[0]):g}")
+
+    return Verifier(name=name, task=task, title=title or name, description=description or f"TRL reward {name}",
+                    info_fn=info_fn, check_fn=check)
+
+
+def _completion_text(completion: Any) -> str:
+    """A TRL completion: a string, or (conversational) a list of messages whose last content is the response."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, (list, tuple)) and completion and isinstance(completion[-1], dict):
+        return str(completion[-1].get("content", ""))
+    raise ValueError(f"a completion must be a string or a list of chat messages, got {type(completion).__name__}")
+
+
+def as_trl_reward(verifier: Verifier) -> TrlReward:
+    """The verifier as a TRL reward function ``fn(prompts, completions, completion_ids=None, **columns)``.
+
+    Each row becomes an :class:`Example` from the dataset columns: ``task`` (default: the verifier's task),
+    ``prompt`` and ``meta`` (default: the row's other columns). Returns one score per completion, NaN as None.
+    ``__name__`` is the verifier name, which TRL logs as the reward name.
+    """
+    def reward(prompts, completions, completion_ids=None, **columns) -> list[Optional[float]]:
+        if len(prompts) != len(completions):
+            raise ValueError(f"{len(prompts)} prompts but {len(completions)} completions")
+        scores = []
+        for i, (prompt, completion) in enumerate(zip(prompts, completions)):
+            row = {k: v[i] for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == len(prompts)}
+            meta = row.pop("meta", None)
+            task = row.pop("task", verifier.task)
+            example = Example(task=task, prompt=prompt, meta=dict(meta) if meta is not None else row)
+            s = verifier.score(_completion_text(completion), example)
+            scores.append(None if math.isnan(s) else s)
+        return scores
+
+    reward.__name__ = reward.__qualname__ = verifier.name
+    return reward

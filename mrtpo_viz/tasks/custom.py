@@ -1,0 +1,262 @@
+"""Custom verifiers: declarative verifiers built from a form (TRL reward functions: :mod:`.base`).
+
+- :func:`build_declarative` makes a verifier from a :class:`DeclarativeSpec` (regex must / must not match, keyword
+  list, JSON schema) without running user code. User regexes run on the ``regex`` engine (already required by
+  ``transformers``) with a time budget, so a catastrophic pattern scores 0 with a reason instead of hanging.
+"""
+from __future__ import annotations
+
+import json
+import math
+from functools import lru_cache
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, Optional
+
+import regex
+
+from .base import Example, Span, Verdict, Verifier, as_trl_reward, verifier_from_trl  # noqa: F401 (re-exported)
+
+
+# ---------------------------------------------------------------------------------------------- declarative
+Kind = Literal["regex_must", "regex_must_not", "keywords", "json_schema"]
+MAX_PATTERN_CHARS = 300
+"""Longest user regex or keyword accepted."""
+REGEX_TIMEOUT_S = 0.25
+"""Time budget of one regex search over a response, enforced by the ``regex`` engine (on a busy machine the
+wall time can be a few times longer). A sane pattern on a response of a few thousand characters needs microseconds."""
+
+
+@dataclass(frozen=True)
+class DeclarativeSpec:
+    """A verifier described by data (what the UI form produces); no user code runs."""
+
+    name: str
+    """Dotted verifier name, e.g. ``custom.no_apology``."""
+    title: str
+    """Short human title."""
+    info: str
+    """Verifier information: what it checks, in plain words."""
+    kind: Kind
+    """``regex_must``: 1 iff the pattern matches; ``regex_must_not``: 1 iff it does not; ``keywords``: the
+    fraction of keywords present (case-insensitive, whole words); ``json_schema``: 1 iff the response (or its one
+    ```json block) is JSON that fits the schema."""
+    pattern: str = ""
+    """Regex for the regex kinds (``regex`` module syntax, as Python ``re``)."""
+    keywords: tuple[str, ...] = ()
+    """Words or phrases for ``keywords``."""
+    schema: dict = field(default_factory=dict)
+    """JSON schema for ``json_schema``; keywords supported: type, properties, required, enum, items,
+    additionalProperties (bool), minimum, maximum, minItems, maxItems."""
+    ignore_case: bool = False
+    """Regex kinds: match case-insensitively."""
+
+    def __post_init__(self):
+        object.__setattr__(self, "keywords", tuple(self.keywords))  # a form gives a list
+        if self.kind not in DECLARATIVE_KINDS:
+            raise ValueError(f"unknown declarative kind {self.kind!r}; choose one of {list(DECLARATIVE_KINDS)}")
+        DECLARATIVE_KINDS[self.kind].validate(self)
+
+
+def _compile(spec: DeclarativeSpec) -> regex.Pattern:
+    if not spec.pattern:
+        raise ValueError(f"verifier {spec.name!r}: a {spec.kind} verifier needs a pattern")
+    if len(spec.pattern) > MAX_PATTERN_CHARS:
+        raise ValueError(f"verifier {spec.name!r}: the pattern has {len(spec.pattern)} characters; "
+                         f"at most {MAX_PATTERN_CHARS}")
+    try:
+        return regex.compile(spec.pattern, regex.IGNORECASE if spec.ignore_case else 0)
+    except regex.error as e:
+        raise ValueError(f"verifier {spec.name!r}: bad regex {spec.pattern!r} ({e})") from None
+
+
+@lru_cache(maxsize=256)
+def _matches(pattern: regex.Pattern, text: str) -> Optional[tuple[Span, ...]]:
+    """Spans of all matches (empty matches included), or None when the search ran past the time budget.
+
+    Cached, so that the spans of a response just checked cost no second search (nor a second timeout)."""
+    try:
+        return tuple(m.span() for m in pattern.finditer(text, timeout=REGEX_TIMEOUT_S))
+    except TimeoutError:
+        return None
+
+
+_TIMEOUT_REASON = f"the pattern took longer than {REGEX_TIMEOUT_S:g} s on this response (catastrophic regex?)"
+
+
+def _regex_check(spec: DeclarativeSpec, must: bool) -> Callable[[str, Example], Verdict]:
+    pattern = _compile(spec)
+
+    def check(response: str, example: Example) -> Verdict:
+        spans = _matches(pattern, response)
+        if spans is None:
+            return Verdict(0.0, _TIMEOUT_REASON)
+        if bool(spans) == must:
+            return Verdict(1.0, f"the pattern {'matches' if must else 'does not match'}")
+        return Verdict(0.0, "the pattern does not match" if must else f"the pattern matches {len(spans)} time(s)")
+    return check
+
+
+def _regex_spans(spec: DeclarativeSpec) -> Callable[[str, Example], Optional[list[Span]]]:
+    """The matches (non-empty ones), which decide the verdict either way; None on timeout."""
+    pattern = _compile(spec)
+
+    def spans(response: str, example: Example) -> Optional[list[Span]]:
+        found = _matches(pattern, response)
+        return None if found is None else [s for s in found if s[1] > s[0]]
+    return spans
+
+
+def _keyword_patterns(spec: DeclarativeSpec) -> list[regex.Pattern]:
+    if not spec.keywords or any(not k.strip() or len(k) > MAX_PATTERN_CHARS for k in spec.keywords):
+        raise ValueError(f"verifier {spec.name!r}: keywords must be a non-empty list of non-empty words "
+                         f"(each at most {MAX_PATTERN_CHARS} characters)")
+    return [regex.compile(rf"(?<!\w){regex.escape(k.strip())}(?!\w)", regex.IGNORECASE) for k in spec.keywords]
+
+
+def _keywords_check(spec: DeclarativeSpec) -> Callable[[str, Example], Verdict]:
+    patterns = _keyword_patterns(spec)
+
+    def check(response: str, example: Example) -> Verdict:
+        missing = [k for k, p in zip(spec.keywords, patterns) if not p.search(response)]
+        found = len(patterns) - len(missing)
+        why = f"{found} of {len(patterns)} keywords present" + (f"; missing: {', '.join(missing)}" if missing else "")
+        return Verdict(found / len(patterns), why)
+    return check
+
+
+def _keywords_spans(spec: DeclarativeSpec) -> Callable[[str, Example], list[Span]]:
+    patterns = _keyword_patterns(spec)
+    return lambda response, example: sorted(m.span() for p in patterns for m in p.finditer(response))
+
+
+# JSON schema: a small, dependency-free subset, checked by hand (jsonschema is not a dependency of this package).
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "string": lambda v: isinstance(v, str),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool) or isinstance(v, float) and v.is_integer(),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+SCHEMA_KEYWORDS = frozenset({"type", "properties", "required", "enum", "items", "additionalProperties", "minimum",
+                             "maximum", "minItems", "maxItems", "title", "description", "$schema"})
+
+
+def check_schema(schema: Any, path: str = "$") -> None:
+    """Raise ValueError if ``schema`` uses keywords or types outside the supported subset."""
+    if not isinstance(schema, dict):
+        raise ValueError(f"schema at {path} must be an object, got {type(schema).__name__}")
+    unknown = set(schema) - SCHEMA_KEYWORDS
+    if unknown:
+        raise ValueError(f"schema at {path} uses unsupported keywords {sorted(unknown)}; "
+                         f"supported: {sorted(SCHEMA_KEYWORDS)}")
+    types = schema.get("type", [])
+    for t in [types] if isinstance(types, str) else types:
+        if t not in _JSON_TYPES:
+            raise ValueError(f"schema at {path}: unknown type {t!r}; known: {list(_JSON_TYPES)}")
+    for key, sub in schema.get("properties", {}).items():
+        check_schema(sub, f"{path}.{key}")
+    if "items" in schema:
+        check_schema(schema["items"], f"{path}[]")
+
+
+def schema_errors(value: Any, schema: dict, path: str = "$") -> list[str]:
+    """Why ``value`` does not fit ``schema`` (empty list when it does)."""
+    types = schema.get("type")
+    if types is not None and not any(_JSON_TYPES[t](value) for t in ([types] if isinstance(types, str) else types)):
+        return [f"{path} should be of type {types}, got {json.dumps(value)[:40]}"]
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{path} should be one of {schema['enum']}, got {json.dumps(value)[:40]}"]
+    errors = []
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        errors += [f"{path} should be >= {schema['minimum']}"] if value < schema.get("minimum", -math.inf) else []
+        errors += [f"{path} should be <= {schema['maximum']}"] if value > schema.get("maximum", math.inf) else []
+    if isinstance(value, dict):
+        errors += [f"{path} is missing the key {k!r}" for k in schema.get("required", []) if k not in value]
+        props = schema.get("properties", {})
+        if schema.get("additionalProperties", True) is False:
+            errors += [f"{path} has an unexpected key {k!r}" for k in value if k not in props]
+        for k, sub in props.items():
+            errors += schema_errors(value[k], sub, f"{path}.{k}") if k in value else []
+    if isinstance(value, list):
+        if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", math.inf):
+            errors.append(f"{path} has {len(value)} items, outside [{schema.get('minItems', 0)}, "
+                          f"{schema.get('maxItems', 'inf')}]")
+        for i, item in enumerate(value):
+            errors += schema_errors(item, schema["items"], f"{path}[{i}]") if "items" in schema else []
+    return errors
+
+
+_JSON_BLOCK = regex.compile(r"```(?:json)?[ \t]*\n(.*?)```", regex.DOTALL | regex.IGNORECASE)
+
+
+def json_text(response: str) -> tuple[str, int]:
+    """The JSON part of a response: the body of its one ```json block, else the whole stripped response;
+    returned with its start offset."""
+    blocks = list(_JSON_BLOCK.finditer(response))
+    if len(blocks) == 1:
+        body = blocks[0].group(1)
+        return body.strip(), blocks[0].start(1) + len(body) - len(body.lstrip())
+    return response.strip(), len(response) - len(response.lstrip())
+
+
+def _json_check(spec: DeclarativeSpec) -> Callable[[str, Example], Verdict]:
+    check_schema(spec.schema)
+
+    def check(response: str, example: Example) -> Verdict:
+        text, _ = json_text(response)
+        try:
+            value = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as e:
+            return Verdict(0.0, f"not valid JSON ({getattr(e, 'msg', 'nested too deeply')})")
+        errors = schema_errors(value, spec.schema)
+        return Verdict(0.0, "; ".join(errors[:3])) if errors else Verdict(1.0, "valid JSON that fits the schema")
+    return check
+
+
+def _schema_keys(schema: dict) -> set[str]:
+    keys = set(schema.get("properties", {})) | set(schema.get("required", []))
+    for sub in list(schema.get("properties", {}).values()) + ([schema["items"]] if "items" in schema else []):
+        keys |= _schema_keys(sub)
+    return keys
+
+
+def _json_spans(spec: DeclarativeSpec) -> Callable[[str, Example], list[Span]]:
+    """The quoted keys the schema names, where they occur in the JSON part; the whole JSON part if none does."""
+    keys = _schema_keys(spec.schema)
+
+    def spans(response: str, example: Example) -> list[Span]:
+        text, start = json_text(response)
+        found = sorted(m.span() for k in keys for m in regex.finditer(regex.escape(json.dumps(k)), response)
+                       if start <= m.start() < start + len(text))
+        return found or ([(start, start + len(text))] if text else [])
+    return spans
+
+
+@dataclass(frozen=True)
+class _KindImpl:
+    """How one declarative kind checks and localizes; building either validates the spec."""
+
+    check: Callable[[DeclarativeSpec], Callable[[str, Example], Verdict]]
+    spans: Callable[[DeclarativeSpec], Callable[[str, Example], Optional[list[Span]]]]
+
+    def validate(self, spec: DeclarativeSpec) -> None:
+        self.check(spec)
+
+
+DECLARATIVE_KINDS: dict[str, _KindImpl] = {
+    "regex_must": _KindImpl(lambda s: _regex_check(s, must=True), _regex_spans),
+    "regex_must_not": _KindImpl(lambda s: _regex_check(s, must=False), _regex_spans),
+    "keywords": _KindImpl(_keywords_check, _keywords_spans),
+    "json_schema": _KindImpl(_json_check, _json_spans),
+}
+"""Kind -> implementation; the UI form's choices come from ``list(DECLARATIVE_KINDS)``."""
+
+
+def build_declarative(spec: DeclarativeSpec) -> Verifier:
+    """A verifier (task ``custom``) from a declarative spec."""
+    impl = DECLARATIVE_KINDS[spec.kind]
+    return Verifier(name=spec.name, task="custom", title=spec.title,
+                    description=f"Declarative {spec.kind} verifier: {spec.info}",
+                    info_fn=lambda example: spec.info, check_fn=impl.check(spec), spans_fn=impl.spans(spec))

@@ -1,0 +1,280 @@
+"""Text-to-SQL verifiers: ``sql.format`` and ``sql.execution``.
+
+A response must hold one query in a fenced block::
+
+    ```sql
+    SELECT name FROM products WHERE price > 20
+    ```
+
+``sql.format`` scores the form only: exactly one fenced block (its info string ``sql``, any case), holding exactly
+one statement (one trailing semicolon and comments allowed) whose main verb is SELECT (``WITH ... SELECT`` too;
+keywords in any case). ``sql.execution`` runs the query of the first ```` ```sql ```` block (else of the first
+fenced block, closed or not: a broken form costs ``sql.format`` only) in the read-only sandbox and compares its
+rows with the gold query's: as multisets, or as lists when ``meta["ordered"]``. Numbers
+compare by value (``3`` equals ``3.0``; floats to 6 decimals), so ``SUM(x) / COUNT(*)`` may stand for ``AVG(x)``.
+
+Example meta: ``{"db": "shop", "gold_sql": "...", "ordered": bool}``; ``meta["db_path"]`` overrides the database
+file, which otherwise is the bundled ``sample_data/databases/<db>.sqlite`` (:func:`.data.database_file`).
+
+Relevant spans (character ``[start, end)`` offsets in the response):
+
+- ``sql.format``: its decision points: the opening fence with its info string (```` ```sql ````) of the first block, the statement's
+  first keyword (SELECT or WITH) and, for a WITH query, the main SELECT, and the closing fence. Points that are
+  absent are left out (an empty list when the response has no fence at all).
+- ``sql.execution``: the tokens of the response's query that decide its result: table and column names of the
+  database (each part of ``table.column``), string and number literals, and aggregate function names. Keywords,
+  punctuation and comments are left out. ``None`` when the response has no fenced block.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple, Optional
+
+from .base import Example, Span, Verdict, Verifier, register
+from .data import database_file
+from .sandbox import run_query, schema
+
+FENCE = "```"
+_DB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A bundled database's name (``meta['db']``): no path separators, no dots."""
+AGGREGATES = frozenset({"count", "sum", "avg", "min", "max", "total", "group_concat"})
+_VERBS = frozenset({"select", "insert", "update", "delete", "replace", "values", "create", "drop", "pragma",
+                    "attach", "alter"})
+_TOKEN = re.compile(r"""
+    (?P<comment>--[^\n]*|/\*.*?(?:\*/|\Z))
+  | (?P<string>'(?:[^']|'')*(?:'|\Z))
+  | (?P<ident>"(?:[^"]|"")*(?:"|\Z)|`[^`]*(?:`|\Z)|\[[^\]]*(?:\]|\Z))
+  | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
+  | (?P<punct>\S)
+""", re.VERBOSE | re.DOTALL)
+
+
+class Token(NamedTuple):
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+def tokenize(sql: str, offset: int = 0) -> list[Token]:
+    """SQL tokens with positions shifted by ``offset`` (comments included, whitespace dropped)."""
+    return [Token(m.lastgroup, m.group(), m.start() + offset, m.end() + offset) for m in _TOKEN.finditer(sql)]
+
+
+class Block(NamedTuple):
+    """One fenced block of a response (positions are character offsets in the response)."""
+
+    open_start: int
+    """Position of the opening fence."""
+    label: str
+    """Its info string (``sql``, ``python``, or empty)."""
+    body_start: int
+    """Position of the text after the fence and its info string."""
+    body: str
+    close_start: Optional[int]
+    """Position of the closing fence; None when the block runs unclosed to the end of the response."""
+
+
+_LABEL = re.compile(r"([A-Za-z0-9_+-]*)[ \t]*(?=\n)|(sql)(?=\s)", re.IGNORECASE)
+"""An info string: a word alone on the fence's line, or ``sql`` followed by the query on the same line."""
+
+
+def fenced_blocks(response: str) -> list[Block]:
+    """The fenced blocks in order; an odd last fence opens a block that runs to the end of the response."""
+    marks = [m.start() for m in re.finditer(re.escape(FENCE), response)]
+    blocks = []
+    for open_at, close_at in zip(marks[0::2], marks[1::2] + [None]):
+        end = len(response) if close_at is None else close_at
+        m = _LABEL.match(response, open_at + len(FENCE), end)
+        label, start = (m.group(1) or m.group(2) or "", m.end()) if m else ("", open_at + len(FENCE))
+        blocks.append(Block(open_at, label, start, response[start:end], close_at))
+    return blocks
+
+
+def query_block(response: str) -> Optional[Block]:
+    """The block whose query ``sql.execution`` runs: the first marked ``sql``, else the first of any kind.
+
+    Lenient on purpose, so that a broken form (no label, no closing fence, a second block) costs ``sql.format``
+    and not ``sql.execution``: the two rewards stay separate."""
+    blocks = fenced_blocks(response)
+    return next((b for b in blocks if b.label.lower() == "sql"), blocks[0] if blocks else None)
+
+
+def statements(tokens: list[Token]) -> list[list[Token]]:
+    """Split code tokens (comments dropped) on ``;`` into non-empty statements."""
+    out: list[list[Token]] = [[]]
+    for t in tokens:
+        if t.kind == "comment":
+            continue
+        if t.text == ";":
+            out.append([])
+        else:
+            out[-1].append(t)
+    return [s for s in out if s]
+
+
+def main_verb(stmt: list[Token]) -> Optional[Token]:
+    """The verb that decides what a statement does: its first word, or after WITH the first top-level verb."""
+    if not stmt or stmt[0].kind != "word":
+        return None
+    if stmt[0].text.lower() != "with":
+        return stmt[0]
+    depth = 0
+    for t in stmt[1:]:
+        depth += (t.text == "(") - (t.text == ")")
+        if depth == 0 and t.kind == "word" and t.text.lower() in _VERBS:
+            return t
+    return None
+
+
+# --------------------------------------------------------------------------------------------- sql.format
+def check_format(response: str, example: Example) -> Verdict:
+    blocks = fenced_blocks(response)
+    if blocks and blocks[-1].close_start is None:
+        return Verdict(0.0, "a ``` fence is not closed")
+    if len(blocks) != 1:
+        return Verdict(0.0, f"expected exactly one fenced block, found {len(blocks)}")
+    if blocks[0].label.lower() != "sql":
+        return Verdict(0.0, "the fenced block is not marked ```sql")
+    stmts = statements(tokenize(blocks[0].body))
+    if len(stmts) != 1:
+        return Verdict(0.0, f"expected one SQL statement in the block, found {len(stmts)}")
+    verb = main_verb(stmts[0])
+    if verb is None or verb.text.lower() != "select":
+        found = "no statement verb" if verb is None else verb.text.upper()
+        return Verdict(0.0, f"the statement is not a SELECT query ({found})")
+    return Verdict(1.0, "one ```sql block with a single SELECT statement")
+
+
+def format_spans(response: str, example: Example) -> list[Span]:
+    blocks = fenced_blocks(response)
+    if not blocks:
+        return []
+    block = blocks[0]
+    spans = [(block.open_start, block.open_start + len(FENCE) + len(block.label))]
+    stmts = statements(tokenize(block.body, block.body_start))
+    if stmts:
+        first, verb = stmts[0][0], main_verb(stmts[0])
+        spans.append((first.start, first.end))
+        if verb is not None and verb is not first:
+            spans.append((verb.start, verb.end))
+    if block.close_start is not None:
+        spans.append((block.close_start, block.close_start + len(FENCE)))
+    return spans
+
+
+def format_info(example: Example) -> str:
+    return ("Answer with exactly one SQL query inside a single fenced code block that opens with ```sql and "
+            "closes with ```. The block holds one SELECT statement (WITH ... SELECT is fine) and nothing else.")
+
+
+# ------------------------------------------------------------------------------------------ sql.execution
+def db_path(example: Example) -> Path:
+    """The database file of an example (``meta["db_path"]`` or the bundled ``<db>.sqlite``)."""
+    meta = example.meta
+    if meta.get("db_path"):
+        return Path(meta["db_path"])
+    if not meta.get("db"):
+        raise ValueError("a text_to_sql example needs meta['db'] (or meta['db_path'])")
+    if not isinstance(meta["db"], str) or not _DB_NAME.fullmatch(meta["db"]):  # no path: only bundled databases
+        raise ValueError(f"meta['db'] must name a bundled database (letters, digits, _ or -), got {meta['db']!r}")
+    return database_file(meta["db"])
+
+
+def _norm(v: Any) -> Any:
+    """Numbers compare by value: floats round to 6 decimals and integral floats become ints."""
+    if isinstance(v, float) and math.isfinite(v):
+        v = round(v, 6)
+        return int(v) if v.is_integer() else v
+    return v
+
+
+def _norm_rows(rows) -> list[tuple]:
+    return [tuple(_norm(v) for v in r) for r in rows]
+
+
+@lru_cache(maxsize=4096)
+def _gold_rows(path: str, mtime_ns: int, gold_sql: str) -> tuple:
+    res = run_query(path, gold_sql, max_rows=100_000)
+    if not res.ok:
+        raise ValueError(f"the gold query fails on {path}: {res.error} ({gold_sql})")
+    return res.rows
+
+
+def gold_rows(example: Example) -> tuple:
+    """Result rows of the example's gold query (cached per database file and query)."""
+    if not example.meta.get("gold_sql"):
+        raise ValueError("a text_to_sql example needs meta['gold_sql']")
+    path = db_path(example)
+    if not path.is_file():
+        raise FileNotFoundError(f"no database at {path}; run `python scripts/make_sample_data.py`")
+    return _gold_rows(str(path), path.stat().st_mtime_ns, example.meta["gold_sql"])
+
+
+def compare_rows(got, want, ordered: bool) -> Verdict:
+    """Score 1 iff the rows match (as lists when ``ordered``, else as multisets)."""
+    got, want = _norm_rows(got), _norm_rows(want)
+    width_got, width_want = len(got[0]) if got else None, len(want[0]) if want else None
+    if got and want and width_got != width_want:
+        return Verdict(0.0, f"wrong result: {width_got} columns, expected {width_want}")
+    if ordered and got == want or not ordered and Counter(got) == Counter(want):
+        return Verdict(1.0, f"the result matches the gold query ({len(want)} rows)")
+    if Counter(got) == Counter(want):
+        return Verdict(0.0, f"right rows in the wrong order ({len(want)} rows)")
+    missing, extra = Counter(want) - Counter(got), Counter(got) - Counter(want)
+    return Verdict(0.0, f"wrong result: {len(got)} rows, expected {len(want)} "
+                        f"({sum(missing.values())} expected rows missing, {sum(extra.values())} extra)")
+
+
+def check_execution(response: str, example: Example) -> Verdict:
+    want = gold_rows(example)
+    block = query_block(response)
+    if block is None:
+        return Verdict(0.0, "no fenced query to run")
+    res = run_query(db_path(example), block.body)
+    if not res.ok:
+        return Verdict(0.0, res.error)
+    return compare_rows(res.rows, want, bool(example.meta.get("ordered")))
+
+
+def execution_spans(response: str, example: Example) -> Optional[list[Span]]:
+    block = query_block(response)
+    if block is None:
+        return None
+    names = {n.lower() for t, cols in schema(db_path(example)).items() for n in (t, *cols)}
+    toks = tokenize(block.body, block.body_start)
+    spans = []
+    for i, t in enumerate(toks):
+        word = t.text.strip('"`[]').lower() if t.kind in ("word", "ident") else None
+        is_agg = t.kind == "word" and word in AGGREGATES and i + 1 < len(toks) and toks[i + 1].text == "("
+        if t.kind in ("string", "number") or word in names or is_agg:
+            spans.append((t.start, t.end))
+    return spans
+
+
+def execution_info(example: Example, max_rows: int = 3) -> str:
+    rows = gold_rows(example)
+    shown = ", ".join("(" + ", ".join(repr(_norm(v)) for v in r) + ")" for r in rows[:max_rows])
+    shown += f" and {len(rows) - max_rows} more" if len(rows) > max_rows else ""
+    order = "in this order" if example.meta.get("ordered") else "in any order"
+    count = f"{len(rows)} row" + ("" if len(rows) == 1 else "s")
+    first = f": {shown}" if rows else ""
+    return (f"The query runs on the {example.meta.get('db', 'given')} database and must return the same rows, "
+            f"{order}, as the gold query {example.meta['gold_sql']}. It returns {count}{first}.")
+
+
+SQL_FORMAT = register(Verifier(
+    name="sql.format", task="text_to_sql", title="SQL format",
+    description="1 if the response holds exactly one ```sql fenced block with a single SELECT statement, else 0.",
+    info_fn=format_info, check_fn=check_format, spans_fn=format_spans), replace=True)
+
+SQL_EXECUTION = register(Verifier(
+    name="sql.execution", task="text_to_sql", title="SQL execution",
+    description="1 if the query's result rows equal the gold query's (order compared only when the gold orders), "
+                "run read-only in a sandbox; else 0.",
+    info_fn=execution_info, check_fn=check_execution, spans_fn=execution_spans), replace=True)

@@ -1,0 +1,192 @@
+"""The data of one training step: N prompts x G sampled completions, their rewards, relevance and log-probs.
+
+Shapes: ``N`` prompts (this process's share), ``G`` completions per prompt, ``K`` verifiers (the union over the
+task's examples; NaN reward where one does not apply), ``T`` response tokens (the longest completion; padding
+masked). A completion's training tokens are its generated ids plus the end-of-sequence token when it stopped on
+its own (so the policy also learns when to stop, as in TRL); a completion cut at ``max_new_tokens`` has none.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+
+from ..policy.padding import right_pad
+from ..tasks import Example, get_verifier
+
+
+@dataclass
+class Rollouts:
+    """The step's completions, padded to ``T`` response tokens."""
+
+    examples: list[Example]
+    """The N prompts."""
+    texts: list[list[str]]
+    """N x G decoded responses (what the verifiers read)."""
+    prompt_ids: list[list[int]]
+    """N prompt id lists (chat template with the assistant header)."""
+    response_ids: list[list[list[int]]]
+    """N x G training token ids (generated ids + end-of-sequence where the completion stopped)."""
+    prompt_caches: Optional[list] = None
+    """N prompt KV caches from sampling (one row each, the policy that sampled): the replay's shared prefix."""
+
+    @property
+    def N(self) -> int:
+        return len(self.examples)
+
+    @property
+    def G(self) -> int:
+        return len(self.texts[0]) if self.texts else 0
+
+    @property
+    def T(self) -> int:
+        return max((len(r) for rows in self.response_ids for r in rows), default=0)
+
+    def mask(self) -> torch.Tensor:
+        """(N, G, T) float, 1 on response tokens."""
+        lengths = torch.tensor([[len(r) for r in rows] for rows in self.response_ids])  # (N, G)
+        return (torch.arange(max(self.T, 1)) < lengths[..., None]).float()  # (N, G, T)
+
+
+def union_verifiers(examples: Sequence[Example]) -> list[str]:
+    """The verifier names of all examples, in order of first appearance (the K columns of the reward matrix)."""
+    names = list(dict.fromkeys(n for ex in examples for n in ex.verifiers))
+    if not names:
+        raise ValueError("the examples list no verifiers: nothing to reward")
+    for name in names:
+        get_verifier(name)  # unknown names fail here, with the list of known ones
+    return names
+
+
+def sample_rollouts(policy, examples: Sequence[Example], G: int, *, seeds: Sequence[int], max_new_tokens: int,
+                    temperature: float, top_p: float) -> Rollouts:
+    """G completions per prompt from ``policy`` (no grad), seeded per prompt."""
+    eos = _eos_id(policy)
+    texts, prompt_ids, response_ids, caches = [], [], [], []
+    for ex, seed in zip(examples, seeds):
+        group, cache = policy.generate_group(ex, G, max_new_tokens=max_new_tokens, temperature=temperature,
+                                             top_p=top_p, seed=seed, return_prompt_cache=True)
+        texts.append([c.text for c in group])
+        prompt_ids.append(list(group[0].prompt_ids))
+        response_ids.append([c.token_ids + ([eos] if len(c.token_ids) < max_new_tokens else []) for c in group])
+        caches.append(cache)
+    return Rollouts(list(examples), texts, prompt_ids, response_ids, caches)
+
+
+def _eos_id(policy) -> int:
+    stops = policy.stop_ids()
+    eos = policy.tokenizer.eos_token_id
+    if eos in stops:
+        return eos
+    if not stops:
+        raise ValueError(f"{policy.name}: the tokenizer has no end-of-sequence token")
+    return min(stops)
+
+
+def rollout_rewards(rollouts: Rollouts, verifiers: Sequence[str]) -> torch.Tensor:
+    """Every verifier on every completion.
+
+    Returns:
+        (N, G, K) rewards in [0, 1]; NaN where verifier k does not apply to the prompt's example.
+    """
+    N, G, K = rollouts.N, rollouts.G, len(verifiers)
+    rewards = torch.full((N, G, K), float("nan"))
+    checks = [get_verifier(name) for name in verifiers]
+    for i, ex in enumerate(rollouts.examples):
+        for k, v in enumerate(checks):
+            if v.name in ex.verifiers:
+                rewards[i, :, k] = torch.tensor([v.score(text, ex) for text in rollouts.texts[i]])
+    return rewards
+
+
+def rollout_relevance(policy, rollouts: Rollouts, verifiers: Sequence[str], *, metric: str, control: str,
+                      info_position: str, pool: Optional[Sequence[Example]] = None,
+                      without_logits: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Relevance of every completion's tokens to every verifier that applies to its prompt.
+
+    Each completion is replayed on its exact training ids with the policy as it sampled them (before the
+    update); the G completions of a prompt share one prefix pass and one batched forward (``group_relevance``).
+    ``without_logits`` (N * G, T, V), the training forward's logits on the same ids (no information, before the
+    update), serve as the no-information branch, so the replay runs only the K with-information branches; the
+    prompt caches kept by sampling serve the shared prefix before the information.
+
+    Returns:
+        (N, G, K, T) relevance, 0 on padding and where a verifier does not apply.
+    """
+    from .group_replay import group_relevance
+
+    N, G, K, T = rollouts.N, rollouts.G, len(verifiers), rollouts.T
+    relevance = torch.zeros((N, G, K, T))
+    for i, ex in enumerate(rollouts.examples):
+        names = [n for n in verifiers if n in ex.verifiers]
+        rows = [verifiers.index(n) for n in names]
+        without = None if without_logits is None else \
+            (rollouts.prompt_ids[i], without_logits[i * G:(i + 1) * G])  # (G, T, V)
+        cached = None if not rollouts.prompt_caches else (rollouts.prompt_ids[i], rollouts.prompt_caches[i])
+        scores = group_relevance(policy, ex, rollouts.response_ids[i], names, metric=metric, control=control,
+                                 info_position=info_position, pool=pool, without=without,
+                                 prompt_cache=cached)  # (G, K_i, T_i)
+        relevance[i][:, rows, :scores.shape[-1]] = scores[..., :T]
+    return relevance
+
+
+def padded_batch(rollouts: Rollouts, pad_id: int, device) -> tuple[torch.Tensor, ...]:
+    """Rows ``prompt + response`` right-padded, for the training forward.
+
+    Returns:
+        input ids (B, L), attention mask (B, L), kept positions (B, T) where ``[b, t]`` is the position whose
+        logits predict response token ``t`` (clamped inside the row for padding), response ids (B, T);
+        ``B = N * G``, row ``b = i * G + g``.
+    """
+    rows, starts, responses = [], [], []
+    for prompt, group in zip(rollouts.prompt_ids, rollouts.response_ids):
+        for resp in group:
+            rows.append(prompt + resp)
+            starts.append(len(prompt) - 1)
+            responses.append(resp)
+    T = max(rollouts.T, 1)
+    ids, attn = right_pad(rows, pad_id)  # (B, L)
+    targets, _ = right_pad(responses, pad_id, length=T)  # (B, T)
+    L = ids.shape[1]
+    keep = (torch.tensor(starts)[:, None] + torch.arange(T)).clamp(max=L - 1)  # (B, T)
+    return tuple(x.to(device) for x in (ids, attn, keep, targets))
+
+
+def token_logprobs(model, rollouts: Rollouts, pad_id: int, device, temperature: float = 1.0,
+                   return_logits: bool = False):
+    """Log-probs of the response tokens under ``model`` (with grad), logits divided by the sampling temperature.
+
+    Returns:
+        (N * G, T) float32 log-probs; values on padding are meaningless (mask them). With ``return_logits``, also
+        the raw (N * G, T, V) logits, detached (the replay's no-information branch).
+    """
+    ids, attn, keep, targets = padded_batch(rollouts, pad_id, device)
+    logits = model(input_ids=ids, attention_mask=attn, logits_to_keep=keep, use_cache=False).logits  # (B, T, V)
+    logp = (logits.float() / temperature).log_softmax(-1)  # float32 before log_softmax (bf16 noise)
+    logp = logp.gather(-1, targets[..., None]).squeeze(-1)  # (B, T)
+    return (logp, logits.detach()) if return_logits else logp
+
+
+def sample_display(rollouts: Rollouts, rewards: torch.Tensor, adv: torch.Tensor, verifiers: Sequence[str],
+                   tokenizer, relevance: Optional[torch.Tensor] = None) -> dict:
+    """One completion for display: the one with the largest token advantage (most to learn from).
+
+    Args:
+        rewards: (N, G, K); adv: (N, G, T) token advantages; relevance: (N, G, K, T) or None.
+    Returns:
+        ``{"prompt", "text", "tokens", "adv", "rewards", "relevance"}``: display tokens that join back to the
+        text, one advantage per token, reward per applicable verifier, relevance per verifier when replayed.
+    """
+    from ..relevance.tokens import display_tokens
+
+    b = int(adv.abs().amax(-1).reshape(-1).argmax()) if adv.numel() else 0  # row i * G + g
+    i, g = divmod(b, rollouts.G)
+    ids = rollouts.response_ids[i][g]
+    applies = ~torch.isnan(rewards[i, g])  # (K,)
+    r = {n: float(rewards[i, g, k]) for k, n in enumerate(verifiers) if applies[k]}
+    rel = {} if relevance is None else \
+        {n: relevance[i, g, k, :len(ids)].tolist() for k, n in enumerate(verifiers) if applies[k]}
+    return {"prompt": rollouts.examples[i].messages()[-1]["content"], "text": rollouts.texts[i][g],
+            "tokens": display_tokens(tokenizer, ids)[0], "adv": adv[i, g, :len(ids)].tolist(), "rewards": r,
+            "relevance": rel}

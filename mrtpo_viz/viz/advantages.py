@@ -1,0 +1,55 @@
+"""One response's per-token advantages under GDPO and MRTPO, split per reward for display. The numbers come from
+:func:`mrtpo_viz.advantages.mrtpo_token_parts`; this module only picks the response's row."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..advantages import mrtpo_token_parts
+
+@dataclass(frozen=True)
+class AdvantageBreakdown:
+    """Per-token advantages of one response (row ``row`` of its group) under GDPO and MRTPO.
+
+    ``parts[k].sum(0) + baseline == mrtpo`` holds (up to rounding): ``parts[k, t] = lambda_k w[k, t] Ahat_k / (std S + eps)``
+    and ``baseline`` is the rest (``-mean_batch S / (std S + eps)``, 0 for a single group up to rounding).
+    """
+
+    gdpo: float
+    """The response's GDPO advantage, the same on every token."""
+    mrtpo: torch.Tensor
+    """(T,) MRTPO token advantages."""
+    parts: torch.Tensor
+    """(K, T) each reward's share of the MRTPO advantage."""
+    baseline: torch.Tensor
+    """(T,) what the batch centering adds to every token."""
+    per_reward: torch.Tensor
+    """(G, K) the group's per-reward advantages ``Ahat``."""
+    group_gdpo: torch.Tensor
+    """(G,) the group's GDPO advantages."""
+
+
+def advantage_breakdown(rewards, relevance, alpha: float = 1.0, gamma: float = 1.0, weights=None,
+                        row: int = 0) -> AdvantageBreakdown:
+    """Split row ``row``'s MRTPO token advantages into one stack per reward, for display.
+
+    Args:
+        rewards: (G, K) the group's rewards; row ``row`` is the replayed response.
+        relevance: (K, T) that response's relevance (other rows' relevance does not change its advantages).
+        alpha, gamma: MRTPO's weighting (see :func:`mrtpo_viz.advantages.mrtpo_token_weights`).
+        weights: (K,) reward weights, default 1.
+    """
+    rewards = torch.as_tensor(rewards, dtype=torch.float32)
+    relevance = torch.as_tensor(relevance, dtype=torch.float32)
+    G, K = rewards.shape
+    T = relevance.shape[-1]
+    if relevance.shape != (K, T):
+        raise ValueError(f"relevance must be (K={K}, T), got {tuple(relevance.shape)}")
+    if not 0 <= row < G:
+        raise ValueError(f"row {row} is outside the group of {G}")
+    d = torch.ones(1, G, K, T)  # (N=1, G, K, T): other rows' relevance does not enter row `row`'s advantages
+    d[0, row] = relevance
+    parts = mrtpo_token_parts(rewards[None], d, torch.ones(1, G, T), weights, alpha, gamma)  # N = 1
+    return AdvantageBreakdown(float(parts.gdpo[0, row]), parts.token_advantages[0, row], parts.parts[0, row],
+                              parts.baseline[0, row], parts.per_reward[0], parts.gdpo[0])
