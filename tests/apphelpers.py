@@ -1,5 +1,6 @@
-"""Helpers shared by the tests that launch the app (API, hostile UI, browser)."""
+"""Helpers shared by the tests: launching the app (API, hostile UI, browser) and the checkout's root."""
 import socket
+from pathlib import Path
 import time
 
 
@@ -22,3 +23,7 @@ def patient_url_ok(url: str) -> bool:
             pass
         time.sleep(1.0)
     return False
+
+
+REPO = Path(__file__).resolve().parent.parent
+"""The repository checkout (for benchmarks/ and scripts/; package data is found through the package itself)."""

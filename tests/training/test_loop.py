@@ -299,15 +299,6 @@ def test_live_training_reports_a_full_cap(tiny_policy_dir):
             tab.SLOTS.release()
 
 
-def test_advantage_html_escapes_tokens():
-    from mrtpo_viz.viz.training import advantage_tokens_html
-
-    html = advantage_tokens_html({"tokens": ["<b>", "x"], "adv": [1.0, -0.5], "rewards": {"a<": 1.0},
-                                  "relevance": {"v": [0.2, 0.1]}})
-    assert "<b>" not in html.replace("<b>Latest", "") and "&lt;b&gt;" in html and "a&lt;" in html
-    assert "advantage +1.000" in html and "relevance to v: 0.200" in html
-
-
 # --- the comparison report -----------------------------------------------------------------------------------------
 
 def _hand_frame():
@@ -339,37 +330,6 @@ def test_summary_counts_steps_to_threshold_and_final_rewards():
     assert fast["step_seconds"] == pytest.approx(1.5)
     # default threshold: half-way from the start (0.15) to the best final (0.95)
     assert summarize(df, window=1)["threshold"] == pytest.approx(0.55)
-
-
-def test_curves_have_one_line_per_variant_and_a_band_over_seeds():
-    from mrtpo_viz.viz.training import reward_curves_figure
-
-    fig = reward_curves_figure(_hand_frame(), columns=["reward/mean", "reward/a"])
-    lines = [t for t in fig.data if t.mode == "lines"]
-    bands = [t for t in fig.data if t.fill == "toself"]
-    assert len(lines) == 4 and len(bands) == 4  # 2 variants x 2 panels
-    fast = next(t for t in lines if t.name == "fast" and t.xaxis == "x")
-    assert list(fast.y) == pytest.approx([0.15, 0.55, 0.95, 0.95])  # mean over the two seeds
-
-
-def test_train_cli_writes_metrics_curves_and_summary(tiny_policy_dir, tmp_path):
-    import json
-
-    from mrtpo_viz.cli import main
-
-    out = tmp_path / "cmp"
-    rc = main(["train", "--task", "tool_calling", "--methods", "gdpo,mrtpo:others", "--steps", "2", "--seeds", "2",
-               "--checkpoint", str(tiny_policy_dir), "--out", str(out), "--group-size", "2",
-               "--prompts-per-step", "1", "--max-new-tokens", "6", "--threads", "1", "--save-every", "1"])
-    assert rc == 0
-    rows = _csv_rows(out / "metrics.csv")
-    assert len(rows) == 2 * 2 * 2  # variants x seeds x steps
-    assert {r["variant"] for r in rows} == {"gdpo", "mrtpo:others"}
-    summary = json.loads((out / "summary.json").read_text())
-    assert set(summary["variants"]) == {"gdpo", "mrtpo:others"} and summary["seeds"] == 2
-    assert "plotly" in (out / "curves.html").read_text()[:5000].lower()
-    assert "| gdpo |" in (out / "summary.md").read_text()
-    assert main(["train", "--task", "tool_calling", "--methods", "gdpo,ppo", "--out", str(out)]) == 2  # clear error
 
 
 def test_kl_penalty_is_zero_at_the_start_and_grows_after_an_update(tiny_policy):

@@ -1,5 +1,7 @@
 """The app in a real browser (playwright driving Debian's chromium): pick an example, replay, and check that the
-coloured tokens, the heatmap and the advantage bars hold real content; save the screenshot the README shows.
+coloured tokens, the heatmap and the advantage bars hold real content. Screenshots go to a temporary folder, or to
+``$MRTPO_SCREENSHOTS`` when set (``python scripts/screenshots.py`` sets it to ``assets/`` for the README), so a
+test run never rewrites a tracked file.
 
 Skipped when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), where that is a failure.
 """
@@ -8,13 +10,15 @@ import re
 from pathlib import Path
 
 import pytest
-from apphelpers import free_port as _free_port, patient_url_ok as _patient_url_ok
+
+from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+from tests.apphelpers import free_port as _free_port, patient_url_ok as _patient_url_ok
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SCREENSHOT = Path(__file__).resolve().parent.parent / "assets" / "screenshot_relevance.png"
-BUNDLED = Path(__file__).resolve().parent.parent / "sample_data" / "policies" / "tiny-mrtpo"
+
+BUNDLED = BUNDLED_POLICY_DIR
 TIMEOUT_MS = 180_000  # a loaded 2-core CI machine: model load plus replay can take a while
 
 if not CHROMIUM.exists():
@@ -45,6 +49,14 @@ def app_url(request):
 
 
 @pytest.fixture(scope="module")
+def screenshots(tmp_path_factory) -> Path:
+    """Where screenshots go: ``$MRTPO_SCREENSHOTS`` (the README's, by scripts/screenshots.py) or a temporary folder."""
+    folder = Path(os.environ.get("MRTPO_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
 def page(app_url, tmp_path_factory):
     with sync_api.sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
@@ -64,7 +76,7 @@ def pick_example(page, index: int) -> None:
     page.get_by_role("option", name=re.compile(rf"^{index}:")).first.click()
 
 
-def test_replay_in_the_browser_shows_tokens_heatmap_and_bars(page):
+def test_replay_in_the_browser_shows_tokens_heatmap_and_bars(page, screenshots):
     from mrtpo_viz.ui.common import get_example
 
     ex = get_example("tool_calling", 1)
@@ -104,9 +116,9 @@ def test_replay_in_the_browser_shows_tokens_heatmap_and_bars(page):
     assert page.locator("#relevance-heatmap .colorbar").count() >= 1
     assert page.locator("#advantage-bars .barlayer path").count() >= n  # K stacks over T tokens: K*T = n paths
     page.locator("#advantage-bars").scroll_into_view_if_needed()
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
-    assert SCREENSHOT.stat().st_size > 50_000
+    shot = screenshots / "screenshot_relevance.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 50_000
 
 
 def test_unchecking_a_verifier_keeps_the_other_verifiers_edited_information(page):

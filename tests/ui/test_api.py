@@ -15,7 +15,7 @@ from mrtpo_viz.relevance.results import Relevance
 from mrtpo_viz.tasks.data import SAMPLE_DATA
 from mrtpo_viz.tasks.loading import load_examples
 from mrtpo_viz.tasks import get_verifier
-from apphelpers import free_port, patient_url_ok
+from tests.apphelpers import free_port, patient_url_ok
 
 gradio_client = pytest.importorskip("gradio_client")
 AppError = gradio_client.exceptions.AppError
@@ -290,3 +290,18 @@ def test_changing_the_verifier_selection_keeps_edited_information():
                                 *[""] * (MAX_VERIFIERS - 1))
     assert again[0]["value"] == "my edited correctness text"
     assert again[1]["value"] == get_verifier(fmt).info(ex) and again[-1] == [cor, fmt]
+
+
+def test_the_tabs_pure_helpers():
+    from mrtpo_viz.ui import ab_tab, method_tab, rollouts_tab, training_tab
+
+    assert "GDPO" in method_tab.METHOD_MD and "our reading of the paper" in method_tab.METHOD_MD.lower()
+    assert rollouts_tab._problems_md([]) == ""
+    md = rollouts_tab._problems_md([(n, "bad") for n in range(1, 25)])
+    assert "Skipped 24 line(s)" in md and "line 20: bad" in md and "and 4 more" in md and "line 21" not in md
+    start = ab_tab._start_values("tool_calling", [("0: x", 0)])
+    assert start["verifier"] == "tool_call.format" and start["a"].startswith("Reply with exactly one")
+    slots = training_tab.TrainingSlots()
+    assert slots.acquire() and slots.free() == 0 and not slots.acquire()
+    slots.release()
+    assert slots.free() == 1

@@ -27,7 +27,7 @@ from mrtpo_viz.tasks.custom import DeclarativeSpec, build_declarative
 
 torch.set_num_threads(1)
 pytestmark = pytest.mark.usefixtures("sample_data_unchanged")
-ROOT = Path(__file__).resolve().parent.parent
+from tests.apphelpers import REPO as ROOT  # noqa: E402
 
 
 # --------------------------------------------------------------------------------------------- unsafe checkpoints

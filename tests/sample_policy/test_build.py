@@ -13,11 +13,13 @@ import pytest
 import torch
 
 from mrtpo_viz.sample_policy.build import CHAT_TEMPLATE, IM_END, TinyPolicyConfig, _collate, build_tokenizer, encode, lr_at, sft_loss
+from mrtpo_viz.sample_policy.violations import VIOLATIONS
 from mrtpo_viz.sample_policy.data import NoiseConfig, Pools, SftExample, build_sft_data, inject_error, make_sft_example
 from mrtpo_viz.tasks.data import SAMPLE_DATA
 from mrtpo_viz.tasks.base import Example
 from mrtpo_viz.tasks.loading import load_examples
 from mrtpo_viz.tasks import get_verifier
+from tests.apphelpers import REPO
 
 POLICY_DIR = SAMPLE_DATA / "policies" / "tiny-mrtpo"
 TOOL = {"name": "get_weather", "description": "Current weather for a city.",
@@ -74,6 +76,25 @@ def test_instruction_violation_breaks_exactly_its_constraint():
     verdicts = _passes(sft.response, ex)
     assert sft.noised and all(not verdicts[n] for n in sft.noised)
     assert all(verdicts[n] for n in ex.verifiers if n not in sft.noised)
+
+
+def test_every_violation_breaks_its_constraint_on_the_gold_responses():
+    from mrtpo_viz.tasks.ifeval import CONSTRAINTS
+
+    assert set(VIOLATIONS) <= set(CONSTRAINTS)
+    broke, tried = {}, {}
+    for ex in load_examples("instruction_following", split="test"):
+        for c in ex.meta["constraints"]:
+            if c["name"] not in VIOLATIONS:
+                continue
+            out = VIOLATIONS[c["name"]](ex.reference, c["args"], random.Random(0))
+            tried[c["name"]] = tried.get(c["name"], 0) + 1
+            if out is not None and get_verifier(f"ifeval.{c['name']}").score(out, ex) == 0.0:
+                broke[c["name"]] = broke.get(c["name"], 0) + 1
+    assert set(tried) == set(VIOLATIONS)  # every violation is exercised by the test split
+    # a violation may miss (None, or a change the verifier still accepts: the caller checks and retries), but rarely
+    assert all(broke.get(n, 0) >= 0.65 * tried[n] for n in tried), (broke, tried)
+    assert sum(broke.values()) >= 0.95 * sum(tried.values())
 
 
 def test_injected_error_fails_the_verifier_at_an_argument_value():
@@ -240,7 +261,7 @@ def test_correctness_information_raises_p_gold_on_the_values(correctness_replays
 
 
 def test_benchmark_auroc_is_the_rank_statistic():
-    spec = importlib.util.spec_from_file_location("localization", Path(__file__).resolve().parent.parent / "benchmarks" / "localization.py")
+    spec = importlib.util.spec_from_file_location("localization", REPO / "benchmarks" / "localization.py")
     loc = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = loc  # its dataclasses look their module up
     spec.loader.exec_module(loc)

@@ -16,7 +16,7 @@ from mrtpo_viz.training.checkpoints import CHECKPOINTS, LATEST, CheckpointError,
 from mrtpo_viz.training.config import TrainConfig
 
 torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parent.parent
+from tests.apphelpers import REPO as ROOT  # noqa: E402
 STEPS, SAVE_EVERY = 6, 2
 
 

@@ -197,3 +197,16 @@ def test_every_gold_reference_scores_one_on_the_sample_data():
     scores = [(FMT.score(ex.reference, ex), EXE.score(ex.reference, ex)) for ex in examples]
     assert scores == [(1.0, 1.0)] * len(examples)
     assert not any(math.isnan(s) for pair in scores for s in pair)
+
+
+def test_rows_compare_as_multisets_unless_ordered():
+    from mrtpo_viz.tasks.sql import compare_rows, db_path, main_verb, statements, tokenize
+
+    assert compare_rows([(1,), (2,)], [(2,), (1,)], ordered=False).score == 1.0
+    assert compare_rows([(1,), (2,)], [(2,), (1,)], ordered=True).reason.startswith("right rows in the wrong order")
+    assert compare_rows([(1.0000001,)], [(1,)], ordered=False).score == 1.0  # floats round to 6 decimals
+    assert "2 columns, expected 1" in compare_rows([(1, 2)], [(1,)], ordered=False).reason
+    stmt = statements(tokenize("WITH x AS (SELECT 1) SELECT * FROM x; DROP TABLE y"))
+    assert len(stmt) == 2 and main_verb(stmt[0]).text == "SELECT" and main_verb(stmt[1]).text == "DROP"
+    with pytest.raises(ValueError, match="must name a bundled database"):
+        db_path(Example("text_to_sql", "q", {"db": "../../etc/passwd"}))

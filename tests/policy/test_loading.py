@@ -6,7 +6,8 @@ from collections import namedtuple
 import pytest
 import torch
 
-from mrtpo_viz.policy import PLAIN_CHAT_TEMPLATE, Completion, PolicyLoadError, load_policy
+from mrtpo_viz.policy.loading import PolicyLoadError, load_policy
+from mrtpo_viz.policy.model import PLAIN_CHAT_TEMPLATE, Completion
 from mrtpo_viz.policy.sampling import filter_top_p
 
 torch.set_num_threads(1)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.apphelpers import REPO as ROOT  # noqa: E402
 
 DRIVER = textwrap.dedent('''
     import hashlib, json, sys

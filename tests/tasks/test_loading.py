@@ -1,18 +1,18 @@
-"""The bundled sample data: both splits present, ids unique, every gold reference scores 1 on all its verifiers."""
+"""The bundled sample data: both splits present, ids unique, every gold reference scores 1 on all its verifiers, and
+the files are what the generators write. The data ships inside the package: a missing file is a failure here."""
 import importlib
 
 import pytest
 
 from mrtpo_viz.names import TASKS
-from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks import get_verifier
 from mrtpo_viz.tasks.data import task_file
 from mrtpo_viz.tasks.generators import FAMILY_MODULES
-from mrtpo_viz.tasks import get_verifier
+from mrtpo_viz.tasks.loading import load_examples
 
 
 def _examples(task: str, split: str = "all"):
-    if not task_file(task).is_file():
-        pytest.skip(f"no sample data for {task} yet")
+    assert task_file(task).is_file(), f"the package lacks its sample data for {task}: {task_file(task)}"
     return load_examples(task, split=split)
 
 
@@ -43,3 +43,17 @@ def test_sample_file_matches_its_generator(task):
     fresh = [e.to_dict() for e in importlib.import_module(FAMILY_MODULES[task]).generate(len(rows), seed=0)]
     for row, new in zip(rows, fresh):
         assert {k: v for k, v in row.items() if k != "id"} == {k: v for k, v in new.items() if k != "id"}
+
+
+def test_a_missing_examples_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no examples file at"):
+        load_examples("tool_calling", path=tmp_path / "nope.jsonl")
+    with pytest.raises(ValueError, match="unknown task family 'poetry'"):
+        load_examples("poetry")
+
+
+def test_a_bad_line_names_its_file_and_line(tmp_path):
+    bad = tmp_path / "x.jsonl"
+    bad.write_text('{"task": "t", "prompt": "p", "split": "test"}\n{oops\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"x.jsonl:2: not valid JSON"):
+        load_examples("t", path=bad)

@@ -1,0 +1,45 @@
+"""Examples and the verifier registry: round trips, validation, and clear errors."""
+import pytest
+
+from mrtpo_viz.tasks.base import VERIFIERS, Example, Verdict, Verifier, get_verifier, list_verifiers, register
+
+
+def _verifier(name="test.base_dummy", task="custom"):
+    return Verifier(name=name, task=task, title="Dummy", description="scores the length",
+                    info_fn=lambda ex: "be short", check_fn=lambda r, ex: Verdict(float(len(r) < 5), "length"))
+
+
+def test_example_round_trip_and_messages():
+    ex = Example("t", "hello", {"a": 1}, id="t-1", reference="hi", verifiers=("x.y",))
+    assert Example.from_dict(ex.to_dict()) == ex
+    assert ex.messages() == [{"role": "user", "content": "hello"}]
+    chat = Example("t", [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}])
+    assert chat.messages() == chat.prompt and chat.messages() is not chat.prompt
+
+
+def test_example_needs_task_and_prompt():
+    with pytest.raises(ValueError, match="needs at least the fields 'task' and 'prompt'"):
+        Example.from_dict({"prompt": "p"})
+
+
+def test_register_get_list_and_duplicates():
+    v = register(_verifier(), replace=True)
+    try:
+        assert get_verifier("test.base_dummy") is v and "test.base_dummy" in list_verifiers("custom")
+        assert "test.base_dummy" not in list_verifiers("tool_calling")
+        with pytest.raises(ValueError, match="already registered"):
+            register(_verifier())
+        assert v.score("abc", Example("custom", "p")) == 1.0 and v.relevant_spans("abc", None) is None
+    finally:
+        VERIFIERS.pop("test.base_dummy")
+
+
+def test_unknown_verifier_lists_the_known_ones():
+    with pytest.raises(KeyError, match="unknown verifier 'no.such'; known verifiers: .*tool_call.format"):
+        get_verifier("no.such")
+
+
+@pytest.mark.parametrize("name", ["", "has space"])
+def test_verifier_names_are_dotted_without_spaces(name):
+    with pytest.raises(ValueError, match="non-empty dotted name without spaces"):
+        _verifier(name)
