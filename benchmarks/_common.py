@@ -29,9 +29,11 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
-BUNDLED_POLICY = ROOT / "sample_data" / "policies" / "tiny-mrtpo"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR  # noqa: E402
+
+BUNDLED_POLICY = BUNDLED_POLICY_DIR
 
 for _key, _value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("GRADIO_ANALYTICS_ENABLED", "False"),
                      ("HF_HUB_DISABLE_TELEMETRY", "1"), ("TOKENIZERS_PARALLELISM", "false")):

@@ -31,12 +31,14 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 
 from mrtpo_viz.names import TASKS  # noqa: E402
-from mrtpo_viz.training.report import parse_variant, reward_curves_figure, summarize, write_png  # noqa: E402
-from mrtpo_viz.training.config import TrainConfig
+from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR  # noqa: E402
+from mrtpo_viz.training.config import TrainConfig  # noqa: E402
 from mrtpo_viz.training.loop import train  # noqa: E402
+from mrtpo_viz.training.report import parse_variant, summarize  # noqa: E402
+from mrtpo_viz.viz.training import reward_curves_figure, write_png  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-POLICY = ROOT / "sample_data" / "policies" / "tiny-mrtpo"
+POLICY = BUNDLED_POLICY_DIR
 BASE = TrainConfig(checkpoint=str(POLICY), group_size=4, prompts_per_step=2, max_new_tokens=40, lr=5e-4,
                    threads=1, save_every=0)
 """Shared settings of every run (method, control, task, seed and steps vary)."""

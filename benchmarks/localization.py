@@ -211,7 +211,7 @@ def run(checkpoint: str, n: int, seed: int = 0) -> tuple[list[dict], dict]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--checkpoint", default=str(ROOT / "sample_data" / "policies" / "tiny-mrtpo"))
+    ap.add_argument("--checkpoint", default="tiny-mrtpo")
     ap.add_argument("--n", type=int, default=100, help="test examples per task family (100: the whole split)")
     ap.add_argument("--quick", action="store_true", help="5 examples per family (for `python -m mrtpo_viz bench`)")
     ap.add_argument("--seed", type=int, default=0)

@@ -163,7 +163,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     set_threads(args.threads)
     rows = run(quick=False, repeats=args.repeats)
-    checkpoint = os.environ.get("MRTPO_CHECKPOINT", "sample_data/policies/tiny-mrtpo")
+    checkpoint = os.environ.get("MRTPO_CHECKPOINT", "tiny-mrtpo")
     note = [f"`python benchmarks/ui_latency.py --repeats {args.repeats}`; {_common.machine()} (the app's model "
             f"calls); load average at the end {_common.load_average()}; policy `{checkpoint}`; headless Debian "
             "chromium through playwright on the same machine.", "",

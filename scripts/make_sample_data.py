@@ -13,6 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from mrtpo_viz.tasks.data import SAMPLE_DATA  # noqa: E402
 from mrtpo_viz.tasks.generators import FAMILY_MODULES  # noqa: E402
 
 N_TRAIN, N_TEST = 300, 100
@@ -23,14 +24,14 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default=None, help="one task family")
     args = ap.parse_args(argv)
-    out_dir = ROOT / "sample_data" / "tasks"
+    out_dir = SAMPLE_DATA / "tasks"
     out_dir.mkdir(parents=True, exist_ok=True)
     for task, modname in FAMILY_MODULES.items():
         if args.only and task != args.only:
             continue
         mod = importlib.import_module(modname)
         if hasattr(mod, "build_databases"):
-            mod.build_databases(ROOT / "sample_data" / "databases")
+            mod.build_databases(SAMPLE_DATA / "databases")
         examples = mod.generate(N_TRAIN + N_TEST, seed=args.seed)
         with (out_dir / f"{task}.jsonl").open("w", encoding="utf-8") as fh:
             for i, ex in enumerate(examples):

@@ -15,11 +15,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mrtpo_viz.names import TASKS
+from mrtpo_viz.names import TASKS  # noqa: E402
+from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR, SAMPLE_ROLLOUTS  # noqa: E402
 from mrtpo_viz.tasks.loading import load_examples  # noqa: E402
 
-OUT = ROOT / "sample_data" / "rollouts" / "sample_rollouts.jsonl"
-POLICY = ROOT / "sample_data" / "policies" / "tiny-mrtpo"
+OUT = SAMPLE_ROLLOUTS
+POLICY = BUNDLED_POLICY_DIR
 
 
 def responses(examples, i: int) -> dict[str, str]:

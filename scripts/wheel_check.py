@@ -1,0 +1,127 @@
+"""Check that the wheel works anywhere: build it, install it outside the checkout, and from a folder outside the
+checkout run ``mrtpo-viz replay``, the README's Python snippet and ``mrtpo-viz serve`` (with a replay through the
+app's API) on the bundled policy.
+
+    python scripts/wheel_check.py            # quick: the wheel in a --target folder, this interpreter's dependencies
+    python scripts/wheel_check.py --venv     # a fresh virtual environment from the registry (a few minutes)
+
+The quick form is what ``tests/test_wheel.py`` runs; ``--venv`` is the full check (torch is installed first, from
+its pinned CPU wheel). Prints one line per check and exits non-zero on the first failure.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+
+
+def run(cmd, **kw) -> subprocess.CompletedProcess:
+    out = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if out.returncode != 0:
+        raise SystemExit(f"FAILED: {' '.join(map(str, cmd))}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}")
+    return out
+
+
+def build_wheel(dist: Path) -> Path:
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)])
+    return next(dist.glob("mrtpo_viz-*.whl"))
+
+
+def readme_snippet() -> str:
+    """The README's first Python block (the Quick start's library example)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.search(r"```python\n(.*?)```", text, re.S).group(1)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_serve(python: str, cwd: Path, env: dict) -> str:
+    """Start ``mrtpo_viz serve``, replay example 0 through the app's API, stop the server."""
+    from gradio_client import Client
+
+    from mrtpo_viz.tasks import VERIFIERS, load_examples
+
+    port = free_port()
+    server = subprocess.Popen([python, "-m", "mrtpo_viz", "serve", "--port", str(port)], cwd=cwd, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        for _ in range(180):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if server.poll() is not None:
+                    raise SystemExit(f"FAILED: serve exited\n{server.stderr.read()[-3000:]}")
+                time.sleep(0.5)
+        client = Client(url, verbose=False, analytics_enabled=False)
+        status = client.predict("tiny-mrtpo", api_name="/load_checkpoint")
+        assert "**Loaded**" in status, status
+        ex = load_examples("tool_calling")[0]
+        infos = [VERIFIERS[n].info(ex) for n in ex.verifiers]
+        out = client.predict("tiny-mrtpo", "tool_calling", 0, ex.messages()[-1]["content"], ex.reference,
+                             list(ex.verifiers), "user_end", "js", "none", "\n\n[Verifier: {title}] {info}",
+                             *(infos + [""] * 6)[:6], api_name="/replay")
+        client.close()
+        assert str(out).count('class="mrtpo-tok"') > 5, str(out)[:500]  # the token view of the replay
+        return status
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def check(python: str, env: dict, where: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="mrtpo-wheel-cwd-") as cwd:
+        found = run([python, "-c", "import mrtpo_viz; print(mrtpo_viz.__file__)"], cwd=cwd, env=env).stdout.strip()
+        assert found.startswith(where) and str(ROOT) not in found, found
+        print(f"ok  import: {found}")
+        out = run([python, "-m", "mrtpo_viz", "replay", "--task", "tool_calling", "--example", "0"], cwd=cwd,
+                  env=env).stdout
+        assert "tool_calling-test-0300" in out and "tool_call.format: reward 1.00" in out, out[-2000:]
+        print("ok  mrtpo-viz replay --task tool_calling --example 0")
+        run([python, "-c", readme_snippet()], cwd=cwd, env=env)
+        assert (Path(cwd) / "relevance.csv").stat().st_size > 1000
+        print("ok  the README's Python snippet")
+        print(f"ok  mrtpo-viz serve: {check_serve(python, Path(cwd), env)}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--venv", action="store_true", help="a fresh virtual environment (downloads the dependencies)")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="mrtpo-wheel-") as tmp:
+        tmp = Path(tmp)
+        wheel = build_wheel(tmp / "dist")
+        print(f"ok  built {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB)")
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | OFFLINE
+        if args.venv:
+            run([sys.executable, "-m", "venv", str(tmp / "venv")])
+            python = str(tmp / "venv" / "bin" / "python")
+            run([python, "-m", "pip", "install", "-q", "torch==2.13.0"])
+            run([python, "-m", "pip", "install", "-q", str(wheel)])
+            where = str(tmp / "venv")
+        else:
+            run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp / "site"), str(wheel)])
+            python, where = sys.executable, str(tmp / "site")
+            env["PYTHONPATH"] = where
+        print(f"ok  installed into {where}")
+        check(python, env, where)
+    print("the wheel works outside the checkout")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
