@@ -11,11 +11,12 @@
 Importing this package registers every family's verifiers.
 """
 from ..names import TASKS
-from .base import VERIFIERS, Example, Span, Verdict, Verifier, get_verifier, list_verifiers, register
+from .base import (VERIFIERS, Argument, Example, MissingArguments, Span, Verdict, Verifier, get_verifier,
+                   list_verifiers, register)
 from .loading import load_examples
 from . import ifeval  # noqa: E402,F401  (registers the ifeval.* verifiers)
 from . import tool_calling  # noqa: E402,F401  (registers tool_call.format, tool_call.correctness)
 from . import sql  # noqa: E402,F401  (registers sql.format, sql.execution)
 
-__all__ = ["TASKS", "VERIFIERS", "Example", "Span", "Verdict", "Verifier", "get_verifier", "list_verifiers",
+__all__ = ["TASKS", "VERIFIERS", "Argument", "Example", "MissingArguments", "Span", "Verdict", "Verifier", "get_verifier", "list_verifiers",
            "load_examples", "register"]

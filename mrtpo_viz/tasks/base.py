@@ -69,6 +69,50 @@ class Verdict:
     """One short readable sentence that says why."""
 
 
+ARGUMENT_KINDS = ("text", "integer", "number", "boolean", "json", "list", "choice")
+"""How the app asks for an argument's value (a text box, a number, a JSON box, a dropdown of ``choices``...)."""
+
+
+class MissingArguments(ValueError):
+    """The example lacks an argument a verifier needs (a free prompt, say): the verifier needs input before it can
+    give information or a score; nothing is replayed against a placeholder."""
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One input a verifier reads from the example (a constraint's kwarg, the gold call and tool schema, the gold
+    SQL and database): what the app shows as a field for a free prompt."""
+
+    name: str
+    """Key of the value (in ``example.meta`` unless the verifier's ``args_fn`` says otherwise)."""
+    title: str
+    """Label of the field."""
+    kind: str = "text"
+    """One of :data:`ARGUMENT_KINDS`."""
+    description: str = ""
+    """What the value means, with an example."""
+    choices: tuple[str, ...] = ()
+    """The allowed values of a ``choice`` argument."""
+    required: bool = True
+    """Whether the verifier cannot work without it."""
+
+    def __post_init__(self):
+        if self.kind not in ARGUMENT_KINDS:
+            raise ValueError(f"unknown argument kind {self.kind!r}; choose one of {list(ARGUMENT_KINDS)}")
+
+
+def _meta_args(verifier: "Verifier", example: Example) -> dict[str, Any]:
+    """The default ``args_fn``: each argument is a key of ``example.meta``."""
+    return {a.name: example.meta[a.name] for a in verifier.arguments if a.name in example.meta}
+
+
+def _with_meta_args(verifier: "Verifier", example: Example, values: dict[str, Any]) -> Example:
+    """The default ``with_args_fn``: the example with those keys of ``meta`` set."""
+    from dataclasses import replace
+
+    return replace(example, meta={**example.meta, **values})
+
+
 @dataclass(frozen=True)
 class Verifier:
     """One verifiable reward."""
@@ -87,6 +131,12 @@ class Verifier:
     """(response, example) -> Verdict. Never raises on bad responses: returns score 0 with a reason."""
     spans_fn: Optional[Callable[[str, Example], Optional[list[Span]]]] = None
     """(response, example) -> character spans ``[start, end)`` that decide the verdict, or None if unknown."""
+    arguments: tuple[Argument, ...] = ()
+    """What the verifier reads from the example (shown as fields for a free prompt)."""
+    args_fn: Optional[Callable[["Verifier", Example], dict[str, Any]]] = None
+    """(verifier, example) -> the example's values of ``arguments`` (absent keys missing); default: ``meta`` keys."""
+    with_args_fn: Optional[Callable[["Verifier", Example, dict[str, Any]], Example]] = None
+    """(verifier, example, values) -> the example with those argument values; default: ``meta`` updated."""
 
     def __post_init__(self):
         if not self.name or " " in self.name:
@@ -103,6 +153,23 @@ class Verifier:
 
     def relevant_spans(self, response: str, example: Example) -> Optional[list[Span]]:
         return None if self.spans_fn is None else self.spans_fn(response, example)
+
+    def args(self, example: Example) -> dict[str, Any]:
+        """The example's values of this verifier's ``arguments``."""
+        return (self.args_fn or _meta_args)(self, example)
+
+    def missing_args(self, example: Example) -> list[str]:
+        """Names of the required arguments the example lacks (empty: the verifier can inform and score)."""
+        have = self.args(example)
+        return [a.name for a in self.arguments if a.required and have.get(a.name) in (None, "")]
+
+    def with_args(self, example: Example, values: dict[str, Any]) -> Example:
+        """The example with these argument values (e.g. typed into the app for a free prompt)."""
+        unknown = sorted(set(values) - {a.name for a in self.arguments})
+        if unknown:
+            raise ValueError(f"verifier {self.name!r} takes no argument(s) {unknown}; "
+                             f"it takes {[a.name for a in self.arguments]}")
+        return (self.with_args_fn or _with_meta_args)(self, example, dict(values))
 
     @classmethod
     def from_trl(cls, fn: Callable, name: str, info, title: Optional[str] = None, task: str = "custom") -> "Verifier":

@@ -43,3 +43,20 @@ def test_unknown_verifier_lists_the_known_ones():
 def test_verifier_names_are_dotted_without_spaces(name):
     with pytest.raises(ValueError, match="non-empty dotted name without spaces"):
         _verifier(name)
+
+
+def test_arguments_read_and_set_meta_and_report_what_is_missing():
+    from mrtpo_viz.tasks.base import Argument
+
+    v = Verifier("test.args", "custom", "Args", "needs a gold value", lambda ex: f"gold is {ex.meta['gold']}",
+                 lambda r, ex: Verdict(float(r == ex.meta["gold"]), "exact"),
+                 arguments=(Argument("gold", "Gold answer"), Argument("note", "Note", required=False)))
+    free = Example("custom", "a free prompt")
+    assert v.missing_args(free) == ["gold"] and v.args(free) == {}
+    filled = v.with_args(free, {"gold": "42"})
+    assert v.missing_args(filled) == [] and v.args(filled) == {"gold": "42"} and v.info(filled) == "gold is 42"
+    assert free.meta == {}  # the original example is unchanged
+    with pytest.raises(ValueError, match=r"takes no argument\(s\) \['nope'\]"):
+        v.with_args(free, {"nope": 1})
+    with pytest.raises(ValueError, match="unknown argument kind"):
+        Argument("x", "X", kind="colour")
