@@ -20,13 +20,22 @@ Our reading of the paper (its exact weighting is not in the public abstract):
 - Negative relevance (a control that subtracts a baseline) counts as 0. A response whose relevance to a reward
   never exceeds ``ZERO_RELEVANCE`` gets uniform weights for that reward (plain GDPO credit).
 
-Edge cases, all without NaN:
+Edge cases, all without NaN (TRL >= 1.8's semantics, checked against TRL's own code in tests/test_advantages.py):
 
-- a group of size 1 has std 0 and advantage 0 (torch's Bessel std of one value is NaN);
-- a reward equal across its group contributes exactly 0 (a plain z-score leaves rounding noise divided by eps);
 - a NaN reward is left out of its group's mean and std, as TRL leaves out ``None``, and contributes 0 for that
-  sample (in GRPO it counts as 0 in the sum, as TRL's ``nansum`` does);
-- padding gets advantage exactly 0; a batch of one element has batch std 0.
+  sample; in GRPO a row with some rewards keeps the (weighted) sum of the others (TRL's ``nansum``);
+- an *unscorable* row (every reward NaN) is left out of the group statistics (GRPO) and the batch statistics
+  (GDPO, MRTPO), and gets advantage 0 on every token, as TRL does;
+- a group of size 1 has std 0 and advantage 0 (torch's Bessel std of one value is NaN);
+- a reward equal across its group contributes exactly 0. Here we differ from TRL on purpose: TRL's plain z-score
+  leaves float32 rounding noise (~1 ulp) divided by ``eps`` (up to ~1e-3 in GRPO, and O(1) in GDPO when every
+  group of the batch is constant); we return exact zeros;
+- padding gets advantage exactly 0; a batch of one element has batch std 0;
+- a *degenerate* batch, whose ``S`` is equal on every scorable row (batch std 0): GDPO's advantages are all 0, as
+  TRL's; MRTPO's token terms are then not divided by ``eps`` alone (which gave +-15,000 for rewards
+  ``[[[1, 0], [0, 1]]]``) but left unscaled, ``A[t] = sum_k lambda_k w[k, t] Ahat_k - mean_batch S``: the per-reward
+  advantages are already group-normalized, the token mean stays GDPO's 0, and the size is that of a normal batch's
+  token terms times its ``std_batch S + eps``.
 
 Registry: ``ADVANTAGE_METHODS[name]`` is an ``AdvantageMethod`` with one call form for every method::
 
@@ -103,13 +112,20 @@ def _zscore(x: torch.Tensor, dim: int, eps: float) -> torch.Tensor:
     return (x - mean) / (std + eps)
 
 
+def unscorable_rows(rewards: torch.Tensor) -> torch.Tensor:
+    """``(N, G)`` True where every reward of a row is NaN (TRL's "unscorable" rows, advantage 0)."""
+    return rewards.isnan().all(-1)
+
+
 def _gdpo_parts(rewards, weights, eps):
-    """``Ahat`` ``(N, G, K)`` (0 where NaN), weights ``(K,)``, ``S`` ``(N, G)``, batch mean and std of ``S``."""
+    """``Ahat`` ``(N, G, K)`` (0 where NaN), weights ``(K,)``, ``S`` ``(N, G)`` (NaN on unscorable rows), batch mean
+    and std of ``S`` over the scorable rows, and the ``(N, G)`` unscorable mask."""
     rewards, weights = _check_rewards(rewards, weights)
+    unscorable = unscorable_rows(rewards)  # (N, G)
     ahat = _zscore(rewards, dim=1, eps=eps).nan_to_num(nan=0.0)  # (N, G, K): a missing reward contributes 0
-    S = (ahat * weights).sum(-1)  # (N, G)
+    S = torch.where(unscorable, torch.nan, (ahat * weights).sum(-1))  # (N, G): unscorable rows leave the statistics
     mean_b, std_b = _nan_stats(S.reshape(-1), dim=0)  # (1,), (1,)
-    return ahat, weights, S, mean_b, std_b
+    return ahat, weights, S, mean_b, std_b, unscorable
 
 
 # ----------------------------------------------------------------------------------------------- methods
@@ -118,14 +134,15 @@ def grpo_advantages(rewards: torch.Tensor, weights=None, eps: float = EPS) -> to
     """GRPO (TRL ``sum_then_normalize``): group z-score of the weighted reward sum.
 
     Args:
-        rewards: ``(N, G, K)``; NaN counts as 0 in the sum (TRL's ``nansum``).
+        rewards: ``(N, G, K)``; a NaN reward counts as 0 in its row's sum (TRL's ``nansum``); a row whose rewards are
+            all NaN is left out of its group's statistics and gets 0.
         weights: ``(K,)`` reward weights, default 1.
     Returns:
         ``(N, G)`` advantages.
     """
     rewards, weights = _check_rewards(rewards, weights)
-    r = (rewards * weights).nansum(-1)  # (N, G)
-    return _zscore(r, dim=1, eps=eps)
+    r = torch.where(unscorable_rows(rewards), torch.nan, (rewards * weights).nansum(-1))  # (N, G)
+    return _zscore(r, dim=1, eps=eps).nan_to_num(nan=0.0)
 
 
 def gdpo_advantages(rewards: torch.Tensor, weights=None, eps: float = EPS) -> tuple[torch.Tensor, torch.Tensor]:
@@ -137,8 +154,8 @@ def gdpo_advantages(rewards: torch.Tensor, weights=None, eps: float = EPS) -> tu
     Returns:
         ``(per_reward, final)``: ``Ahat_k`` ``(N, G, K)`` (0 where the reward is NaN) and the GDPO advantage ``(N, G)``.
     """
-    ahat, _, S, mean_b, std_b = _gdpo_parts(rewards, weights, eps)
-    return ahat, (S - mean_b) / (std_b + eps)
+    ahat, _, S, mean_b, std_b, _ = _gdpo_parts(rewards, weights, eps)
+    return ahat, ((S - mean_b) / (std_b + eps)).nan_to_num(nan=0.0)
 
 
 def mrtpo_token_weights(relevance: torch.Tensor, mask: torch.Tensor, alpha: float = 1.0,
@@ -212,19 +229,20 @@ def mrtpo_token_parts(rewards: torch.Tensor, relevance: torch.Tensor, mask: torc
         :class:`MRTPOParts`; its ``token_advantages`` have, over a response's valid tokens, the mean of its GDPO
         advantage.
     """
-    ahat, weights, S, mean_b, std_b = _gdpo_parts(rewards, weights, eps)
+    ahat, weights, S, mean_b, std_b, unscorable = _gdpo_parts(rewards, weights, eps)
     N, G, K = ahat.shape
     relevance = torch.as_tensor(relevance)
     if relevance.dim() != 4 or tuple(relevance.shape[:3]) != (N, G, K):
         raise ValueError(f"relevance must be (N, G, K, T) with N, G, K = {N}, {G}, {K}, got {tuple(relevance.shape)}")
     w = mrtpo_token_weights(relevance.to(ahat.dtype), mask, alpha, gamma)  # (N, G, K, T)
     per_token = weights[:, None] * w * ahat[..., None]  # (N, G, K, T)
-    valid = _check_mask(mask, N, G, ahat.dtype) > 0  # (N, G, T)
-    scale = std_b + eps
+    valid = (_check_mask(mask, N, G, ahat.dtype) > 0) & ~unscorable[..., None]  # (N, G, T)
+    scale = torch.where(std_b > 0, std_b + eps, 1.0)  # a degenerate batch: unscaled, not divided by eps alone
     adv = torch.where(valid, (per_token.sum(2) - mean_b) / scale, 0.0)  # (N, G, T)
-    parts = per_token / scale  # (N, G, K, T), 0 on padding (w is)
+    parts = torch.where(valid[:, :, None], per_token / scale, 0.0)  # (N, G, K, T), 0 on padding
     baseline = torch.where(valid, adv - parts.sum(2), 0.0)  # (N, G, T)
-    return MRTPOParts(ahat, (S - mean_b) / scale, w, parts, baseline, adv)
+    gdpo = ((S - mean_b) / (std_b + eps)).nan_to_num(nan=0.0)  # (N, G): GDPO's own advantage (0 when degenerate)
+    return MRTPOParts(ahat, gdpo, w, parts, baseline, adv)
 
 
 def mrtpo_token_advantages(rewards: torch.Tensor, relevance: torch.Tensor, mask: torch.Tensor, weights=None,

@@ -95,3 +95,15 @@ def sample_data_unchanged():
     after = _tree_digest(SAMPLE_DATA)
     changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
     assert not changed, f"hostile input changed files under sample_data: {changed[:10]}"
+
+
+# --- Agreement with reference implementations, printed at the end of the run (also under pytest -q) ----------------
+AGREEMENT: list[str] = []
+"""Lines appended by the reference-agreement tests (TRL, IFEval, BFCL); shown in the terminal summary."""
+
+
+def pytest_terminal_summary(terminalreporter):
+    if AGREEMENT:
+        terminalreporter.section("agreement with the reference implementations")
+        for line in AGREEMENT:
+            terminalreporter.write_line(line)

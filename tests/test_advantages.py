@@ -253,3 +253,29 @@ def test_mrtpo_invariants_property(N, G, K, T, alpha, gamma, seed, nan_frac, zer
         assert torch.allclose(adv[:, 0], gdpo[:, 0, None] * mask[:, 0], atol=1e-9)
     assert torch.allclose(mrtpo_token_advantages(rewards, relevance, mask, alpha=0.0), gdpo[..., None] * mask,
                           atol=1e-12)
+
+
+def test_a_degenerate_batch_keeps_mrtpo_bounded_with_gdpos_token_mean():
+    """N=1, G=2, K=2, rewards [[1, 0], [0, 1]]: S is 0 on both rows (batch std 0), so GDPO gives 0; MRTPO's token
+    terms are left unscaled instead of divided by eps alone (which gave +-15,000)."""
+    rewards = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])  # (1, 2, 2)
+    relevance = torch.tensor([[[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0]]]])  # reward k on token k
+    mask = torch.ones(1, 2, 2)
+    assert torch.equal(gdpo_advantages(rewards)[1], torch.zeros(1, 2))
+    adv = mrtpo_token_advantages(rewards, relevance, mask)  # (1, 2, 2)
+    ahat = 0.5 / (math.sqrt(0.5) + 1e-4)  # G = 2: (1 - 0.5) / (Bessel std + eps)
+    assert adv[0, 0].tolist() == pytest.approx([2 * ahat, -2 * ahat])  # w = 2 on its own token, 0 elsewhere
+    assert adv[0, 1].tolist() == pytest.approx([-2 * ahat, 2 * ahat])
+    assert adv.mean(-1).abs().max() < 1e-6  # the token mean is GDPO's 0
+    assert adv.abs().max() < 2  # bounded by sum_k |lambda_k| max_t w |Ahat_k|
+
+
+def test_unscorable_rows_get_zero_and_leave_the_statistics():
+    rewards = torch.tensor([[[1.0, 1.0], [0.0, 0.0], [math.nan, math.nan], [1.0, 0.0]]])  # row 2 unscorable
+    assert grpo_advantages(rewards)[0].tolist() == pytest.approx([1.0, -1.0, 0.0, 0.0], abs=1e-3)
+    ahat, final = gdpo_advantages(rewards)
+    without = gdpo_advantages(rewards[:, [0, 1, 3]])[1]  # the same batch without the unscorable row
+    assert final[0, 2] == 0 and final[0, [0, 1, 3]].tolist() == pytest.approx(without[0].tolist())
+    tokens = mrtpo_token_advantages(rewards, torch.rand(1, 4, 2, 3), torch.ones(1, 4, 3))
+    assert torch.equal(tokens[0, 2], torch.zeros(3)) and tokens[0, [0, 1, 3]].mean(-1).tolist() == pytest.approx(
+        final[0, [0, 1, 3]].tolist(), abs=1e-5)
