@@ -153,6 +153,25 @@ def chunked_metric(logits_p: torch.Tensor, logits_q: torch.Tensor, metric: str |
     return torch.cat(parts, dim=-1)  # (..., T)
 
 
+def entropy(logits: torch.Tensor, chunk_size: int | None = None) -> torch.Tensor:
+    """Entropy (nats) of ``softmax(logits)`` at every position, chunked like :func:`chunked_metric`.
+
+    Args:
+        logits: ``(..., V)``.
+    Returns:
+        ``(...)`` float32 (float64 for float64 input), ``>= 0``.
+    """
+    V = logits.shape[-1]
+    flat = logits.reshape(-1, V)  # (R, V)
+    rows = _rows_per_chunk(V, chunk_size)
+    parts = []
+    for s in range(0, flat.shape[0], rows):
+        logp = torch.log_softmax(_as_float(flat[s:s + rows]), dim=-1)
+        parts.append(_kl_sum(logp, torch.zeros_like(logp)).neg().clamp_min(0.0))  # -sum p log p
+    out = torch.cat(parts) if parts else torch.zeros(0, dtype=_as_float(flat).dtype)
+    return out.reshape(logits.shape[:-1])
+
+
 @dataclass(frozen=True)
 class TokenStats:
     """Per-position statistics of one next-token distribution (shapes for logits ``(..., T, V)``)."""

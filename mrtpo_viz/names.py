@@ -4,8 +4,13 @@ read these, and the registries (``divergence.METRICS``, ``advantages.ADVANTAGE_M
 """
 from __future__ import annotations
 
-METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo")
-"""Advantage methods (``advantages.ADVANTAGE_METHODS``), in the order the UI and plots show them."""
+METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo", "mrtpo:oracle", "entropy")
+"""Advantage methods (``advantages.ADVANTAGE_METHODS``), in the order the UI and plots show them. ``mrtpo:oracle``
+(weights from the verifiers' relevant spans) and ``entropy`` (uncertainty-only weighting) are the baselines of the
+convergence study."""
+
+DEFAULT_METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo")
+"""The methods a comparison trains unless told otherwise (the paper's three)."""
 
 METRICS: tuple[str, ...] = ("js", "kl", "tvd")
 """Relevance metrics between two next-token distributions (``divergence.METRICS``)."""

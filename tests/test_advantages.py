@@ -129,7 +129,7 @@ def test_group_of_one_and_batch_of_one_give_zero_not_nan(name):
     for N, G in [(3, 1), (1, 1)]:
         rewards = torch.rand(N, G, 2)
         relevance, mask = torch.rand(N, G, 2, 4), torch.ones(N, G, 4)
-        adv = ADVANTAGE_METHODS[name](rewards, mask, relevance=relevance)
+        adv = ADVANTAGE_METHODS[name](rewards, mask, relevance=relevance, entropy=torch.rand(N, G, 4))
         assert torch.equal(adv, torch.zeros(N, G, 4))
 
 
@@ -200,16 +200,21 @@ def test_mrtpo_padding_is_exactly_zero():
 # ------------------------------------------------------------------------------------------ registry, bad input
 
 def test_registry_call_form_and_flags():
-    assert list(ADVANTAGE_METHODS) == ["grpo", "gdpo", "mrtpo"]
-    assert [m.needs_relevance for m in ADVANTAGE_METHODS.values()] == [False, False, True]
+    assert list(ADVANTAGE_METHODS) == ["grpo", "gdpo", "mrtpo", "mrtpo:oracle", "entropy"]
+    assert [m.needs for m in ADVANTAGE_METHODS.values()] == ["", "", "relevance", "spans", "entropy"]
+    assert [m.needs_relevance for m in ADVANTAGE_METHODS.values()] == [False, False, True, True, False]
     rewards = _random_rewards(2, 3, 2, seed=12)
     relevance, mask = _random_case(2, 3, 2, 5, seed=13)
     assert torch.allclose(get_method("grpo")(rewards, mask), grpo_advantages(rewards)[..., None] * mask)
     assert torch.allclose(get_method("gdpo")(rewards, mask), gdpo_advantages(rewards)[1][..., None] * mask)
     assert torch.equal(get_method("mrtpo")(rewards, mask, relevance=relevance, alpha=0.5),
                        mrtpo_token_advantages(rewards, relevance, mask, alpha=0.5))
-    with pytest.raises(ValueError, match="needs relevance"):
+    with pytest.raises(ValueError, match="needs the replay's relevance"):
         get_method("mrtpo")(rewards, mask)
+    with pytest.raises(ValueError, match="needs the relevant-span masks"):
+        get_method("mrtpo:oracle")(rewards, mask)
+    with pytest.raises(ValueError, match="needs the sampling entropy"):
+        get_method("entropy")(rewards, mask)
     with pytest.raises(ValueError, match="unknown advantage method"):
         get_method("ppo")
 
@@ -279,3 +284,41 @@ def test_unscorable_rows_get_zero_and_leave_the_statistics():
     tokens = mrtpo_token_advantages(rewards, torch.rand(1, 4, 2, 3), torch.ones(1, 4, 3))
     assert torch.equal(tokens[0, 2], torch.zeros(3)) and tokens[0, [0, 1, 3]].mean(-1).tolist() == pytest.approx(
         final[0, [0, 1, 3]].tolist(), abs=1e-5)
+
+
+
+def test_oracle_weights_are_the_span_mask_normalized_to_mean_one():
+    from mrtpo_viz.advantages import span_relevance
+
+    in_span = torch.tensor([[[[1, 1, 0, 0, 0], [0, 0, 0, 0, 0]]]])  # (1, 1, 2, 5): reward 1 has no span token
+    mask = torch.tensor([[[1.0, 1, 1, 1, 0]]])  # the last token is padding
+    w = mrtpo_token_weights(span_relevance(in_span), mask)[0, 0]  # (K, T)
+    assert w[0].tolist() == [2.0, 2.0, 0.0, 0.0, 0.0]  # 4 valid tokens, 2 in the span: 4 / 2 each
+    assert w[1].tolist() == [1.0, 1.0, 1.0, 1.0, 0.0]  # no span token: uniform
+    rewards = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])  # (1, 3, 2)
+    rel = torch.zeros(1, 3, 2, 5)
+    rel[0, 0] = span_relevance(in_span)[0, 0]
+    adv = get_method("mrtpo:oracle")(rewards, mask.expand(1, 3, 5), relevance=rel)
+    assert torch.allclose(adv, mrtpo_token_advantages(rewards, rel, mask.expand(1, 3, 5)))
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
+def test_entropy_baseline_keeps_the_gdpo_token_mean(beta):
+    from mrtpo_viz.advantages import entropy_token_advantages
+
+    rewards = _random_rewards(3, 4, 2, seed=21)
+    g = torch.Generator().manual_seed(22)
+    H = torch.rand(3, 4, 6, generator=g) * 3
+    mask = torch.ones(3, 4, 6)
+    mask[0, 0, 4:] = 0  # padding
+    adv = entropy_token_advantages(rewards, H, mask, beta=beta)
+    gdpo = gdpo_advantages(rewards)[1]
+    mean = (adv * mask).sum(-1) / mask.sum(-1)
+    assert torch.allclose(mean, gdpo, atol=1e-6) and (adv[0, 0, 4:] == 0).all()
+    if beta == 0.0:
+        assert torch.allclose(adv, gdpo[..., None] * mask)
+    else:  # the most uncertain token of a response gets the largest share of its advantage
+        t = int(H[1, 1].argmax())
+        assert abs(float(adv[1, 1, t])) == pytest.approx(float(adv[1, 1].abs().max()))
+    flat = entropy_token_advantages(rewards, torch.zeros(3, 4, 6), mask, beta=beta)
+    assert torch.allclose(flat, gdpo[..., None] * mask)  # no uncertainty anywhere: uniform (GDPO)

@@ -36,7 +36,7 @@ def test_cli_choices_are_the_names(capsys):
     err = capsys.readouterr().err
     assert all(repr(m) in err for m in names.METRICS)
     train = parser.parse_args(["train", "--out", "o", "--control", "others"])
-    assert train.control == "others" and train.methods == ",".join(names.METHODS)
+    assert train.control == "others" and train.methods == ",".join(names.DEFAULT_METHODS)
 
 
 def test_check_choice_returns_the_value():

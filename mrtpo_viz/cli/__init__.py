@@ -57,7 +57,7 @@ def _add_train(sub):
     p = sub.add_parser("train", help="compare GRPO, GDPO and MRTPO on one task (methods x seeds)",
                        description="Every TrainConfig field is an option; --methods, --seeds and --out say which "
                                    "runs to make and where.")
-    p.add_argument("--methods", default=",".join(names.METHODS),
+    p.add_argument("--methods", default=",".join(names.DEFAULT_METHODS),
                    help="comma-separated variants: a method, or method:control for MRTPO with controlled relevance "
                         f"(methods {', '.join(names.METHODS)}; controls {', '.join(names.CONTROLS[1:])})")
     p.add_argument("--seeds", type=int, default=1, help="runs per variant, seeds --seed, --seed + 1, ...")

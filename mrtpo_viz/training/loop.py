@@ -143,7 +143,7 @@ def _timed(times: dict[str, float], phase: str):
 
 def train_step(run: Run, step: int) -> StepMetrics:
     """Sample -> score -> relevance -> advantages -> clipped surrogate -> update; metrics of the step."""
-    from .rollouts import rollout_relevance, rollout_rewards, sample_rollouts, token_logprobs
+    from .rollouts import rollout_rewards, sample_rollouts, token_logprobs
     from .metrics import step_metrics
 
     cfg, method, times = run.config, ADVANTAGE_METHODS[run.config.method], {}
@@ -153,23 +153,39 @@ def train_step(run: Run, step: int) -> StepMetrics:
                                    max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
     with _timed(times, "score"):
         rewards = rollout_rewards(rollouts, run.verifiers)  # (N, G, K)
-    relevance = None
     with _timed(times, "forward"):  # the training forward comes first: its logits are the replay's no-info branch
         logp, logits = token_logprobs(run.model, rollouts, run.policy.pad_id, run.accelerator.device, cfg.temperature,
                                       return_logits=True)  # (N * G, T), (N * G, T, V)
-    with _timed(times, "replay"):
-        if method.needs_relevance:  # the policy before the update, no grad
-            relevance = rollout_relevance(run.policy, rollouts, run.verifiers, metric=cfg.metric,
-                                          control=cfg.control, info_position=cfg.info_position, pool=run.examples,
-                                          without_logits=logits)
+    with _timed(times, "replay"):  # the policy before the update, no grad
+        relevance, entropy = token_inputs(run, method, rollouts, logits)
     del logits
     mask = rollouts.mask()  # (N, G, T)
     with _timed(times, "advantages"):
-        adv = method(rewards, mask, relevance, weights=run.weights, alpha=cfg.alpha, gamma=cfg.gamma)  # (N, G, T)
+        adv = method(rewards, mask, relevance, weights=run.weights, alpha=cfg.alpha, gamma=cfg.gamma,
+                     entropy=entropy)  # (N, G, T)
     with _timed(times, "update"):
         losses = update_policy(run, rollouts, adv, mask, logp)
     times["update"] += times.pop("forward")  # the forward is part of the update's cost (PHASES)
     return step_metrics(run, step, rollouts, rewards, mask, adv, relevance, losses, times)
+
+
+def token_inputs(run: Run, method, rollouts, logits: torch.Tensor):
+    """What ``method`` reads per token (``method.needs``): ``(relevance (N, G, K, T) or None, entropy (N, G, T) or
+    None)`` — the replay's relevance, the verifiers' relevant-span masks (the oracle), or the sampling entropy."""
+    from ..divergence import entropy as token_entropy
+    from .rollouts import rollout_relevance, span_masks
+
+    cfg = run.config
+    if method.needs == "relevance":
+        return rollout_relevance(run.policy, rollouts, run.verifiers, metric=cfg.metric, control=cfg.control,
+                                 info_position=cfg.info_position, pool=run.examples, without_logits=logits), None
+    if method.needs == "spans":
+        return span_masks(rollouts, run.verifiers, run.policy.tokenizer), None
+    if method.needs == "entropy":
+        with torch.no_grad():
+            H = token_entropy(logits.float() / cfg.temperature)  # (N * G, T): the sampling distribution
+        return None, H.reshape(rollouts.N, rollouts.G, -1).cpu()  # (N, G, T)
+    return None, None
 
 
 def update_policy(run: Run, rollouts, adv: torch.Tensor, mask: torch.Tensor,

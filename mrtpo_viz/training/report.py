@@ -15,6 +15,8 @@ from typing import Optional
 
 import pandas as pd
 
+from .. import names
+
 
 def variant_label(method: str, control: str = "none") -> str:
     """``gdpo``, ``mrtpo`` (raw relevance), ``mrtpo:placebo`` (controlled relevance)."""
@@ -22,8 +24,12 @@ def variant_label(method: str, control: str = "none") -> str:
 
 
 def parse_variant(spec: str) -> tuple[str, str]:
-    """``"mrtpo:others"`` -> ``("mrtpo", "others")``; ``"gdpo"`` -> ``("gdpo", "none")``."""
-    method, _, control = spec.strip().partition(":")
+    """``"mrtpo:others"`` -> ``("mrtpo", "others")``; ``"gdpo"`` -> ``("gdpo", "none")``; a registered method whose
+    name has a colon (``"mrtpo:oracle"``) is that method with no control."""
+    spec = spec.strip()
+    if spec in names.METHODS:
+        return spec, "none"
+    method, _, control = spec.partition(":")
     return method, control or "none"
 
 

@@ -131,6 +131,25 @@ def rollout_relevance(policy, rollouts: Rollouts, verifiers: Sequence[str], *, m
     return relevance
 
 
+def span_masks(rollouts: Rollouts, verifiers: Sequence[str], tokenizer) -> torch.Tensor:
+    """The oracle's relevance: ``(N, G, K, T)`` 1 where token ``t`` of completion ``g`` overlaps a relevant span of
+    verifier ``k`` (its ``relevant_spans`` on the completion's text), 0 elsewhere, where the verifier does not apply
+    or where it knows no spans (which MRTPO's weighting turns into uniform weights)."""
+    from ..relevance.tokens import display_tokens
+
+    N, G, K, T = rollouts.N, rollouts.G, len(verifiers), rollouts.T
+    out = torch.zeros((N, G, K, T))
+    checks = [get_verifier(name) for name in verifiers]
+    for i, ex in enumerate(rollouts.examples):
+        for g, (ids, text) in enumerate(zip(rollouts.response_ids[i], rollouts.texts[i])):
+            offsets = display_tokens(tokenizer, ids)[1]  # the text's own tokens first; an EOS adds a last one
+            for k, v in enumerate(checks):
+                spans = v.relevant_spans(text, ex) if v.name in ex.verifiers else None
+                for t, (s, e) in enumerate(offsets if spans else ()):
+                    out[i, g, k, t] = float(any(a < e and s < b for a, b in spans))
+    return out
+
+
 def padded_batch(rollouts: Rollouts, pad_id: int, device) -> tuple[torch.Tensor, ...]:
     """Rows ``prompt + response`` right-padded, for the training forward.
 

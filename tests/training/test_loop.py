@@ -337,3 +337,31 @@ def test_kl_penalty_is_zero_at_the_start_and_grows_after_an_update(tiny_policy):
     first, second = list(train(cfg, examples=_examples(), policy=tiny_policy))
     assert first.kl == pytest.approx(0.0, abs=1e-6)  # the policy is still the reference
     assert second.kl > 1e-4
+
+
+@pytest.mark.parametrize("method", ["mrtpo:oracle", "entropy"])
+def test_the_study_baselines_train_a_step_with_their_own_token_inputs(tiny_policy, method, monkeypatch):
+    import mrtpo_viz.training.rollouts as ro
+
+    calls = []
+    real = ro.span_masks
+    monkeypatch.setattr(ro, "span_masks", lambda *a: calls.append("spans") or real(*a))
+    m = next(train(_config(method=method, steps=1), examples=_examples(), policy=tiny_policy))
+    assert m.method == method and math.isfinite(m.loss) and m.times["replay"] >= 0
+    assert calls == (["spans"] if method == "mrtpo:oracle" else [])
+    assert m.adv_absmax > 0  # the letter-e reward varies within a group: some credit moves
+
+
+def test_span_masks_mark_the_tokens_of_each_verifiers_spans(tiny_policy):
+    from mrtpo_viz.tasks import load_examples
+    from mrtpo_viz.training.rollouts import Rollouts, span_masks
+
+    ex = load_examples("tool_calling")[0]
+    ids = tiny_policy.tokenizer(ex.reference, add_special_tokens=False)["input_ids"]
+    ro = Rollouts([ex], [[ex.reference]], [[1]], [[ids]])
+    masks = span_masks(ro, ["tool_call.format", "tool_call.correctness", "test.letter_e"], tiny_policy.tokenizer)
+    assert masks.shape == (1, 1, 3, len(ids))
+    toks = [tiny_policy.tokenizer.decode([i]) for i in ids]
+    marked = "".join(t for t, m in zip(toks, masks[0, 0, 0].tolist()) if m)
+    assert "<tool_call>" in marked.replace(" ", "") or "tool_call" in marked  # the opening tag is a format span
+    assert masks[0, 0, 1].sum() > 0 and masks[0, 0, 2].sum() == 0  # the example does not use test.letter_e
