@@ -203,7 +203,9 @@ def default_test_file(module: str) -> str:
 
 
 def covering_test_file(module: str) -> str:
-    """The test file of ``module``: its entry in COVERED_BY, else :func:`default_test_file`."""
+    """The test file of ``module``: :func:`default_test_file` where it exists, else its entry in COVERED_BY."""
+    if module != PACKAGE and (ROOT / default_test_file(module)).is_file():
+        return default_test_file(module)
     if module in COVERED_BY:
         return COVERED_BY[module]
     pkg = next((k for k in COVERED_BY if k.endswith(".*") and (module + ".").startswith(k[:-1])), None)
