@@ -13,14 +13,14 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _smoke import free_port, replay_example, stop, wait_for_port  # noqa: E402
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
 
 
@@ -42,45 +42,16 @@ def readme_snippet() -> str:
     return re.search(r"```python\n(.*?)```", text, re.S).group(1)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def check_serve(python: str, cwd: Path, env: dict) -> str:
     """Start ``mrtpo_viz serve``, replay example 0 through the app's API, stop the server."""
-    from gradio_client import Client
-
-    from mrtpo_viz.tasks import VERIFIERS, load_examples
-
     port = free_port()
     server = subprocess.Popen([python, "-m", "mrtpo_viz", "serve", "--port", str(port)], cwd=cwd, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        url = f"http://127.0.0.1:{port}/"
-        for _ in range(180):
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if server.poll() is not None:
-                    raise SystemExit(f"FAILED: serve exited\n{server.stderr.read()[-3000:]}")
-                time.sleep(0.5)
-        client = Client(url, verbose=False, analytics_enabled=False)
-        status = client.predict("tiny-mrtpo", api_name="/load_checkpoint")
-        assert "**Loaded**" in status, status
-        ex = load_examples("tool_calling")[0]
-        infos = [VERIFIERS[n].info(ex) for n in ex.verifiers]
-        out = client.predict("tiny-mrtpo", "tool_calling", 0, ex.messages()[-1]["content"], ex.reference,
-                             list(ex.verifiers), "user_end", "js", "none", "\n\n[Verifier: {title}] {info}",
-                             *(infos + [""] * 6)[:6], api_name="/replay")
-        client.close()
-        assert str(out).count('class="mrtpo-tok"') > 5, str(out)[:500]  # the token view of the replay
-        return status
+        wait_for_port(server, port)
+        return replay_example(f"http://127.0.0.1:{port}/")[0]
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop(server)
 
 
 def check(python: str, env: dict, where: str) -> None:

@@ -126,3 +126,28 @@ def test_every_registered_script_exists_and_names_its_quick_flag():
 
 def test_empty_csv_cells_read_as_nan():
     assert bench._num("1.5") == 1.5 and math.isnan(bench._num("")) and math.isnan(bench._num(None))
+
+
+def test_gpu_check_says_not_measured_without_a_gpu_and_its_code_runs_on_the_cpu(tmp_path):
+    """Without CUDA the results file says so and names the command; ``--device cpu`` runs every part's code (so the
+    script works the day a GPU is lent)."""
+    import subprocess
+    import sys
+
+    import torch
+
+    from tests.apphelpers import REPO
+
+    script = str(REPO / "benchmarks" / "gpu_check.py")
+    if not torch.cuda.is_available():
+        subprocess.run([sys.executable, script, "--out", str(tmp_path / "none")], check=True, capture_output=True)
+        text = (tmp_path / "none.md").read_text()
+        assert "Not measured: no GPU was lent" in text and "python benchmarks/gpu_check.py" in text
+    out = subprocess.run([sys.executable, script, "--device", "cpu", "--models", "tiny-mrtpo", "--quick",
+                          "--examples", "1", "--out", str(tmp_path / "dry")], capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = (tmp_path / "dry.csv").read_text().splitlines()
+    parts = [r.split(",")[0] for r in rows[1:]]
+    assert parts.count("agreement") == 2 and parts.count("speed") == 2 and parts.count("training") == 5
+    assert "a CPU dry run" in (tmp_path / "dry.md").read_text()
