@@ -337,3 +337,22 @@ def test_kl_penalty_is_zero_at_the_start_and_grows_after_an_update(tiny_policy):
     first, second = list(train(cfg, examples=_examples(), policy=tiny_policy))
     assert first.kl == pytest.approx(0.0, abs=1e-6)  # the policy is still the reference
     assert second.kl > 1e-4
+
+
+def test_a_step_on_multi_call_bfcl_examples(tiny_policy):
+    """BFCL-style examples (two expected calls, any order; the functions in the system message) train like any
+    other: both tool-call verifiers score every completion and MRTPO replays them."""
+    from mrtpo_viz.tasks.bfcl import make_example
+
+    fn = {"name": "spotify.play", "description": "Play songs.", "parameters": {"type": "dict", "required": ["artist"],
+          "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}}}}
+    examples = [make_example({"id": f"parallel_{i}", "function": [fn], "question": [[
+        {"role": "user", "content": f"Play artist {i} for {i} minutes and artist {i + 1} for 5."}]]},
+        [{"spotify.play": {"artist": [f"artist {i}"], "duration": [i]}},
+         {"spotify.play": {"artist": [f"artist {i + 1}"], "duration": [5, ""]}}], "parallel") for i in range(2)]
+    assert all(ex.reference.count("<tool_call>") == 2 for ex in examples)
+    cfg = _config(task="bfcl", method="mrtpo", steps=1, group_size=2, max_new_tokens=12)
+    (m,) = list(train(cfg, examples=examples, policy=tiny_policy))
+    assert set(m.rewards) == {"tool_call.format", "tool_call.correctness"}
+    assert all(0.0 <= r <= 1.0 for r in m.rewards.values())  # no NaN: the examples give what both verifiers need
+    assert m.relevance_mean > 0
