@@ -13,8 +13,10 @@ and as a mean over verifiers:
     character that differs; the eos token that ends the response when the error cuts text off at the end); where
     does verifier k's relevance rank that token (top-1 and top-3 rates; ties count at their mean rank)?
 
-Usage: ``python benchmarks/localization.py [--quick] [--n 100] [--checkpoint DIR] [--out benchmarks/results]``.
-Writes ``localization.csv`` (long: view, verifier, method, value, n) and ``localization.md``.
+Usage: ``python benchmarks/localization.py [--quick] [--n 100] [--checkpoint DIR] [--out benchmarks/results]``;
+``--tasks bfcl --category parallel`` runs it on BFCL's rows instead (one or more calls per response; needs bfcl-eval,
+and writes ``localization_bfcl_<category>.*``). Writes ``localization.csv`` (long: view, verifier, method, value, n)
+and ``localization.md``.
 """
 from __future__ import annotations
 
@@ -190,16 +192,18 @@ def markdown(rows: list[dict], header: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def run(checkpoint: str, n: int, seed: int = 0) -> tuple[list[dict], dict]:
-    """All three views over the first ``n`` test examples of each family; returns (rows, run info)."""
+def run(checkpoint: str, n: int, seed: int = 0, tasks=TASKS, category=None) -> tuple[list[dict], dict]:
+    """All three views over the first ``n`` test examples of each family (``category``: BFCL's, for ``bfcl``);
+    returns (rows, run info)."""
     from mrtpo_viz.policy import load_policy
     from mrtpo_viz.sample_policy.data import Pools as DataPools
 
     policy, pools, rng, t0 = load_policy(checkpoint), Pools(), random.Random(seed), time.time()
     counts = {}
-    for task in TASKS:
-        examples = [e for e in load_examples(task, "test") if e.reference][:n]
-        data_pools = DataPools.from_examples(load_examples(task, "train"))
+    for task in tasks:
+        options = {"category": category} if task == "bfcl" and category else {}
+        examples = [e for e in load_examples(task, "test", **options) if e.reference][:n]
+        data_pools = DataPools.from_examples(load_examples(task, "train", **options))
         for ex in examples:
             names = [v for v in ex.verifiers]
             sig, rel = signals(policy, ex, ex.reference, names)
@@ -217,12 +221,17 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--tasks", default=",".join(TASKS), help="comma-separated task families (bfcl too)")
+    ap.add_argument("--category", default=None, help="BFCL category for --tasks bfcl (default simple_python)")
     args = ap.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
-    rows, info = run(args.checkpoint, 5 if args.quick else args.n, args.seed)
-    write(rows, info, Path(args.out), suffix="_quick" if args.quick else "")
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    rows, info = run(args.checkpoint, 5 if args.quick else args.n, args.seed, tasks, args.category)
+    suffix = "" if tasks == list(TASKS) else "_" + "_".join(tasks + ([args.category] if args.category else []))
+    info["args"] = "" if not suffix else f" --tasks {','.join(tasks)}" + (f" --category {args.category}" if args.category else "")
+    write(rows, info, Path(args.out), suffix=suffix + ("_quick" if args.quick else ""))
     return 0
 
 
@@ -234,7 +243,7 @@ def write(rows: list[dict], info: dict, out: Path, suffix: str = "") -> None:
         writer = csv.DictWriter(fh, fieldnames=["view", "verifier", "method", "value", "n"])
         writer.writeheader()
         writer.writerows(rows)
-    header = (f"# Localization benchmark\n\nCommand: `python benchmarks/localization.py` · policy "
+    header = (f"# Localization benchmark\n\nCommand: `python benchmarks/localization.py{info.get('args', '')}` · policy "
               f"`{Path(info['checkpoint']).name}` · held-out examples per family: {info['examples']} · "
               f"{info['seconds']:.0f} s on one CPU thread. Gold responses (views a, b) and one injected error per "
               f"verifier (view c). AUROC 0.5 = chance; n = positive tokens (a, b) or responses (c); on the mean row, n = "

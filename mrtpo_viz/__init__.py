@@ -16,7 +16,7 @@ __version__ = "0.2.0"
 
 _LAZY = {
     "load_policy": "policy", "Policy": "policy", "Completion": "policy", "PolicyLoadError": "policy",
-    "load_examples": "tasks", "Example": "tasks", "TASKS": "tasks",
+    "load_examples": "tasks", "available_tasks": "tasks", "Example": "tasks", "TASKS": "tasks",
     "list_verifiers": "tasks", "get_verifier": "tasks", "Verifier": "tasks", "Verdict": "tasks",
     "replay": "relevance", "Relevance": "relevance",
     "TrainConfig": "training", "train": "training", "StepMetrics": "training",

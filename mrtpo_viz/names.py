@@ -24,6 +24,17 @@ INFO_POSITIONS: tuple[str, ...] = ("user_end", "system")
 TASKS: tuple[str, ...] = ("tool_calling", "text_to_sql", "instruction_following")
 """The bundled task families (sample data ships with the package), in the order the UI and CLI show them."""
 
+BFCL_TASK: str = "bfcl"
+"""BFCL as a task family: its data is read from the installed ``bfcl-eval`` package (``tasks.loading.available_tasks``
+lists it only then)."""
+BFCL_CATEGORIES: tuple[str, ...] = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple",
+                                    "live_multiple", "live_parallel", "live_parallel_multiple")
+"""BFCL's categories that ``load_examples("bfcl", category=...)`` loads (the first is the default)."""
+TOOL_CATEGORIES: tuple[str, ...] = ("simple",) + BFCL_CATEGORIES
+"""Values of a tool-calling example's ``meta.category`` (BFCL's; ``parallel`` in it: several calls, any order)."""
+VERIFIER_FAMILY: dict[str, str] = {BFCL_TASK: "tool_calling"}
+"""Task families scored by another family's verifiers (``list_verifiers("bfcl")`` gives the tool-calling ones)."""
+
 PHASES: tuple[str, ...] = ("sample", "score", "replay", "advantages", "update")
 """Phases of one training step, timed in ``StepMetrics.times``."""
 

@@ -31,9 +31,11 @@ def _add_serve(sub):
 
 
 def _add_replay(sub):
+    from ..tasks.loading import available_tasks
+
     p = sub.add_parser("replay", help="relevance of one example's response to its verifiers")
     _replay_args(p)
-    p.add_argument("--task", required=True, help=f"task family: {', '.join(names.TASKS)}")
+    p.add_argument("--task", required=True, help=f"task family: {', '.join(available_tasks())}")
     p.add_argument("--example", type=int, default=0, help="index in the test split")
     p.add_argument("--response", default=None, help="response text (default: the example's reference)")
     p.add_argument("--out", default=None, help="write the Relevance as JSON here")

@@ -30,12 +30,24 @@ def serve(args) -> int:
     return 0
 
 
+def _check_task(task: str) -> None:
+    """A ValueError naming the task families that load here (and how to get BFCL) for any other task."""
+    from ..names import BFCL_TASK
+    from ..tasks.loading import available_tasks
+
+    known = available_tasks()
+    if task not in known:
+        hint = "" if BFCL_TASK in known else f" ({BFCL_TASK} after pip install mrtpo-viz[bfcl])"
+        raise ValueError(f"unknown task family {task!r}; known: {', '.join(known)}{hint}")
+
+
 def replay(args) -> int:
     """One example of the test split -> per-token table, optional JSON."""
     from ..relevance import replay as run_replay
     from ..tasks import load_examples
     from ..viz.text import format_table
 
+    _check_task(args.task)
     examples = load_examples(args.task, split="test")
     if not 0 <= args.example < len(examples):
         raise ValueError(f"--example {args.example} is out of range: task {args.task!r} has {len(examples)} "
@@ -121,6 +133,7 @@ def train(args) -> int:
     if not variants:
         raise ValueError("--methods is empty; give e.g. grpo,gdpo,mrtpo")
     base = TrainConfig(**dataclass_kwargs(args, TrainConfig, skip=("method", "out_dir")), out_dir=args.out)
+    _check_task(base.task)
     for spec in variants:  # fail before any training on a typo
         method, control = parse_variant(spec)
         dataclasses.replace(base, method=method, control=control)

@@ -70,9 +70,17 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls: type, *, skip: t
         convert, metavar = _converter(hints[f.name])
         default = defaults.get(f.name, f.default)
         shown = "" if default in (None, (), "") else f" (default: {default})"
+        shown += _task_choices() if f.name == "task" else ""
         parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=convert, default=default,
                             choices=CHOICES.get(f.name) if f.name != "task" else None, metavar=metavar
                             if f.name not in CHOICES else None, help=docs.get(f.name, "") + shown)
+
+
+def _task_choices() -> str:
+    """The task families that load here (bfcl only where bfcl-eval is installed), for the help of ``--task``."""
+    from ..tasks.loading import available_tasks
+
+    return f"; here: {', '.join(available_tasks())}"
 
 
 def dataclass_kwargs(args: argparse.Namespace, cls: type, *, skip: tuple[str, ...] = ()) -> dict[str, Any]:

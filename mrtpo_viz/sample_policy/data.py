@@ -272,6 +272,8 @@ def build_sft_data(n_per_task: dict[str, int], seed: int, cfg: NoiseConfig = Noi
 def _tool_value_error(ex, rng, pools):
     from ..tasks.generators.tool_calling import format_call
 
+    if not isinstance(ex.meta.get("arguments"), dict):  # BFCL-style: possible answers, one or more calls
+        return _calls_value_error(ex, rng)
     args = dict(ex.meta["arguments"])
     key = rng.choice(sorted(args))
     wrong = _wrong_value(ex, key, rng, pools)
@@ -286,8 +288,44 @@ def _sql_content_error(ex, rng, pools):
     return ex.reference.replace(sql, sql[:start] + rng.choice(options) + sql[end:], 1)
 
 
-def _call_of(reference: str) -> str:
-    return reference.removeprefix("<tool_call>").removesuffix("</tool_call>")
+def _other_value(value, strings: list[str], rng: random.Random):
+    """A different value of the same JSON type (None for dicts and one-item lists): another string of the reference
+    or the string with its first letter changed, a number moved by 1 or 2, the other boolean, a list one item short."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + rng.choice((-2, -1, 1, 2))
+    if isinstance(value, str):
+        others = [s for s in strings if s.casefold() != value.casefold()]
+        if others:
+            return rng.choice(others)
+        first = value[:1].lower()
+        return ("z" if first == "y" else "y") + value[1:]  # a first letter it does not have, in any case
+    return value[:-1] if isinstance(value, list) and len(value) > 1 else None
+
+
+def _calls_value_error(ex: Example, rng: random.Random) -> Optional[str]:
+    """The reference's calls with one argument value changed (references of one or more ``<tool_call>`` blocks, as
+    BFCL's are rendered)."""
+    from ..tasks.tool_calling import parse_calls, render_calls
+
+    calls, _ = parse_calls(ex.reference, strict=False)
+    keys = [(i, k) for i, c in enumerate(calls or []) for k in c["arguments"]]
+    if not keys:
+        return None
+    i, key = rng.choice(keys)
+    strings = [v for c in calls for v in c["arguments"].values() if isinstance(v, str)]
+    wrong = _other_value(calls[i]["arguments"][key], strings, rng)
+    if wrong is None:
+        return None
+    calls[i]["arguments"][key] = wrong
+    return render_calls([(c["name"], c["arguments"]) for c in calls])
+
+
+def _tool_format_error(ex: Example, rng: random.Random, pools: Pools) -> str:
+    """The first block's form broken (the other blocks of a multi-call reference follow unchanged)."""
+    head, close, rest = ex.reference.partition("</tool_call>")
+    return rng.choice(TOOL_FORMAT_ERRORS[1:])(head.removeprefix("<tool_call>")) + (rest if close else "")
 
 
 def _sql_of(reference: str) -> str:
@@ -296,7 +334,7 @@ def _sql_of(reference: str) -> str:
 
 ERRORS: dict[str, Callable[[Example, random.Random, Pools], Optional[str]]] = {
     "tool_call.correctness": _tool_value_error,
-    "tool_call.format": lambda ex, rng, pools: rng.choice(TOOL_FORMAT_ERRORS[1:])(_call_of(ex.reference)),
+    "tool_call.format": _tool_format_error,
     "sql.execution": _sql_content_error,
     "sql.format": lambda ex, rng, pools: rng.choice(SQL_FORMAT_ERRORS[1:])(_sql_of(ex.reference)),
 }

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
 
+from ..names import VERIFIER_FAMILY
+
 Messages = list[dict[str, str]]
 Prompt = Union[str, Messages]
 Span = tuple[int, int]
@@ -194,8 +196,9 @@ def register(verifier: Verifier, *, replace: bool = False) -> Verifier:
 
 
 def list_verifiers(task: str | None = None) -> list[str]:
-    """Registered verifier names, for one task family or all."""
-    return [n for n, v in VERIFIERS.items() if task is None or v.task == task]
+    """Registered verifier names, for one task family or all (BFCL's: the tool-calling ones, ``VERIFIER_FAMILY``)."""
+    family = VERIFIER_FAMILY.get(task, task)
+    return [n for n, v in VERIFIERS.items() if task is None or v.task == family]
 
 
 def get_verifier(name: str) -> Verifier:

@@ -1,4 +1,5 @@
-"""Loading examples: the bundled task families (``names.TASKS``, data inside the package) or any JSONL file.
+"""Loading examples: the bundled task families (``names.TASKS``, data inside the package), BFCL (from the installed
+``bfcl-eval``, :mod:`.bfcl`) or any JSONL file.
 
 Each JSONL row is an :meth:`Example.from_dict` object with a ``split`` field (``train`` / ``test``).
 """
@@ -7,23 +8,44 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..names import TASKS
+from ..names import BFCL_TASK, TASKS
 from .base import Example
 from .data import task_file
 
 
-def load_examples(task: str, split: str = "test", path: str | Path | None = None) -> list[Example]:
+def available_tasks() -> list[str]:
+    """The task families that load here: the bundled :data:`TASKS`, and ``bfcl`` when bfcl-eval is installed."""
+    from .bfcl import installed
+
+    return list(TASKS) + ([BFCL_TASK] if installed() else [])
+
+
+def load_examples(task: str, split: str = "test", path: str | Path | None = None, *,
+                  category: str | None = None, limit: int | None = None) -> list[Example]:
     """Load the sample examples of a task family.
 
     Args:
-        task: one of :data:`TASKS`.
-        split: ``"train"``, ``"test"`` or ``"all"``; each JSONL row carries a ``split`` field.
+        task: one of :data:`TASKS`, or ``"bfcl"`` (needs ``pip install mrtpo-viz[bfcl]``).
+        split: ``"train"``, ``"test"`` or ``"all"``; each JSONL row carries a ``split`` field (BFCL has one
+            evaluation set: every split gives all its rows).
         path: another JSONL file in the same format (defaults to the bundled sample data).
+        category: BFCL's category (``names.BFCL_CATEGORIES``; default ``simple_python``); only for ``bfcl``.
+        limit: only the first ``limit`` examples; only for ``bfcl``.
     Returns:
         The examples of that split, in file order.
     """
+    if task == BFCL_TASK and path is None:
+        from .bfcl import load_bfcl
+
+        if split not in ("train", "test", "all"):
+            raise ValueError(f"unknown split {split!r}; choose train, test or all (the same rows for BFCL)")
+        return load_bfcl(*([category] if category is not None else []), limit=limit)
+    if category is not None or limit is not None:
+        raise ValueError(f"'category' and 'limit' are options of the bfcl task family, not of {task!r}")
     if path is None and task not in TASKS:
-        raise ValueError(f"unknown task family {task!r}; known: {', '.join(TASKS)}")
+        known = available_tasks()
+        hint = "" if BFCL_TASK in known else f" ({BFCL_TASK} after pip install mrtpo-viz[bfcl])"
+        raise ValueError(f"unknown task family {task!r}; known: {', '.join(known)}{hint}")
     file = Path(path) if path is not None else task_file(task)
     if not file.is_file():
         raise FileNotFoundError(f"no examples file at {file}" + ("" if path is not None else

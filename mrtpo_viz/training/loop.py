@@ -29,7 +29,6 @@ from typing import Iterator, Optional, Sequence
 import torch
 
 from ..advantages import ADVANTAGE_METHODS
-from ..names import TASKS
 from ..tasks import Example
 from .config import TrainConfig
 from .metrics import StepMetrics
@@ -90,11 +89,11 @@ def _own_policy(config: TrainConfig, policy, device):
 
 def _prompts_and_rewards(config: TrainConfig, examples) -> tuple[list[Example], list[str], torch.Tensor]:
     """The training examples, the verifier names (K columns of the reward matrix) and the (K,) reward weights."""
-    from ..tasks.loading import load_examples
+    from ..tasks.loading import available_tasks, load_examples
     from .rollouts import union_verifiers
 
-    if examples is None and config.task not in TASKS:
-        raise ValueError(f"unknown task {config.task!r}; choose one of {TASKS} or pass examples")
+    if examples is None and config.task not in available_tasks():
+        raise ValueError(f"unknown task {config.task!r}; choose one of {available_tasks()} or pass examples")
     examples = list(examples) if examples is not None else load_examples(config.task, "train")
     if not examples:
         raise ValueError("no training examples")

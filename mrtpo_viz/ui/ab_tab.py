@@ -10,7 +10,7 @@ import pandas as pd
 
 from .. import viz
 from ..names import CONTROLS, INFO_POSITIONS, METRICS, TASKS
-from ..tasks import get_verifier, list_verifiers
+from ..tasks import available_tasks, get_verifier, list_verifiers
 from .common import (MODEL, check_text, check_token_count, example_choices, get_example, get_policy, limits,
                      prompt_text, readable, with_prompt)
 from .relevance_tab import task_examples
@@ -83,7 +83,7 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=360):
             with gr.Row():
-                task = gr.Dropdown(list(TASKS), value=TASKS[0], label="Task family")
+                task = gr.Dropdown(available_tasks(), value=TASKS[0], label="Task family")
                 example = gr.Dropdown(first, value=start["example"], label="Example (test split)")
             prompt = gr.Textbox(start["prompt"], label="Prompt", lines=3, max_lines=10)
             response = gr.Textbox(start["response"], label="Response", lines=3, max_lines=10)

@@ -13,7 +13,7 @@ import pandas as pd
 from .. import viz
 from ..names import CONTROLS, INFO_POSITIONS, METRICS, TASKS
 from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
-from ..tasks import get_verifier, list_verifiers
+from ..tasks import available_tasks, get_verifier, list_verifiers
 from .common import (MAX_VERIFIERS, MODEL, check_text, check_token_count, download_folder, example_choices,
                      get_example, get_policy, limits, prompt_text, readable, with_prompt)
 
@@ -195,7 +195,7 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=360):
             with gr.Row():
-                task = gr.Dropdown(list(TASKS), value=TASKS[0], label="Task family")
+                task = gr.Dropdown(available_tasks(), value=TASKS[0], label="Task family")
                 example = gr.Dropdown(first, value=first[0][1] if first else None, label="Example (test split)")
             prompt = gr.Textbox(start["prompt"], label="Prompt (edit it for a free prompt; the example's verifiers "
                                 "still apply)", lines=4, max_lines=12)

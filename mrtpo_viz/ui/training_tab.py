@@ -17,6 +17,7 @@ import pandas as pd
 from .. import viz
 from ..names import CONTROLS, METHODS, TASKS
 from ..settings import default_checkpoint, get_settings
+from ..tasks import available_tasks
 from ..viz.training import advantage_tokens_html, phase_times_markdown, reward_curves_figure
 from .common import get_policy, readable
 
@@ -137,7 +138,7 @@ def build_training_tab(checkpoint) -> None:
                 "stream in as steps finish; the sample shows where the latest step put its advantage, token by "
                 "token. Stop keeps the curves.")
     with gr.Row():
-        task = gr.Dropdown(list(TASKS), value=TASKS[0], label="Task family")
+        task = gr.Dropdown(available_tasks(), value=TASKS[0], label="Task family")
         methods = gr.CheckboxGroup(list(METHODS), value=list(METHODS), label="Methods")
         steps = gr.Slider(1, LIVE.max_steps, value=LIVE.steps, step=1, label="Steps")
     with gr.Accordion("Settings", open=False):

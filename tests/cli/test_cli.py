@@ -93,3 +93,23 @@ def test_train_cli_writes_metrics_curves_and_summary(tiny_policy_dir, tmp_path):
     assert main(["train", "--task", "tool_calling", "--methods", "gdpo,ppo", "--out", str(out)]) == 2  # clear error
 
 
+
+
+
+def _help(command: str) -> str:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    return " ".join(sub.choices[command].format_help().split())
+
+
+def test_task_options_list_the_tasks_that_load_here(monkeypatch, capsys, tmp_path):
+    from mrtpo_viz.tasks import bfcl
+
+    monkeypatch.setattr(bfcl, "package_dir", lambda: None)  # bfcl-eval not installed
+    assert "task family: tool_calling, text_to_sql, instruction_following --example" in _help("replay")
+    assert main(["replay", "--task", "bfcl"]) == 2
+    assert "bfcl after pip install mrtpo-viz[bfcl]" in capsys.readouterr().err
+    assert main(["train", "--task", "bfcl", "--out", str(tmp_path / "t")]) == 2  # refused before any training
+    assert "unknown task family 'bfcl'" in capsys.readouterr().err and not (tmp_path / "t").exists()
+    monkeypatch.setattr(bfcl, "package_dir", lambda: tmp_path)  # as if installed
+    assert "task family: tool_calling, text_to_sql, instruction_following, bfcl" in _help("replay")
+    assert "here: tool_calling, text_to_sql, instruction_following, bfcl" in _help("train")

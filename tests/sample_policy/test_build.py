@@ -105,6 +105,26 @@ def test_injected_error_fails_the_verifier_at_an_argument_value():
     assert any(a <= at < b for a, b in spans[1:])  # spans[0] is the tool name, the rest the argument values
 
 
+def test_injected_errors_on_a_multi_call_example():
+    """BFCL-style references (several blocks, possible answers instead of ``meta.arguments``): one value of one call
+    changes, or the first block's form breaks; the other verifier still passes."""
+    from mrtpo_viz.tasks.bfcl import make_example
+
+    fn = {"name": "spotify.play", "parameters": {"type": "dict", "required": ["artist"], "properties": {
+        "artist": {"type": "string"}, "duration": {"type": "integer"}}}}
+    ex = make_example({"id": "parallel_0", "function": [fn], "question": [[{"role": "user", "content": "q"}]]},
+                      [{"spotify.play": {"artist": ["Adele"], "duration": [20]}},
+                       {"spotify.play": {"artist": ["Queen"], "duration": [15, ""]}}], "parallel")
+    fmt, cor = get_verifier("tool_call.format"), get_verifier("tool_call.correctness")
+    for seed in range(8):
+        bad = inject_error(ex, "tool_call.correctness", random.Random(seed))
+        assert bad.count("<tool_call>") == 2 and cor.score(bad, ex) == 0.0 and fmt.score(bad, ex) == 1.0
+        at = next(i for i, (a, b) in enumerate(zip(bad, ex.reference)) if a != b)
+        assert any(a <= at < b for a, b in cor.relevant_spans(bad, ex)), (bad, at)  # the error sits in a value
+        broken = inject_error(ex, "tool_call.format", random.Random(seed))
+        assert fmt.score(broken, ex) == 0.0 and broken.endswith(ex.reference.split("\n")[1])
+
+
 def test_content_error_changes_up_to_max_content_edits_values():
     cfg = NoiseConfig(p_info=0.0, p_content=1.0, p_format=0.0, p_nuisance=0.0, max_content_edits=2)
     changed = set()

@@ -365,3 +365,21 @@ def test_span_masks_mark_the_tokens_of_each_verifiers_spans(tiny_policy):
     marked = "".join(t for t, m in zip(toks, masks[0, 0, 0].tolist()) if m)
     assert "<tool_call>" in marked.replace(" ", "") or "tool_call" in marked  # the opening tag is a format span
     assert masks[0, 0, 1].sum() > 0 and masks[0, 0, 2].sum() == 0  # the example does not use test.letter_e
+
+def test_a_step_on_multi_call_bfcl_examples(tiny_policy):
+    """BFCL-style examples (two expected calls, any order; the functions in the system message) train like any
+    other: both tool-call verifiers score every completion and MRTPO replays them."""
+    from mrtpo_viz.tasks.bfcl import make_example
+
+    fn = {"name": "spotify.play", "description": "Play songs.", "parameters": {"type": "dict", "required": ["artist"],
+          "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}}}}
+    examples = [make_example({"id": f"parallel_{i}", "function": [fn], "question": [[
+        {"role": "user", "content": f"Play artist {i} for {i} minutes and artist {i + 1} for 5."}]]},
+        [{"spotify.play": {"artist": [f"artist {i}"], "duration": [i]}},
+         {"spotify.play": {"artist": [f"artist {i + 1}"], "duration": [5, ""]}}], "parallel") for i in range(2)]
+    assert all(ex.reference.count("<tool_call>") == 2 for ex in examples)
+    cfg = _config(task="bfcl", method="mrtpo", steps=1, group_size=2, max_new_tokens=12)
+    (m,) = list(train(cfg, examples=examples, policy=tiny_policy))
+    assert set(m.rewards) == {"tool_call.format", "tool_call.correctness"}
+    assert all(0.0 <= r <= 1.0 for r in m.rewards.values())  # no NaN: the examples give what both verifiers need
+    assert m.relevance_mean > 0
