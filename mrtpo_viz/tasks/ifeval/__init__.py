@@ -2,12 +2,14 @@
 
 The 25 instruction ids of Google's IFEval, as its checkers ship in lm-eval 0.4.13 (``lm_eval/tasks/ifeval/``), with
 their official kwargs names and descriptions, plus one declared extension, ``ifeval.starts_with``
-(``mrtpo:starts_with``, kwarg ``start_phrase``: the mirror image of the official end checker). Nothing here imports
-lm-eval or nltk: the checks are written anew from the official behaviour, and a dev test runs the official code on a
-generated adversarial set (:mod:`.adversarial`, :mod:`.reference`) and requires the same verdicts.
+(``mrtpo:starts_with``, kwarg ``start_phrase``: the mirror image of the official end checker). The checks are written
+anew from the official behaviour and nothing that scores imports lm-eval or nltk; a dev test runs the official code
+(:mod:`.reference`, the only module that imports them) on a generated adversarial set (:mod:`.adversarial`) and
+requires the same verdicts.
 
 - :mod:`.instructions`: the table (id, verifier name, title, kwargs, description) and kwargs validation;
-- :mod:`.checks` / :mod:`.spans`: one checker and one relevant-spans function per id;
+- :mod:`.checks` / :mod:`.spans`: one checker and one relevant-spans function per id (:mod:`.matchers`: linear-time
+  code for three official regexes that take quadratic time);
 - :mod:`.text` / :mod:`.punkt`: words, sentences (nltk's English Punkt, reimplemented) and all-capital words;
 - :mod:`.evaluation`: strict and loose mode; :mod:`.verifiers`: the Verifiers and ``meta["constraints"]``;
 - :mod:`.rows`: IFEval-format JSONL rows (IFEval, RLVR-style sets) as Examples.

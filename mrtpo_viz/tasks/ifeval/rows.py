@@ -73,8 +73,10 @@ def _ids_and_kwargs(row: dict) -> tuple[list[str], list[Any]]:
     if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
         raise ValueError(f"instruction_id_list must be a non-empty list of instruction ids, got {ids!r}")
     kwargs = _decoded(kwargs, "kwargs")
-    kwargs = [{}] * len(ids) if kwargs is None else [_decoded(k, "kwargs entry") for k in kwargs] \
-        if isinstance(kwargs, list) else kwargs
+    if kwargs is None:
+        kwargs = [{}] * len(ids)
+    elif isinstance(kwargs, list):
+        kwargs = [_decoded(k, "kwargs entry") for k in kwargs]
     if not isinstance(kwargs, list) or len(kwargs) != len(ids):
         raise ValueError(f"{len(ids)} instruction ids but kwargs is {kwargs!r}: give one kwargs dict per id")
     return ids, kwargs
