@@ -1,6 +1,8 @@
 """Write the bundled sample data: sample_data/tasks/<task>.jsonl (train and test splits) and the SQL databases.
 
 Deterministic: the same seed gives byte-identical files.  Usage: python scripts/make_sample_data.py [--seed 0]
+Every gold reference is checked with its verifiers before anything is written (instruction following: IFEval's
+official strict semantics, kwargs and descriptions; its generator already draws again when a gold fails).
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mrtpo_viz.tasks.data import SAMPLE_DATA  # noqa: E402
+from mrtpo_viz.tasks import get_verifier  # noqa: E402
 from mrtpo_viz.tasks.generators import FAMILY_MODULES  # noqa: E402
 
 N_TRAIN, N_TEST = 300, 100
@@ -33,6 +36,10 @@ def main(argv=None) -> int:
         if hasattr(mod, "build_databases"):
             mod.build_databases(SAMPLE_DATA / "databases")
         examples = mod.generate(N_TRAIN + N_TEST, seed=args.seed)
+        failing = [(i, n) for i, ex in enumerate(examples) for n in ex.verifiers
+                   if get_verifier(n).score(ex.reference, ex) != 1.0]
+        if failing:
+            raise SystemExit(f"{task}: gold references fail their verifiers (example, verifier): {failing[:10]}")
         with (out_dir / f"{task}.jsonl").open("w", encoding="utf-8") as fh:
             for i, ex in enumerate(examples):
                 row = ex.to_dict()

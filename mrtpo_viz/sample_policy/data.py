@@ -28,6 +28,7 @@ from .violations import VIOLATIONS
 from ..tasks.base import Example
 from ..tasks.loading import load_examples
 from ..tasks import get_verifier
+from ..tasks.ifeval import constraint_kwargs
 
 TRIES = 6
 PREAMBLES = ("Sure.\n", "Sure, here it is.\n", "Here you go:\n", "OK.\n")
@@ -203,7 +204,7 @@ def ifeval_target(ex: Example, present: set, rng: random.Random, cfg: NoiseConfi
         if rng.random() >= cfg.p_violation:
             continue
         constraint = name.split(".", 1)[1]
-        args = next(c.get("args", {}) for c in ex.meta["constraints"] if c.get("name") == constraint)
+        args = constraint_kwargs(ex, name)[0]
         violated = VIOLATIONS[constraint](text, args, rng) if constraint in VIOLATIONS else None
         if violated is not None and _fails_only(ex, violated, noised | {name}):
             text, noised = violated, noised | {name}
@@ -350,7 +351,7 @@ def inject_error(ex: Example, verifier: str, rng: random.Random, pools: Optional
     constraint = verifier.split(".", 1)[1] if verifier.startswith("ifeval.") else None
     for _ in range(TRIES):
         if constraint is not None:
-            args = next((c.get("args", {}) for c in ex.meta.get("constraints", []) if c.get("name") == constraint), {})
+            args = constraint_kwargs(ex, verifier)[0]
             text = VIOLATIONS[constraint](ex.reference, args, rng) if constraint in VIOLATIONS else None
         else:
             text = ERRORS[verifier](ex, rng, pools) if verifier in ERRORS else None

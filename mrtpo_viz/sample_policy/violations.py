@@ -2,13 +2,17 @@
 
 Each function breaks one constraint at one known place of a gold response (a comma inserted after a word, one
 word re-cased, a sentence dropped or repeated, the start or end phrase removed, ...) and returns None where it
-cannot. The caller checks with the verifier that the result really fails.
+cannot. It reads the constraint's official IFEval kwargs (``num_words`` + ``relation``, ``end_phrase``, ...). The
+caller checks with the verifier that the result really fails.
 """
 from __future__ import annotations
 
 import random
 import re
 from typing import Callable, Optional
+
+from ..tasks.ifeval.checks import AT_LEAST
+from ..tasks.ifeval.text import count_sentences, count_words
 
 SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]+")
 
@@ -51,53 +55,59 @@ def _repeat_sentence(text, args, rng):
     return None if m is None else text[:at.end()] + " " + m.group(0).strip() + text[at.end():]
 
 
-def _word_count(text, args, rng):
-    change = _drop_sentence if args.get("min") is not None and rng.random() < 0.5 or args.get("max") is None \
-        else _repeat_sentence
-    for _ in range(8):  # a few sentences until the bound is crossed (the oracle checks the result)
-        text = change(text, args, rng) or text
-        n = len(re.findall(r"[^\W_]+", text))
-        if args.get("min") is not None and n < args["min"] or args.get("max") is not None and n > args["max"]:
-            return text
-    return None
+def _cross(count: Callable[[str], int], key: str):
+    """Below an ``at least`` threshold by dropping sentences, up to a ``less than`` one by repeating them."""
+    def violate(text, args, rng):
+        at_least = args.get("relation") == AT_LEAST
+        change = _drop_sentence if at_least else _repeat_sentence
+        for _ in range(8):  # a few sentences until the threshold is crossed (the oracle checks the result)
+            text = change(text, args, rng) or text
+            n = count(text)
+            if (n < args[key]) if at_least else (n >= args[key]):
+                return text
+        return None
+    return violate
 
 
 def _drop_line(pattern: str):
     def violate(text, args, rng):
-        m = _pick(list(re.finditer(pattern, text, re.M)), rng)
+        m = _pick(list(re.finditer(pattern, text, re.M | re.I)), rng)
         return None if m is None else text[:m.start()] + text[m.end():]
     return violate
 
 
 def _replace_keyword(text, args, rng):
-    word = str(args.get("word", ""))
-    for m in reversed(list(re.finditer(r"(?<!\w)" + re.escape(word) + r"(?!\w)", text, re.I))):
-        text = text[:m.start()] + _recase("it", text) + text[m.end():]
-    return text
+    """Every word that holds the keyword (IFEval counts it inside words too) becomes "it"."""
+    keyword = re.escape(str(args.get("keyword", "")).strip())
+    if not keyword:
+        return None
+    return re.sub(r"\w*" + keyword + r"\w*", lambda m: _recase("it", text), text, flags=re.I)
 
 
 def _insert_forbidden(text, args, rng):
     at = _pick([m.start() for m in re.finditer(r"(?<= )[A-Za-z]{4,}\b", text)], rng)
-    word = _recase(rng.choice(args.get("words") or ["very"]), text)
+    word = _recase(rng.choice(args.get("forbidden_words") or ["very"]), text)
     return None if at is None else text[:at] + word + " " + text[at:]
 
 
 def _drop_start(text, args, rng):
-    phrase = str(args.get("phrase", ""))
-    return text.lstrip()[len(phrase):].lstrip() if phrase and text.lstrip().startswith(phrase) else None
+    """The opening phrase removed (compared case-insensitively, as the checker does)."""
+    phrase, body = str(args.get("start_phrase", "")).strip(), text.lstrip()
+    return body[len(phrase):].lstrip() if phrase and body.lower().startswith(phrase.lower()) else None
 
 
 def _drop_end(text, args, rng):
-    phrase = str(args.get("phrase", ""))
-    return text.rstrip()[:-len(phrase)].rstrip() if phrase and text.rstrip().endswith(phrase) else None
+    """The closing phrase removed (compared case-insensitively, as the checker does)."""
+    phrase, body = str(args.get("end_phrase", "")).strip(), text.rstrip()
+    return body[:-len(phrase)].rstrip() if phrase and body.lower().endswith(phrase.lower()) else None
 
 
 VIOLATIONS: dict[str, Callable[[str, dict, random.Random], Optional[str]]] = {
     "no_comma": _insert_comma,
     "lowercase": _capitalize_word,
     "uppercase": _lower_word,
-    "word_count": _word_count,
-    "sentence_count": lambda t, a, r: (_drop_sentence if r.random() < 0.5 else _repeat_sentence)(t, a, r),
+    "word_count": _cross(count_words, "num_words"),
+    "sentence_count": _cross(count_sentences, "num_sentences"),
     "bullet_count": _drop_line(r"^[*-] [^\n]*\n?"),
     "paragraph_count": _drop_line(r"^\*\*\*\n"),
     "keyword": _replace_keyword,
@@ -108,4 +118,5 @@ VIOLATIONS: dict[str, Callable[[str, dict, random.Random], Optional[str]]] = {
     "json_format": lambda t, a, r: t.rstrip()[:-1] if t.rstrip().endswith("}") else None,
     "postscript": _drop_line(r"\n*^P\.S\.[^\n]*"),
 }
-"""Constraint name -> ``(text, args, rng) -> violated text`` (None where it cannot); each breaks one known place."""
+"""Constraint name (verifier ``ifeval.<name>``) -> ``(text, kwargs, rng) -> violated text`` (None where it cannot);
+each breaks one known place."""

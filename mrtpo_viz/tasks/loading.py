@@ -1,7 +1,9 @@
 """Loading examples: the bundled task families (``names.TASKS``, data inside the package), BFCL (from the installed
 ``bfcl-eval``, :mod:`.bfcl`) or any JSONL file.
 
-Each JSONL row is an :meth:`Example.from_dict` object with a ``split`` field (``train`` / ``test``).
+Each JSONL row is an :meth:`Example.from_dict` object with a ``split`` field (``train`` / ``test``), or an
+IFEval-format row (``prompt``, ``instruction_id_list``, ``kwargs``, optional ``key``; RLVR-style ``messages`` +
+``ground_truth`` too), read as it is by :func:`.ifeval.rows.example_from_row`.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 from ..names import BFCL_TASK, TASKS
 from .base import Example
 from .data import task_file
+from .ifeval.rows import example_from_row, is_ifeval_row
 
 
 def available_tasks() -> list[str]:
@@ -28,7 +31,9 @@ def load_examples(task: str, split: str = "test", path: str | Path | None = None
         task: one of :data:`TASKS`, or ``"bfcl"`` (needs ``pip install mrtpo-viz[bfcl]``).
         split: ``"train"``, ``"test"`` or ``"all"``; each JSONL row carries a ``split`` field (BFCL has one
             evaluation set: every split gives all its rows).
-        path: another JSONL file in the same format (defaults to the bundled sample data).
+        path: another JSONL file (defaults to the bundled sample data): rows in the format above, or IFEval-format
+            rows (see :mod:`.ifeval.rows` for the fields and the RLVR-style variants accepted). A row without a
+            ``split`` field counts as ``test``, so an IFEval file loads whole with the default split.
         category: BFCL's category (``names.BFCL_CATEGORIES``; default ``simple_python``); only for ``bfcl``.
         limit: only the first ``limit`` examples; only for ``bfcl``.
     Returns:
@@ -59,7 +64,10 @@ def load_examples(task: str, split: str = "test", path: str | Path | None = None
                 row = json.loads(line)
             except json.JSONDecodeError as e:
                 raise ValueError(f"{file}:{lineno}: not valid JSON ({e.msg})") from None
-            if split != "all" and row.get("split", "test") != split:
+            if split != "all" and isinstance(row, dict) and row.get("split", "test") != split:
                 continue
-            out.append(Example.from_dict(row))
+            try:
+                out.append(example_from_row(row) if is_ifeval_row(row) else Example.from_dict(row))
+            except ValueError as e:
+                raise ValueError(f"{file}:{lineno}: {e}") from None
     return out

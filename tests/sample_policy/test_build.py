@@ -79,18 +79,20 @@ def test_instruction_violation_breaks_exactly_its_constraint():
 
 
 def test_every_violation_breaks_its_constraint_on_the_gold_responses():
-    from mrtpo_viz.tasks.ifeval import CONSTRAINTS
+    from mrtpo_viz.tasks.generators.instruction_following import NAMES
+    from mrtpo_viz.tasks.ifeval import BY_ID
 
-    assert set(VIOLATIONS) <= set(CONSTRAINTS)
+    assert set(VIOLATIONS) <= set(NAMES)
     broke, tried = {}, {}
     for ex in load_examples("instruction_following", split="test"):
         for c in ex.meta["constraints"]:
-            if c["name"] not in VIOLATIONS:
+            name = BY_ID[c["id"]].short
+            if name not in VIOLATIONS:
                 continue
-            out = VIOLATIONS[c["name"]](ex.reference, c["args"], random.Random(0))
-            tried[c["name"]] = tried.get(c["name"], 0) + 1
-            if out is not None and get_verifier(f"ifeval.{c['name']}").score(out, ex) == 0.0:
-                broke[c["name"]] = broke.get(c["name"], 0) + 1
+            out = VIOLATIONS[name](ex.reference, c["kwargs"], random.Random(0))
+            tried[name] = tried.get(name, 0) + 1
+            if out is not None and get_verifier(f"ifeval.{name}").score(out, ex) == 0.0:
+                broke[name] = broke.get(name, 0) + 1
     assert set(tried) == set(VIOLATIONS)  # every violation is exercised by the test split
     # a violation may miss (None, or a change the verifier still accepts: the caller checks and retries), but rarely
     assert all(broke.get(n, 0) >= 0.65 * tried[n] for n in tried), (broke, tried)

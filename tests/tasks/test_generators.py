@@ -1,6 +1,7 @@
-"""The sample-data generators: deterministic for a seed, no repeated prompts, every gold reference passes, and every
-SQL template runs on its database."""
+"""The sample-data generators: deterministic for a seed, no repeated prompts, every gold reference passes, every
+SQL template runs on its database, and the instruction-following examples use IFEval's ids and kwargs."""
 import importlib
+import itertools
 import random
 
 import pytest
@@ -8,6 +9,8 @@ import pytest
 from mrtpo_viz.tasks import get_verifier
 from mrtpo_viz.tasks.generators import FAMILY_MODULES, draw_unique
 from mrtpo_viz.tasks.generators import instruction_following, text_to_sql, tool_calling  # noqa: F401
+from mrtpo_viz.tasks.ifeval import describe, validate_kwargs
+from mrtpo_viz.tasks.ifeval.text import count_words
 from mrtpo_viz.tasks.generators.sql_templates import COMPANY_TEMPLATES, SCHOOL_TEMPLATES, SHOP_TEMPLATES
 from mrtpo_viz.tasks.sandbox import run_query
 from mrtpo_viz.tasks.data import database_file
@@ -43,3 +46,39 @@ def test_draw_unique_retries_then_accepts_a_repeat():
 
     assert draw_unique(lambda: Ex(next(draws)), seen, tries=2).prompt == "a"  # two repeats: accepted
     assert draw_unique(lambda: Ex("c"), seen).prompt == "c" and seen == {"a", "c"}
+
+
+def test_instruction_following_is_deterministic_and_sized():
+    gen = instruction_following
+    a, b = gen.generate(50, seed=7), gen.generate(50, seed=7)
+    assert len(a) == 50 and [e.to_dict() for e in a] == [e.to_dict() for e in b]
+    assert [e.prompt for e in a] != [e.prompt for e in gen.generate(50, seed=8)]
+    assert len({e.prompt for e in gen.generate(400, seed=0)}) == 400  # the sample file: no prompt in both splits
+    with pytest.raises(ValueError):
+        gen.generate(-1)
+
+
+def test_generated_examples_follow_their_constraints_with_official_kwargs():
+    gen = instruction_following
+    for ex in gen.generate(300, seed=0):
+        names = [v.removeprefix("ifeval.") for v in ex.verifiers]
+        assert 2 <= len(names) <= 4 and [c["id"] for c in ex.meta["constraints"]] == [gen.ID[n] for n in names]
+        assert all(frozenset(p) not in gen.CONFLICTS for p in itertools.combinations(names, 2))
+        assert ex.prompt.startswith(f"Write a short note about {ex.meta['topic']}.")
+        assert len(ex.prompt.split()) < 60 and 15 <= count_words(ex.reference) <= 80
+        for c, name in zip(ex.meta["constraints"], ex.verifiers):
+            assert validate_kwargs(c["id"], c["kwargs"]) == c["kwargs"]  # official names, nothing missing
+            assert get_verifier(name).info(ex) == describe(c["id"], c["kwargs"])
+            assert get_verifier(name).check(ex.reference, ex).score == 1.0, (name, ex.reference)
+
+
+def test_a_gold_that_fails_is_drawn_again(monkeypatch):
+    """langdetect reads some short capitalized golds as German: such a draw is replaced, deterministically."""
+    gen = instruction_following
+    draws = []
+    real = gen._draw
+    monkeypatch.setattr(gen, "_draw", lambda rng: draws.append(real(rng)) or draws[-1])
+    examples = gen.generate(400, seed=0)
+    failed = [ex for ex in draws if not gen.gold_passes(ex)]
+    assert len(draws) == 400 + len(failed) and 1 <= len(failed) <= 20  # seed 0: 3 uppercase golds redrawn
+    assert all("ifeval.uppercase" in ex.verifiers for ex in failed) and all(map(gen.gold_passes, examples))

@@ -1,22 +1,28 @@
-"""Multi-constraint instruction-following examples (IFEval style).
+"""Multi-constraint instruction-following examples (IFEval instructions, official kwargs and semantics).
 
-A prompt asks for a short note on a topic under 2-4 constraints that do not conflict (see :data:`CONFLICTS`). The
-gold reference is built from simple sentence templates about the topic, shaped by the chosen constraints (title,
-opening phrase, bullets or ``***`` paragraphs, closing phrase, postscript, JSON wrapper, letter case, commas
-removed). The counting constraints (words, sentences) take their arguments from the gold text itself, counted with
-the verifier's own text units, so every gold reference passes by construction.
+A prompt asks for a short note on a topic under 2-4 constraints that do not conflict (see :data:`CONFLICTS`: IFEval's
+own conflicts plus the pairs this gold writer cannot combine). The gold reference is built from simple sentence
+templates about the topic, shaped by the chosen constraints (title, opening phrase, bullets or ``***`` paragraphs,
+closing phrase, postscript, JSON wrapper, letter case, commas removed). The counting constraints (words, sentences)
+take their thresholds from the gold text itself, counted with the checkers' own text units. Every gold is then
+checked by the verifiers and the example is drawn again when one fails (``uppercase``/``lowercase`` also need
+langdetect to read the text as English, which it does not always do for short capitalized text).
 
-``meta = {"topic": str, "constraints": [{"name": ..., "args": {...}}, ...]}``.
+``meta = {"topic": str, "constraints": [{"id": <official IFEval id>, "kwargs": {...}}, ...]}``; the verifiers are
+``ifeval.<name>`` for the short names below.
 """
 from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
 
-from ..base import Example
+from ..base import Example, get_verifier
 from . import draw_unique
-from ..ifeval import CONSTRAINTS, occurrences, sentence_ends, words
+from ..ifeval import BY_NAME
+from ..ifeval.checks import AT_LEAST, LESS
+from ..ifeval.text import count_sentences, count_words
 
 TOPICS = {
     "rivers": ("water", "fish"), "mountains": ("snow", "trails"), "coffee": ("beans", "mornings"),
@@ -43,36 +49,52 @@ ENDS = ("That is all.", "Thank you for reading.", "See you soon.", "Any other qu
 FORBIDDEN_POOL = ("very", "many", "always", "really", "just", "often", "good")
 """Words that some templates use, so avoiding them takes a choice."""
 
+NAMES = ("no_comma", "lowercase", "uppercase", "word_count", "sentence_count", "bullet_count", "keyword",
+         "forbidden_words", "ends_with", "starts_with", "title", "json_format", "paragraph_count", "postscript")
+"""The constraints the generator uses (verifier ``ifeval.<name>``); the other IFEval instructions are not drawn."""
+ID = {n: BY_NAME[f"ifeval.{n}"].id for n in NAMES}
+"""Short name -> official instruction id."""
+
 CONFLICTS = {frozenset(p) for p in (
-    ("lowercase", "uppercase"), ("starts_with", "title"), ("ends_with", "postscript"),
-    ("bullet_count", "paragraph_count"), ("bullet_count", "sentence_count"), ("sentence_count", "postscript"),
-    *(("json_format", c) for c in ("title", "bullet_count", "paragraph_count", "postscript", "sentence_count",
-                                   "starts_with", "ends_with", "word_count", "uppercase")),
+    # IFEval's own INSTRUCTION_CONFLICTS among these instructions
+    ("lowercase", "uppercase"), ("paragraph_count", "sentence_count"),
+    *(("json_format", c) for c in ("bullet_count", "ends_with", "keyword", "lowercase", "no_comma", "paragraph_count",
+                                   "postscript", "sentence_count", "title", "uppercase", "word_count")),
+    # what this gold writer cannot combine
+    ("starts_with", "title"), ("ends_with", "postscript"), ("bullet_count", "paragraph_count"),
+    ("bullet_count", "sentence_count"), ("sentence_count", "postscript"), ("json_format", "starts_with"),
 )}
 """Pairs of constraints never combined in one prompt."""
 
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
 PHRASES = {
-    "no_comma": lambda a: "Do not use any commas.",
-    "lowercase": lambda a: "Use only lowercase letters.",
-    "uppercase": lambda a: "Write everything in capital letters.",
-    "word_count": lambda a: {(True, True): f"Use between {a.get('min')} and {a.get('max')} words.",
-                             (True, False): f"Use at least {a.get('min')} words.",
-                             (False, True): f"Use at most {a.get('max')} words."}[("min" in a, "max" in a)],
-    "sentence_count": lambda a: f"Write exactly {a['n']} sentences.",
-    "bullet_count": lambda a: f"Use exactly {a['n']} bullet points starting with '* '.",
-    "keyword": lambda a: f"Use the word '{a['word']}' at least {a['min_count']} times.",
-    "forbidden_words": lambda a: f"Do not use the words {' or '.join(a['words'])}.",
-    "ends_with": lambda a: f"End your response with the phrase \"{a['phrase']}\"",
-    "starts_with": lambda a: f"Start your response with \"{a['phrase']}\"",
-    "title": lambda a: "Give it a title in double angular brackets, like <<title>>.",
-    "json_format": lambda a: "Wrap the whole response in JSON.",
-    "paragraph_count": lambda a: f"Write {a['n']} paragraphs separated by ***.",
-    "postscript": lambda a: "Add a postscript starting with P.S.",
+    "no_comma": lambda k: "Do not use any commas.",
+    "lowercase": lambda k: "Use only lowercase letters.",
+    "uppercase": lambda k: "Write everything in capital letters.",
+    "word_count": lambda k: (f"Use at least {k['num_words']} words." if k["relation"] == AT_LEAST
+                             else f"Use fewer than {k['num_words']} words."),
+    "sentence_count": lambda k: (f"Write at least {k['num_sentences']} sentences." if k["relation"] == AT_LEAST
+                                 else f"Write fewer than {k['num_sentences']} sentences."),
+    "bullet_count": lambda k: f"Use exactly {k['num_bullets']} bullet points starting with '* '.",
+    "keyword": lambda k: f"Use the word '{k['keyword']}' at least {_times(k['frequency'])}.",
+    "forbidden_words": lambda k: f"Do not use the words {' or '.join(k['forbidden_words'])}.",
+    "ends_with": lambda k: f"End your response with the phrase \"{k['end_phrase']}\"",
+    "starts_with": lambda k: f"Start your response with \"{k['start_phrase']}\"",
+    "title": lambda k: "Give it a title in double angular brackets, like <<title>>.",
+    "json_format": lambda k: "Wrap the whole response in JSON.",
+    "paragraph_count": lambda k: f"Write {k['num_paragraphs']} paragraphs separated by ***.",
+    "postscript": lambda k: f"Add a postscript starting with {k['postscript_marker']}",
 }
-"""Constraint name -> its instruction in the prompt."""
-assert set(PHRASES) == set(CONSTRAINTS)
+"""Constraint name -> its instruction in the prompt (the verifier information is IFEval's own description)."""
+assert set(PHRASES) == set(NAMES)
 COUNTED = ("word_count", "sentence_count")
-"""Constraints whose arguments are read off the gold text."""
+"""Constraints whose thresholds are read off the gold text."""
+TRIES = 50
+"""Draws of one example before giving up (a gold fails its verifiers in a few percent of draws)."""
 
 
 @dataclass(frozen=True)
@@ -82,13 +104,13 @@ class Plan:
     names: tuple[str, ...]
     """Constraint names, in prompt order."""
     args: dict
-    """Constraint name -> arguments, for the constraints whose arguments do not depend on the text."""
+    """Constraint name -> official kwargs, for the constraints whose kwargs do not depend on the text."""
 
 
 def choose_constraints(rng: random.Random) -> tuple[str, ...]:
     """2-4 constraint names, pairwise free of :data:`CONFLICTS`, in prompt order."""
     k = rng.randint(2, 4)
-    pool = list(CONSTRAINTS)
+    pool = list(NAMES)
     rng.shuffle(pool)
     chosen: list[str] = []
     for name in pool:
@@ -97,31 +119,36 @@ def choose_constraints(rng: random.Random) -> tuple[str, ...]:
     return tuple(chosen)
 
 
-def _fixed_args(name: str, rng: random.Random, topic: str, case: str | None) -> dict:
-    """Arguments chosen before writing (the counted ones are filled in from the gold text)."""
-    recase = {"lower": str.lower, "upper": str.upper}.get(case, lambda s: s)
+def _fixed_args(name: str, rng: random.Random, topic: str) -> dict:
+    """Official kwargs chosen before writing (the counted ones are filled in from the gold text)."""
     table = {
-        "bullet_count": lambda: {"n": rng.randint(3, 5)},
-        "paragraph_count": lambda: {"n": rng.randint(2, 3)},
-        "keyword": lambda: {"word": rng.choice(TOPICS[topic]), "min_count": rng.randint(1, 2)},
-        "forbidden_words": lambda: {"words": rng.sample(FORBIDDEN_POOL, 2)},
-        "starts_with": lambda: {"phrase": recase(rng.choice(STARTS))},
-        "ends_with": lambda: {"phrase": recase(rng.choice(ENDS))},
-        "postscript": lambda: {"marker": "P.S."},
+        "bullet_count": lambda: {"num_bullets": rng.randint(3, 5)},
+        "paragraph_count": lambda: {"num_paragraphs": rng.randint(2, 3)},
+        "keyword": lambda: {"keyword": rng.choice(TOPICS[topic]), "frequency": rng.randint(1, 2),
+                            "relation": AT_LEAST},
+        "forbidden_words": lambda: {"forbidden_words": rng.sample(FORBIDDEN_POOL, 2)},
+        "starts_with": lambda: {"start_phrase": rng.choice(STARTS)},
+        "ends_with": lambda: {"end_phrase": rng.choice(ENDS)},
+        "postscript": lambda: {"postscript_marker": "P.S."},
     }
     return table[name]() if name in table else {}
+
+
+def _uses(sentence: str, word: str) -> bool:
+    """The official forbidden-word test: ``\\bword\\b``, case-insensitive."""
+    return re.search(r"\b" + re.escape(word) + r"\b", sentence, re.I) is not None
 
 
 def _sentences(rng: random.Random, topic: str, plan: Plan, n: int) -> list[str]:
     """``n`` body sentences about the topic that honour the keyword and forbidden-words constraints."""
     a, b = TOPICS[topic]
     fill = dict(t=topic, a=a, b=b, T=topic[0].upper() + topic[1:], A=a.capitalize(), B=b.capitalize())
-    banned = plan.args.get("forbidden_words", {}).get("words", [])
+    banned = plan.args.get("forbidden_words", {}).get("forbidden_words", [])
     ok = [s.format(**fill) for s in SENTENCES]
-    ok = [s[0].upper() + s[1:] for s in ok if not any(occurrences(s, w) for w in banned)]
+    ok = [s[0].upper() + s[1:] for s in ok if not any(_uses(s, w) for w in banned)]
     kw = plan.args.get("keyword")
-    with_kw = [s for s in ok if kw and occurrences(s, kw["word"])] or ok
-    first = rng.sample(with_kw, min(len(with_kw), kw["min_count"] if kw else 0))
+    with_kw = [s for s in ok if kw and re.search(re.escape(kw["keyword"]), s, re.I)] or ok
+    first = rng.sample(with_kw, min(len(with_kw), kw["frequency"] if kw else 0))
     rest = rng.sample([s for s in ok if s not in first], n - len(first))
     picked = first + rest
     rng.shuffle(picked)
@@ -131,9 +158,9 @@ def _sentences(rng: random.Random, topic: str, plan: Plan, n: int) -> list[str]:
 def _body(rng: random.Random, topic: str, plan: Plan) -> str:
     """The main text: bullet lines, ``***``-separated paragraphs of two sentences, or one paragraph."""
     if "bullet_count" in plan.args:
-        return "\n".join("* " + s for s in _sentences(rng, topic, plan, plan.args["bullet_count"]["n"]))
+        return "\n".join("* " + s for s in _sentences(rng, topic, plan, plan.args["bullet_count"]["num_bullets"]))
     if "paragraph_count" in plan.args:
-        n = plan.args["paragraph_count"]["n"]
+        n = plan.args["paragraph_count"]["num_paragraphs"]
         sents = _sentences(rng, topic, plan, 2 * n)
         return "\n***\n".join(" ".join(sents[2 * i:2 * i + 2]) for i in range(n))
     return " ".join(_sentences(rng, topic, plan, rng.randint(3, 5)))
@@ -148,9 +175,9 @@ def write_gold(rng: random.Random, topic: str, plan: Plan) -> str:
         body = _body(rng, topic, plan)
         parts = [f"<<{topic.title()}>>"] if "title" in has else []
         glue = "\n" if "bullet_count" in has else " "
-        parts.append(plan.args["starts_with"]["phrase"] + glue + body if "starts_with" in has else body)
+        parts.append(plan.args["starts_with"]["start_phrase"] + glue + body if "starts_with" in has else body)
         if "ends_with" in has:
-            parts.append(plan.args["ends_with"]["phrase"])
+            parts.append(plan.args["ends_with"]["end_phrase"])
         text = "\n".join(parts)
         if "postscript" in has:
             text += f"\n\nP.S. I will write more about {topic} soon."
@@ -162,26 +189,41 @@ def write_gold(rng: random.Random, topic: str, plan: Plan) -> str:
 
 
 def _counted_args(name: str, rng: random.Random, gold: str) -> dict:
-    """Arguments read off the gold text: a word range around its length, its exact sentence count."""
+    """Official kwargs read off the gold text: a word or sentence threshold the gold meets, with some slack."""
+    relation = rng.choice((AT_LEAST, LESS))
     if name == "sentence_count":
-        return {"n": len(sentence_ends(gold))}
-    n = len(words(gold))
-    lo, hi = max(5, (n - rng.randint(0, 10)) // 5 * 5), -(-(n + rng.randint(0, 10)) // 5) * 5
-    return rng.choice(({"min": lo}, {"max": hi}, {"min": lo, "max": hi}))
+        n = count_sentences(gold)
+        return {"num_sentences": max(1, n - rng.randint(0, 1)) if relation == AT_LEAST else n + rng.randint(1, 2),
+                "relation": relation}
+    n = count_words(gold)
+    lo, hi = max(5, (n - rng.randint(0, 10)) // 5 * 5), -(-(n + rng.randint(1, 10)) // 5) * 5
+    return {"num_words": lo if relation == AT_LEAST else hi, "relation": relation}
+
+
+def _draw(rng: random.Random) -> Example:
+    topic = rng.choice(sorted(TOPICS))
+    names = choose_constraints(rng)
+    plan = Plan(names, {n: _fixed_args(n, rng, topic) for n in names if n not in COUNTED})
+    gold = write_gold(rng, topic, plan)
+    kwargs = {n: plan.args[n] if n in plan.args else _counted_args(n, rng, gold) for n in names}
+    constraints = [{"id": ID[n], "kwargs": kwargs[n]} for n in names]
+    prompt = " ".join([f"Write a short note about {topic}."] + [PHRASES[n](kwargs[n]) for n in names])
+    return Example(task="instruction_following", prompt=prompt, meta={"topic": topic, "constraints": constraints},
+                   reference=gold, verifiers=tuple(f"ifeval.{n}" for n in names))
+
+
+def gold_passes(ex: Example) -> bool:
+    """Every verifier of the example gives its gold reference score 1 (the official strict verdict)."""
+    return all(get_verifier(n).score(ex.reference, ex) == 1.0 for n in ex.verifiers)
 
 
 def make_example(rng: random.Random) -> Example:
-    """One example: a topic, a conflict-free set of constraints, the prompt and the gold reference."""
-    topic = rng.choice(sorted(TOPICS))
-    names = choose_constraints(rng)
-    case = "lower" if "lowercase" in names else "upper" if "uppercase" in names else None
-    plan = Plan(names, {n: _fixed_args(n, rng, topic, case) for n in names if n not in COUNTED})
-    gold = write_gold(rng, topic, plan)
-    args = {n: plan.args[n] if n in plan.args else _counted_args(n, rng, gold) for n in names}
-    constraints = [{"name": n, "args": args[n]} for n in names]
-    prompt = " ".join([f"Write a short note about {topic}."] + [PHRASES[n](args[n]) for n in names])
-    return Example(task="instruction_following", prompt=prompt, meta={"topic": topic, "constraints": constraints},
-                   reference=gold, verifiers=tuple(f"ifeval.{n}" for n in names))
+    """One example: a topic, a conflict-free set of constraints, the prompt and a gold reference that passes."""
+    for _ in range(TRIES):
+        ex = _draw(rng)
+        if gold_passes(ex):
+            return ex
+    raise RuntimeError(f"no passing gold reference in {TRIES} draws")  # never seen: ~3% of draws fail
 
 
 def generate(n: int, seed: int = 0) -> list[Example]:
