@@ -44,8 +44,9 @@ from accelerate.utils import gather_object
 from trl import GRPOConfig, GRPOTrainer
 
 from ..advantages import mrtpo_token_shift, mrtpo_token_weights
-from ..names import CONTROLS, INFO_POSITIONS, METRICS, check_choice
+from ..names import BUNDLED_POLICY, CONTROLS, INFO_POSITIONS, METRICS, check_choice
 from ..relevance.tokens import display_tokens
+from ..tasks.data import BUNDLED_POLICY_DIR
 from . import trl_log
 from .trl_batch import (batch_relevance, replay_policy, resolve_rewards, response_lengths, reward_function,
                         row_examples, trl_dataset)
@@ -117,7 +118,7 @@ class MRTPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose advantages are MRTPO's per-token ones (TRL's GDPO when ``alpha == 0``).
 
     Args:
-        model: as GRPOTrainer (a model id, a folder, or a model).
+        model: as GRPOTrainer (a hub id, a folder, or a model), or ``"tiny-mrtpo"`` (the bundled policy).
         reward_funcs: verifiers (``mrtpo_viz.tasks``, or ``Verifier.from_trl(fn, name=..., info=...)``) or
             registered verifier names.
         args: an :class:`MRTPOConfig`.
@@ -125,6 +126,8 @@ class MRTPOTrainer(GRPOTrainer):
     """
 
     def __init__(self, model, reward_funcs, args: MRTPOConfig | None = None, **kwargs):
+        if model == BUNDLED_POLICY and not Path(model).exists():  # the bundled policy by name, as load_policy
+            model = str(BUNDLED_POLICY_DIR)
         if args is None:
             name = (model if isinstance(model, str) else type(model).__name__).rstrip("/").split("/")[-1]
             args = MRTPOConfig(output_dir=f"{name}-MRTPO")

@@ -31,6 +31,7 @@ from mrtpo_viz.integrations import trl_batch, trl_log  # noqa: E402
 from mrtpo_viz.integrations.trl import MRTPOConfig, MRTPOTrainer, trl_dataset  # noqa: E402
 from mrtpo_viz.tasks import Example, Verifier  # noqa: E402
 from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR  # noqa: E402
+from tests.conftest import AGREEMENT  # noqa: E402
 
 TOL = 1e-6
 POLICY = str(BUNDLED_POLICY_DIR)
@@ -184,10 +185,15 @@ def test_alpha0_same_loss_gradients_and_update_as_trl_gdpo(runs, setup):
     assert len(g.losses) == len(m.losses) == (4 if setup == "bnpo_ga2_mu2" else 2)  # GA 2: 2 micro-batches a step
     assert max(abs(a - b) for a, b in zip(g.losses, m.losses)) <= TOL
     assert len(g_rec.grads) == len(m_rec.grads) == 2
-    assert max(max_diff(a, b) for a, b in zip(g_rec.grads, m_rec.grads)) <= TOL
+    loss_gap = max(abs(a - b) for a, b in zip(g.losses, m.losses))
+    grad_gap = max(max_diff(a, b) for a, b in zip(g_rec.grads, m_rec.grads))
+    assert grad_gap <= TOL
     update = max(float((g1[k] - g0[k]).abs().max()) for k in g0)
     assert update > 100 * TOL, f"the update ({update:.3g}) is too small for the comparison to mean anything"
     assert m.replays == m.generations  # the replay really ran (log_tokens) and still changed nothing
+    AGREEMENT.append(f"MRTPOTrainer(alpha=0) vs trl.GRPOTrainer(normalize_then_sum), {setup}, AdamW: max |loss diff| "
+                     f"{loss_gap:.1e}, |grad diff| {grad_gap:.1e}, |param diff| {max_diff(g1, m1):.1e} "
+                     f"(update {update:.1e})")
     if setup == "grpo_beta_seqIS":
         # AdamW's first step is ~lr * g / (|g| + 1e-8): on coordinates with |g| near 1e-8 it turns float32 rounding
         # differences of ~1e-11 into parameter differences of ~lr * 1e-3. Sequence-level importance sampling
@@ -198,6 +204,7 @@ def test_alpha0_same_loss_gradients_and_update_as_trl_gdpo(runs, setup):
         g, g0, g1, _ = runs(setup, "grpo", SGD)
         m, m0, m1, _ = runs(setup, "mrtpo_a0", SGD)
         assert max(float((g1[k] - g0[k]).abs().max()) for k in g0) > 100 * TOL
+        AGREEMENT.append(f"  {setup} with SGD: |param diff| {max_diff(g1, m1):.1e}")
     assert max_diff(g1, m1) <= TOL
 
 
@@ -424,3 +431,20 @@ def test_two_processes_split_a_group_and_stay_identical(tmp_path):
     assert ranks[0]["sha"] == ranks[1]["sha"]
     log = pd.read_parquet(tmp_path / "run" / trl_log.LOG_DIR / trl_log.token_file(1))
     assert log["row"].tolist() == [0, 1, 2, 3] and log["group"].tolist() == [0, 0, 0, 0]
+
+
+def test_the_readme_snippet_trains(tmp_path):
+    """README, "Train with TRL": its Python block runs (one step, into a temporary folder)."""
+    import re
+
+    from tests.apphelpers import REPO
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Train with TRL"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert "max_steps=20" in code and '"runs/tool"' in code
+    code = code.replace("max_steps=20", "max_steps=1").replace('"runs/tool"', repr(str(tmp_path / "tool")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(code, "README.md", "exec"), {})
+    assert (tmp_path / "tool" / trl_log.LOG_DIR / trl_log.token_file(1)).is_file()
