@@ -213,7 +213,8 @@ class MRTPOTrainer(GRPOTrainer):
             return None
         if self._mrtpo_pool is None:
             data = self.train_dataset
-            self._mrtpo_pool = row_examples([data[i] for i in range(min(64, len(data)))]) if data is not None else []
+            sized = data is not None and hasattr(data, "__len__")  # an IterableDataset has no rows to index
+            self._mrtpo_pool = row_examples([data[i] for i in range(min(64, len(data)))]) if sized else []
         seen = list(examples)
         return seen + [e for e in self._mrtpo_pool if e not in seen]
 

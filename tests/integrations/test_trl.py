@@ -63,7 +63,8 @@ def vowels(completions, **kwargs):
 
 
 REWARDS = [brace, length, vowels]
-VERIFIERS = [Verifier.from_trl(fn, name=fn.__name__, info=f"Scored by {fn.__name__}: see the task.") for fn in REWARDS]
+VERIFIERS = [Verifier.from_trl(fn, name=fn.__name__, info=lambda ex, _n=fn.__name__: f"{_n} of the answer to: "
+                               f"{ex.messages()[-1]['content']}") for fn in REWARDS]
 
 
 def dataset():
@@ -198,9 +199,10 @@ def test_alpha0_same_loss_gradients_and_update_as_trl_gdpo(runs, setup):
         # AdamW's first step is ~lr * g / (|g| + 1e-8): on coordinates with |g| near 1e-8 it turns float32 rounding
         # differences of ~1e-11 into parameter differences of ~lr * 1e-3. Sequence-level importance sampling
         # multiplies a (B, 1) coefficient by the advantages: TRL's (B,) advantage broadcasts as (B, 1), our (B, T)
-        # one makes autograd sum the same products in another order (TRL's own advantage, only expanded to (B, T),
-        # moves the parameters by the same 7.8e-6 after two AdamW steps at lr 1e-3). So the parameters are
-        # compared after plain SGD, whose update is linear in the gradient; the gradients above are AdamW's run.
+        # one makes autograd sum the same products in another order (gradients differ by ~7e-8; TRL's own advantage,
+        # only expanded to (B, T), moves the parameters by as much, ~1e-5 after two AdamW steps at lr 1e-3). So the
+        # parameters are compared after plain SGD, whose update is linear in the gradient; the gradients above are
+        # AdamW's run.
         g, g0, g1, _ = runs(setup, "grpo", SGD)
         m, m0, m1, _ = runs(setup, "mrtpo_a0", SGD)
         assert max(float((g1[k] - g0[k]).abs().max()) for k in g0) > 100 * TOL
@@ -448,3 +450,15 @@ def test_the_readme_snippet_trains(tmp_path):
         warnings.simplefilter("ignore")
         exec(compile(code, "README.md", "exec"), {})
     assert (tmp_path / "tool" / trl_log.LOG_DIR / trl_log.token_file(1)).is_file()
+
+
+@pytest.mark.parametrize("control", ["corrupted", "others"])
+def test_a_control_runs_inside_the_trainer(tmp_path, control):
+    """Controls with extra branches (``corrupted`` borrows another prompt's information from the batch) run in the
+    trainer; the token mean still is TRL's advantage."""
+    t, _, _, _ = train(tmp_path, control, "mrtpo", dict(max_steps=1), alpha=1.0, control=control)
+    b = t.batches[0]
+    assert b["relevance"].min() >= 0 and b["relevance"].max() > 0.01
+    mean = (b["token"] * b["mask"]).sum(1) / b["mask"].sum(1).clamp(min=1)
+    assert float((mean - b["trl"]).abs().max()) <= TOL
+    assert json.loads((tmp_path / control / "mrtpo" / "run.json").read_text())["control"] == control
