@@ -87,8 +87,10 @@ def _single_file(path: Path) -> RunFiles:
 
 
 def _columns(path: Path) -> list[str]:
-    import pyarrow.parquet as pq
-
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ImportError("reading a run's parquet files needs pyarrow: pip install 'mrtpo-viz[trl]'") from None
     try:
         return list(pq.read_schema(path).names)
     except Exception as e:  # noqa: BLE001 -- any unreadable upload: one readable message
