@@ -79,8 +79,8 @@ def run_completions(state, key, group, text, sort_by, descending):
 
 def pick_row(table, evt: gr.SelectData):
     """A click in the completions table -> that completion's row number."""
-    try:
-        return int(table.iloc[evt.index[0]]["row"])
+    try:  # the clicked row's own values (the table may be sorted on the page), else its index in ours
+        return int(evt.row_value[0]) if getattr(evt, "row_value", None) else int(table.iloc[evt.index[0]]["row"])
     except (AttributeError, IndexError, KeyError, TypeError, ValueError):
         return gr.update()
 

@@ -82,3 +82,13 @@ def test_bad_uploads_and_missing_state_read_as_messages(runs_dir, tmp_path, monk
     with pytest.raises(gr.Error, match="Typed run folders are off here"):
         runs_tab.open_run("example", None)
     shutil.rmtree(runs_dir / "empty")
+
+
+def test_a_click_in_the_table_picks_that_completions_row():
+    import pandas as pd
+
+    table = pd.DataFrame({"row": [6, 2, 4], "group": [1, 0, 1], "completion": ["x", "y", "z"]})
+    clicked = gr.SelectData(None, {"index": [1, 2], "value": "y", "row_value": [2, 0, "y"]})
+    assert runs_tab.pick_row(table, clicked) == 2
+    assert runs_tab.pick_row(table, gr.SelectData(None, {"index": [2, 0], "value": 4})) == 4  # no row values
+    assert runs_tab.pick_row(None, gr.SelectData(None, {"index": [9, 0], "value": 0})) == gr.update()
