@@ -260,6 +260,49 @@ def mrtpo_token_advantages(rewards: torch.Tensor, relevance: torch.Tensor, mask:
     return mrtpo_token_parts(rewards, relevance, mask, weights, alpha, gamma, eps).token_advantages
 
 
+@dataclass(frozen=True)
+class MRTPOShift:
+    """What MRTPO changes on each token of some rows of a batch, relative to their GDPO sequence advantage."""
+
+    shift: torch.Tensor
+    """``(B, T)`` ``sum_k lambda_k (w[k, t] - 1) Ahat_k / scale``: MRTPO's token advantage minus GDPO's ``A``.
+    Exactly 0 when ``alpha = 0``; its mean over a response's valid tokens is 0; 0 on padding and unscorable rows."""
+    parts: torch.Tensor
+    """``(B, K, T)`` each reward's share ``lambda_k w[k, t] Ahat_k / scale`` (as :attr:`MRTPOParts.parts`)."""
+
+
+def mrtpo_token_shift(rewards: torch.Tensor, relevance: torch.Tensor, mask: torch.Tensor, rows=None, weights=None,
+                      alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS) -> MRTPOShift:
+    """MRTPO for some rows of a batch whose other rows live elsewhere (another process of a data-parallel run).
+
+    The group and batch statistics come from the whole batch's ``rewards``; the token weights only from the rows'
+    own relevance. Adding ``shift`` to GDPO's sequence advantage of those rows gives MRTPO's token advantages
+    (:func:`mrtpo_token_advantages` of the whole batch, on those rows), because
+    ``(sum_k lambda_k w Ahat_k - mean S) / scale = (S - mean S) / scale + sum_k lambda_k (w - 1) Ahat_k / scale``.
+    ``scale`` is ``std_batch S + eps`` (1 for a degenerate batch, as in :func:`mrtpo_token_parts`).
+
+    Args:
+        rewards: ``(N, G, K)`` the whole batch (e.g. gathered from every process).
+        relevance: ``(B, K, T)`` and mask ``(B, T)`` of the rows.
+        rows: ``B`` flat indices into the ``N * G`` rows (a slice or index tensor); default all rows.
+        weights, alpha, gamma, eps: as :func:`mrtpo_token_parts`.
+    """
+    ahat, weights, _, _, std_b, unscorable = _gdpo_parts(rewards, weights, eps)
+    N, G, K = ahat.shape
+    rows = slice(None) if rows is None else rows
+    ahat, unscorable = ahat.reshape(N * G, K)[rows], unscorable.reshape(N * G)[rows]  # (B, K), (B,)
+    relevance = torch.as_tensor(relevance)
+    if relevance.dim() != 3 or tuple(relevance.shape[:2]) != (ahat.shape[0], K):
+        raise ValueError(f"relevance must be (B, K, T) with B, K = {ahat.shape[0]}, {K}, got {tuple(relevance.shape)}")
+    w = mrtpo_token_weights(relevance.to(ahat.dtype)[None], torch.as_tensor(mask)[None], alpha, gamma)[0]  # (B, K, T)
+    valid = (torch.as_tensor(mask, device=w.device) > 0) & ~unscorable[:, None]  # (B, T)
+    scale = torch.where(std_b > 0, std_b + eps, 1.0)
+    per_reward = weights[:, None] * ahat[..., None] / scale  # (B, K, 1)
+    parts = torch.where(valid[:, None], per_reward * w, 0.0)  # (B, K, T)
+    shift = torch.where(valid, (per_reward * (w - 1.0)).sum(1), 0.0)  # (B, T)
+    return MRTPOShift(shift, parts)
+
+
 # ----------------------------------------------------------------------------------------------- registry
 
 def _over_tokens(adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

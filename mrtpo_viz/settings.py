@@ -12,6 +12,7 @@
 | ``MRTPO_MAX_NEW_TOKENS``      | 256     | longest generated response                                            |
 | ``MRTPO_CHECKPOINT``          | bundled | the app's default checkpoint (a local folder or a hub id)             |
 | ``MRTPO_THREADS``             | torch's | torch threads of the app's model calls                                |
+| ``MRTPO_RUNS_DIR``            | (none)  | folder whose TRL runs (``output_dir``) the app opens by typed path    |
 
 The allow-list: an entry that is an existing folder admits that checkpoint folder and every folder below it
 (compared after resolving ``..`` and symbolic links, so a path cannot climb out); any other entry is a hub id,
@@ -60,14 +61,19 @@ class Settings:
     """``MRTPO_CHECKPOINT``: the app's default checkpoint; empty means the bundled tiny policy."""
     threads: Optional[int] = None
     """``MRTPO_THREADS``: torch threads for the app's model calls; None leaves torch's default."""
+    runs_dir: str = ""
+    """``MRTPO_RUNS_DIR``: the folder under which the Runs view opens a typed run folder; empty: none (uploads only)."""
 
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("allowed_checkpoints", "checkpoint") or (f.name == "threads" and value is None):
+            if f.name in ("allowed_checkpoints", "checkpoint", "runs_dir") or (f.name == "threads" and value is None):
                 continue
             if not value > 0:
                 raise SettingsError(f"{ENV_VARS[f.name][0]} must be a positive number, got {value!r}")
+
+        if self.runs_dir and _resolved(self.runs_dir) is None:
+            raise SettingsError(f"MRTPO_RUNS_DIR must be an existing folder, got {self.runs_dir!r}")
 
     @property
     def max_upload_bytes(self) -> int:
@@ -94,6 +100,28 @@ class Settings:
                              "(MRTPO_ALLOWED_CHECKPOINTS)")
 
 
+    def run_folder(self, typed: str | os.PathLike) -> Path:
+        """The folder a typed run path names, if it lies under ``MRTPO_RUNS_DIR`` (a relative path is taken from
+        there; compared after resolving ``..`` and links). A path outside is refused without saying whether it
+        exists; one inside that does not exist is reported."""
+        if not self.runs_dir:
+            raise ValueError("Typed run folders are off here (the operator has not set MRTPO_RUNS_DIR): upload a "
+                             "zip of the run's output_dir or one of its parquet files instead.")
+        root = _resolved(self.runs_dir)
+        try:
+            path = Path(str(typed).strip()).expanduser()
+            path = (path if path.is_absolute() else root / path).resolve()
+        except (OSError, ValueError, RuntimeError):
+            path = None
+        if path is None or not (path == root or root in path.parents):
+            raise ValueError(f"{str(typed)!r} is not under the runs folder this app may read (MRTPO_RUNS_DIR); "
+                             "type a run folder relative to it")
+        if not path.is_dir():
+            raise FileNotFoundError(f"There is no run folder {str(path.relative_to(root)) or '.'!r} in the runs "
+                                    "folder (MRTPO_RUNS_DIR).")
+        return path
+
+
 def _resolved(name: str) -> Optional[Path]:
     """The resolved folder ``name`` points to, or None when it is not an existing folder."""
     try:
@@ -109,6 +137,7 @@ ENV_VARS: dict[str, tuple[str, type]] = {
     "max_trainings": ("MRTPO_MAX_TRAININGS", int), "max_upload_mb": ("MRTPO_MAX_UPLOAD_MB", float),
     "max_rollouts": ("MRTPO_MAX_ROLLOUTS", int), "max_new_tokens": ("MRTPO_MAX_NEW_TOKENS", int),
     "checkpoint": ("MRTPO_CHECKPOINT", str), "threads": ("MRTPO_THREADS", int),
+    "runs_dir": ("MRTPO_RUNS_DIR", str),
 }
 """Settings field -> (environment variable, type of its value)."""
 

@@ -107,3 +107,23 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("agreement with the reference implementations")
         for line in AGREEMENT:
             terminalreporter.write_line(line)
+
+
+# --- A 2-step CPU run of examples/trl_mrtpo.py (owned by the TRL integration tests; the Runs view opens it) --------
+@pytest.fixture(scope="session")
+def trl_example_run(tmp_path_factory):
+    """The output_dir of ``python examples/trl_mrtpo.py --steps 2`` (MRTPOTrainer on the bundled policy), under a
+    fresh runs folder: ``(runs folder, run folder)``."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("trl", reason="the example needs trl (pip install mrtpo-viz[trl])")
+    root = Path(__file__).resolve().parent.parent
+    runs = tmp_path_factory.mktemp("runs")
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(root))
+    proc = subprocess.run([sys.executable, str(root / "examples" / "trl_mrtpo.py"), "--out", str(runs / "example"),
+                           "--steps", "2"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "Open the run in the app" in proc.stdout
+    return runs, runs / "example"

@@ -322,3 +322,32 @@ def test_entropy_baseline_keeps_the_gdpo_token_mean(beta):
         assert abs(float(adv[1, 1, t])) == pytest.approx(float(adv[1, 1].abs().max()))
     flat = entropy_token_advantages(rewards, torch.zeros(3, 4, 6), mask, beta=beta)
     assert torch.allclose(flat, gdpo[..., None] * mask)  # no uncertainty anywhere: uniform (GDPO)
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
+def test_mrtpo_token_shift_on_some_rows_is_mrtpo_minus_gdpo(alpha):
+    """GDPO's advantage plus the shift of some rows (another process's rows live elsewhere) is MRTPO's token
+    advantage of the whole batch on those rows; exactly 0 at alpha = 0; zero mean per response; 0 on padding and on
+    unscorable rows; the parts are MRTPOParts' parts."""
+    from mrtpo_viz.advantages import mrtpo_token_parts, mrtpo_token_shift
+
+    g = torch.Generator().manual_seed(3)
+    N, G, K, T = 3, 4, 2, 5
+    rewards = torch.randint(0, 5, (N, G, K), generator=g).double() / 4
+    rewards[1, 2] = NAN  # an unscorable row
+    relevance = torch.rand(N, G, K, T, generator=g, dtype=torch.float64)
+    mask = torch.ones(N, G, T, dtype=torch.float64)
+    mask[0, 1, 3:] = 0
+    full = mrtpo_token_parts(rewards, relevance, mask, [1.0, 0.5], alpha)
+    rows = slice(4, 10)  # rows of two groups, as one process of three would hold
+    flat = lambda x: x.reshape(N * G, *x.shape[2:])[rows]  # noqa: E731
+    s = mrtpo_token_shift(rewards, flat(relevance), flat(mask), rows, [1.0, 0.5], alpha)
+    want = torch.where(flat(mask) > 0, flat(full.token_advantages) - flat(full.gdpo)[:, None], 0.0)
+    assert torch.allclose(s.shift, want, atol=1e-12)
+    assert torch.allclose(s.parts, flat(full.parts), atol=1e-12)
+    assert s.shift[2].abs().max() == 0  # row 6 = (1, 2) is unscorable
+    means = (s.shift * flat(mask)).sum(-1) / flat(mask).sum(-1)
+    assert means.abs().max() < 1e-12
+    if alpha == 0.0:
+        assert torch.equal(s.shift, torch.zeros_like(s.shift))  # exactly, so alpha = 0 is GDPO bitwise
+    with pytest.raises(ValueError, match="relevance must be"):
+        mrtpo_token_shift(rewards, flat(relevance)[:, :1], flat(mask), rows)

@@ -99,3 +99,31 @@ def test_the_app_and_cli_loader_obeys_the_allow_list_and_the_library_does_not(mo
     assert load_allowed_policy("tiny-mrtpo", device="cpu", dtype="float32").n_params > 0  # bundled: always allowed
     monkeypatch.setenv("MRTPO_ALLOWED_CHECKPOINTS", str(tiny_policy_dir))
     assert load_allowed_policy(tiny_policy_dir, device="cpu", dtype="float32").n_params > 0
+
+
+def test_run_folders_open_only_under_the_runs_dir_and_say_nothing_about_what_lies_outside(tmp_path):
+    import os
+
+    runs, outside = tmp_path / "runs", tmp_path / "private"
+    (runs / "a" / "b").mkdir(parents=True)
+    outside.mkdir()
+    (runs / "link").symlink_to(outside)
+    s = get_settings({"MRTPO_RUNS_DIR": str(runs)})
+    assert s.run_folder("a") == (runs / "a").resolve()  # relative to the runs folder
+    assert s.run_folder(str(runs / "a" / "b")) == (runs / "a" / "b").resolve()
+    assert s.run_folder("a/b/..") == (runs / "a").resolve()
+    messages = set()
+    for typed in (str(outside), str(tmp_path / "no-such-folder"), "../private", "a/../../private", "link",
+                  "/etc", "\0bad"):
+        with pytest.raises(ValueError) as err:
+            s.run_folder(typed)
+        assert "is not under the runs folder" in str(err.value)
+        messages.add(str(err.value).replace(repr(typed), "X"))
+    assert len(messages) == 1  # an existing and a missing outside path read alike
+    with pytest.raises(FileNotFoundError, match="no run folder 'missing'"):
+        s.run_folder("missing")  # inside the runs folder, existence may be told
+    with pytest.raises(ValueError, match="Typed run folders are off here"):
+        get_settings({}).run_folder("a")
+    with pytest.raises(SettingsError, match="MRTPO_RUNS_DIR must be an existing folder"):
+        get_settings({"MRTPO_RUNS_DIR": str(tmp_path / "nope")})
+    assert os.path.isdir(outside)

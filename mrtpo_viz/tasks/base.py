@@ -8,6 +8,7 @@ character spans of the response decide its verdict (``spans``: the ground truth 
 from __future__ import annotations
 
 import inspect
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Union
@@ -139,6 +140,8 @@ class Verifier:
     """(verifier, example) -> the example's values of ``arguments`` (absent keys missing); default: ``meta`` keys."""
     with_args_fn: Optional[Callable[["Verifier", Example, dict[str, Any]], Example]] = None
     """(verifier, example, values) -> the example with those argument values; default: ``meta`` updated."""
+    trl_reward: Optional[TrlReward] = None
+    """The TRL reward function this verifier wraps (:meth:`from_trl`): a TRL trainer calls it as is, batched."""
 
     def __post_init__(self):
         if not self.name or " " in self.name:
@@ -249,7 +252,7 @@ def verifier_from_trl(fn: TrlReward, name: str, info: Info, title: Optional[str]
         return Verdict(float(out[0]), f"{name} returned {float(out[0]):g}")
 
     return Verifier(name=name, task=task, title=title or name, description=description or f"TRL reward {name}",
-                    info_fn=info_fn, check_fn=check)
+                    info_fn=info_fn, check_fn=check, trl_reward=fn)
 
 
 def _completion_text(completion: Any) -> str:
@@ -261,11 +264,25 @@ def _completion_text(completion: Any) -> str:
     raise ValueError(f"a completion must be a string or a list of chat messages, got {type(completion).__name__}")
 
 
+def example_from_row(row: dict[str, Any], task: str = "custom") -> Example:
+    """A dataset row (TRL's columns) as an :class:`Example`: ``prompt``, ``task`` (default ``task``), ``id``, and
+    ``meta`` (a dict, or a JSON object string: a dataset of dicts with differing keys would fill every row with the
+    union of the keys; default: the row's other columns)."""
+    row = dict(row)
+    prompt, meta = row.pop("prompt"), row.pop("meta", None)
+    task, ident = str(row.pop("task", None) or task), str(row.pop("id", None) or "")
+    if isinstance(meta, str):
+        meta = json.loads(meta)
+        if not isinstance(meta, dict):
+            raise ValueError(f"the 'meta' column must hold JSON objects, got {type(meta).__name__}")
+    return Example(task=task, prompt=prompt, meta=dict(meta) if meta is not None else row, id=ident)
+
+
 def as_trl_reward(verifier: Verifier) -> TrlReward:
     """The verifier as a TRL reward function ``fn(prompts, completions, completion_ids=None, **columns)``.
 
-    Each row becomes an :class:`Example` from the dataset columns: ``task`` (default: the verifier's task),
-    ``prompt`` and ``meta`` (default: the row's other columns). Returns one score per completion, NaN as None.
+    Each row becomes an :class:`Example` from the dataset columns (:func:`example_from_row`): ``task`` (default:
+    the verifier's task), ``prompt``, ``id`` and ``meta`` (a dict or a JSON string; default: the row's other columns). Returns one score per completion, NaN as None.
     ``__name__`` is the verifier name, which TRL logs as the reward name.
     """
     def reward(prompts, completions, completion_ids=None, **columns) -> list[Optional[float]]:
@@ -274,9 +291,7 @@ def as_trl_reward(verifier: Verifier) -> TrlReward:
         scores = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
             row = {k: v[i] for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == len(prompts)}
-            meta = row.pop("meta", None)
-            task = row.pop("task", verifier.task)
-            example = Example(task=task, prompt=prompt, meta=dict(meta) if meta is not None else row)
+            example = example_from_row({**row, "prompt": prompt}, verifier.task)
             s = verifier.score(_completion_text(completion), example)
             scores.append(None if math.isnan(s) else s)
         return scores

@@ -28,6 +28,7 @@ def build_app():
     from .method_tab import build_method_tab
     from .relevance_tab import build_relevance_tab
     from .rollouts_tab import build_rollouts_tab
+    from .runs_tab import build_runs_tab
     from .training_tab import build_training_tab
 
     with gr.Blocks(title="mrtpo-viz", delete_cache=(DOWNLOAD_TTL_S, DOWNLOAD_TTL_S)) as demo:
@@ -46,6 +47,8 @@ def build_app():
                 build_ab_tab(checkpoint)
             with gr.Tab("Rollouts", id="rollouts"):
                 build_rollouts_tab(checkpoint)
+            with gr.Tab("Runs", id="runs"):
+                build_runs_tab(checkpoint)
             with gr.Tab("Live training", id="training"):
                 build_training_tab(checkpoint)
             with gr.Tab("Method", id="method"):

@@ -60,3 +60,26 @@ def test_arguments_read_and_set_meta_and_report_what_is_missing():
         v.with_args(free, {"nope": 1})
     with pytest.raises(ValueError, match="unknown argument kind"):
         Argument("x", "X", kind="colour")
+
+
+def test_example_from_row_reads_trl_columns_and_json_meta():
+    from mrtpo_viz.tasks.base import example_from_row
+
+    msgs = [{"role": "user", "content": "hi"}]
+    ex = example_from_row({"prompt": msgs, "task": "tool_calling", "id": "x1", "meta": '{"tool": "get_weather"}'})
+    assert (ex.task, ex.id, ex.meta, ex.prompt) == ("tool_calling", "x1", {"tool": "get_weather"}, msgs)
+    ex = example_from_row({"prompt": "hi", "gold": 3}, task="custom")
+    assert (ex.task, ex.meta) == ("custom", {"gold": 3})  # no meta column: the other columns
+    with pytest.raises(ValueError, match="JSON objects"):
+        example_from_row({"prompt": "hi", "meta": "[1, 2]"})
+
+
+def test_a_trl_verifier_keeps_its_reward_function():
+    from mrtpo_viz.tasks import Example, Verifier
+
+    def fn(completions, **kwargs):
+        return [float(len(c)) for c in completions]
+
+    v = Verifier.from_trl(fn, name="len", info="length")
+    assert v.trl_reward is fn  # MRTPOTrainer hands it to TRL as is, batched
+    assert v.score("abc", Example("custom", "p")) == 3.0

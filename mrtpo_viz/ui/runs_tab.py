@@ -1,0 +1,183 @@
+"""Runs tab: open a TRL run (an ``output_dir`` under ``MRTPO_RUNS_DIR``, or an uploaded zip or parquet), see its
+reward curves, pick a step, a group and a completion, and see its tokens with their relevance and advantages.
+
+An MRTPO run (``MRTPOTrainer``) shows what its per-token log holds; a plain TRL run (GRPO, GDPO) logged no tokens,
+so its completions are replayed on demand with the chosen checkpoint and the information typed (or found for a
+bundled example). Reading and aggregation are :mod:`mrtpo_viz.integrations.trl_runs` and
+:mod:`~mrtpo_viz.integrations.run_replay`; rendering is :mod:`mrtpo_viz.viz`.
+"""
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+
+from .. import viz
+from ..integrations import run_replay, trl_runs
+from ..settings import get_settings
+from ..viz.training import reward_curves_figure
+from .common import MODEL, download_folder, get_policy, limits, readable
+
+ALL = "all"
+
+
+def _run(state) -> trl_runs.RunFiles:
+    if not state:
+        raise ValueError("Open a run first: type its folder or upload a zip or parquet file.")
+    return trl_runs.open_run(state["path"])
+
+
+def _step(key: str) -> tuple[str, int]:
+    mode, _, step = str(key or "").partition(":")
+    if mode not in ("train", "eval") or not step.isdigit():
+        raise ValueError("Pick a step of the run.")
+    return mode, int(step)
+
+
+@readable
+def open_run(typed: str, upload):
+    """A typed run folder (under MRTPO_RUNS_DIR) or an upload -> state, status, curves, the step picker."""
+    if upload:
+        path = trl_runs.extract_upload(upload, download_folder("run-"), limits().max_upload_bytes)
+    elif (typed or "").strip():
+        path = get_settings().run_folder(typed)
+    else:
+        raise ValueError("Type a run folder (relative to MRTPO_RUNS_DIR) or upload a zip or parquet file.")
+    run = trl_runs.open_run(path)
+    names, steps = trl_runs.reward_names(run), run.steps()
+    curves = trl_runs.reward_curves(run)
+    fig = reward_curves_figure(curves, [f"reward/{n}" for n in names], title="Mean reward per step")
+    values = curves[[f"reward/{n}" for n in names]].to_numpy()
+    if values.size and (values.min() < 0 or values.max() > 1):  # TRL rewards need not lie in [0, 1]
+        fig.update_yaxes(range=None, autorange=True)
+    kind = ("an MRTPO run (per-token log)" if run.kind == "mrtpo" else
+            "a plain TRL run (no per-token log: replay a completion with a checkpoint)")
+    status = f"Opened {kind}: {len(steps)} step file(s), rewards {', '.join(f'`{n}`' for n in names)}."
+    choices = [(f"step {s}" + (" (eval)" if m == "eval" else ""), f"{m}:{s}") for m, s in steps]
+    last = next((c[1] for c in reversed(choices) if c[1].startswith("train:")), choices[-1][1])
+    return {"path": str(path), "names": names}, status, fig, gr.update(choices=choices, value=last)
+
+
+@readable
+def run_step(state, key):
+    """A step -> its groups table and the group picker."""
+    mode, step = _step(key)
+    frame = trl_runs.step_frame(_run(state), step, mode)
+    groups = sorted(set(frame["group"].tolist()))
+    return (trl_runs.groups_table(frame, state["names"]),
+            gr.update(choices=[ALL] + [str(g) for g in groups], value=ALL))
+
+
+@readable
+def run_completions(state, key, group, text, sort_by, descending):
+    """The step's completions, filtered by group and text, sorted."""
+    mode, step = _step(key)
+    frame = trl_runs.step_frame(_run(state), step, mode)
+    return trl_runs.completions_table(frame, state["names"], group=None if group in (None, "", ALL) else int(group),
+                                      text=text or "", sort_by=sort_by, descending=bool(descending))
+
+
+def pick_row(table, evt: gr.SelectData):
+    """A click in the completions table -> that completion's row number."""
+    try:  # the clicked row's own values (the table may be sorted on the page), else its index in ours
+        return int(evt.row_value[0]) if getattr(evt, "row_value", None) else int(table.iloc[evt.index[0]]["row"])
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        return gr.update()
+
+
+def _view_outputs(view: run_replay.CompletionView, record: dict, note: str):
+    rel, br = view.relevance, view.breakdown
+    rewards = ", ".join(f"{n} {v:.3f}" for n, v in rel.rewards.items()) or "none scored"
+    text = (f"**Row {record['row']}** (group {record['group']}), {note}: rewards {rewards}; TRL's sequence "
+            f"advantage {float(record['advantage']):+.3f}; token advantages {float(br.mrtpo.min()):+.3f} .. "
+            f"{float(br.mrtpo.max()):+.3f}.  \nPrompt: {record['prompt'][:300]}")
+    return viz.token_rows_html(rel), viz.advantage_bars(rel.tokens, rel.verifiers, br), text
+
+
+@readable
+def run_completion(state, key, row):
+    """A completion -> its token view (from the per-token log), or an invitation to replay it, with information
+    lines prefilled where the prompt is a bundled example."""
+    run = _run(state)
+    mode, step = _step(key)
+    record = trl_runs.completion_record(trl_runs.step_frame(run, step, mode), int(row))
+    names = state["names"]
+    if "token_advantages" in record:
+        view = run_replay.logged_view(record, names, run.info.get("metric", "js"), run.info.get("control", "none"))
+        return (*_view_outputs(view, record, f"{mode} step {step}, from the run's per-token log"), gr.update())
+    infos = run_replay.guess_infos(json.loads(record["messages"]), names)
+    lines = "\n".join(f"{n}: {infos.get(n, '')}" for n in names)
+    note = ("Information found for this bundled prompt: check it and press Replay." if infos else
+            "Type each reward's information (one line per reward, `reward: text`) and press Replay.")
+    return ("", viz.placeholder_figure("Replay this completion to see its token advantages"),
+            f"**Row {record['row']}**: a plain TRL run logged no tokens. {note}", lines)
+
+
+@readable
+def replay_completion(checkpoint, state, key, row, infos_text, alpha, gamma):
+    """Replay a completion of a plain run with the checkpoint and the typed information."""
+    run = _run(state)
+    mode, step = _step(key)
+    frame = trl_runs.step_frame(run, step, mode)
+    record = trl_runs.completion_record(frame, int(row))
+    infos = run_replay.parse_infos(infos_text, state["names"])
+    if any(len(i) > limits().max_info_chars for i in infos.values()):
+        raise ValueError(f"An information text is longer than {limits().max_info_chars:,} characters.")
+    if len(record["completion"]) > limits().max_chars:
+        raise ValueError(f"The completion is longer than {limits().max_chars:,} characters; not replayed here.")
+    view = run_replay.replayed_view(get_policy(checkpoint), frame, record, state["names"], infos,
+                                    weights=run.info.get("reward_weights"), alpha=float(alpha), gamma=float(gamma))
+    return _view_outputs(view, record, f"replayed with `{checkpoint}` (re-tokenized from its text)")
+
+
+# ----------------------------------------------------------------------------------------------- layout
+
+def build_runs_tab(checkpoint: gr.components.Component) -> None:
+    state = gr.State(None)
+    gr.Markdown("Open a TRL run: its `output_dir` (with `log_completions=True` for TRL's files; `MRTPOTrainer` "
+                "also writes `mrtpo/tokens_*.parquet`). See `examples/trl_mrtpo.py`.")
+    with gr.Row():
+        typed = gr.Textbox(label="Run folder, relative to the operator's runs folder (MRTPO_RUNS_DIR)", scale=3,
+                           elem_id="run-path")
+        upload = gr.File(label="or upload a zip of the run, or one parquet file", file_types=[".zip", ".parquet"],
+                         type="filepath", scale=2)
+        open_btn = gr.Button("Open run", variant="primary", scale=0, min_width=110, elem_id="run-open")
+    status = gr.Markdown("No run open.", elem_id="run-status")
+    curves = gr.Plot(viz.placeholder_figure("Open a run: mean reward per step"), label="reward curves",
+                     elem_id="run-curves")
+    with gr.Row():
+        step = gr.Dropdown([], label="step", elem_id="run-step", scale=1)
+        group = gr.Dropdown([ALL], value=ALL, label="group", scale=1)
+        text = gr.Textbox(label="filter by text (prompt or completion)", scale=2)
+        sort_by = gr.Dropdown(list(trl_runs.SORT_KEYS), value="row", allow_custom_value=True,
+                              label="sort by (or a reward's name)", scale=1)
+        descending = gr.Checkbox(False, label="descending", scale=0)
+    groups = gr.Dataframe(label="groups of the step", interactive=False, max_height=220)
+    table = gr.Dataframe(label="completions (click one)", interactive=False, max_height=320, elem_id="run-table")
+    with gr.Row():
+        row = gr.Number(label="completion (row)", precision=0, minimum=0, elem_id="run-row", scale=1)
+        show_btn = gr.Button("Show tokens", elem_id="run-show", scale=0, min_width=120)
+        alpha = gr.Slider(0, 1, value=1.0, step=0.05, label="alpha (replayed runs)", scale=1)
+        gamma = gr.Slider(0, 4, value=1.0, step=0.1, label="gamma (replayed runs)", scale=1)
+    infos = gr.Textbox(label="information per reward, for a replay (reward: text)", lines=3, max_lines=8)
+    replay_btn = gr.Button("Replay with the checkpoint", elem_id="run-replay")
+    note = gr.Markdown(elem_id="run-note")
+    tokens = gr.HTML(label="tokens", elem_id="run-tokens")
+    bars = gr.Plot(viz.placeholder_figure("Pick a completion: its per-token advantages"), label="token advantages",
+                   elem_id="run-bars")
+
+    listing = [state, step, group, text, sort_by, descending]
+    open_btn.click(open_run, [typed, upload], [state, status, curves, step], api_name="open_run").success(
+        run_step, [state, step], [groups, group], api_name=False).success(
+        run_completions, listing, table, api_name=False)
+    step.input(run_step, [state, step], [groups, group], api_name="run_step").success(
+        run_completions, listing, table, api_name=False)
+    for c in (group, sort_by, descending):
+        c.input(run_completions, listing, table, api_name=False)
+    text.submit(run_completions, listing, table, api_name="run_completions")
+    table.select(pick_row, table, row, api_name=False).success(
+        run_completion, [state, step, row], [tokens, bars, note, infos], api_name=False)
+    show_btn.click(run_completion, [state, step, row], [tokens, bars, note, infos], api_name="run_completion")
+    replay_btn.click(replay_completion, [checkpoint, state, step, row, infos, alpha, gamma], [tokens, bars, note],
+                     api_name="replay_run_completion", concurrency_id=MODEL, concurrency_limit=1)
+
