@@ -5,7 +5,9 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from mrtpo_viz.advantages import ADVANTAGE_METHODS, gdpo_advantages, get_method, grpo_advantages, mrtpo_token_advantages, mrtpo_token_weights
+from mrtpo_viz.advantages.core import gdpo_advantages, grpo_advantages
+from mrtpo_viz.advantages.mrtpo import mrtpo_token_advantages, mrtpo_token_weights
+from mrtpo_viz.advantages.registry import ADVANTAGE_METHODS, get_method
 
 torch.set_num_threads(1)
 EPS = 1e-4

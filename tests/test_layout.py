@@ -176,6 +176,7 @@ ENGINE, LOOP, BUILD, VIEWS, APP, CLI = ("tests/relevance/test_engine.py", "tests
 COVERED_BY = {
     # the lazy public API, and the replay's pieces, exercised through the replay they make up
     "mrtpo_viz": "tests/test_public_api.py",
+    "mrtpo_viz.advantages.*": "tests/test_advantages.py",  # the math, tested as one piece (and against TRL)
     "mrtpo_viz.relevance.branches": ENGINE, "mrtpo_viz.relevance.controls": ENGINE,
     "mrtpo_viz.relevance.tokens": ENGINE, "mrtpo_viz.relevance.results": ENGINE,
     # a loaded policy's generation and sampling, tested on the policy that loading gives

@@ -1,0 +1,120 @@
+"""The advantage registry: every method behind one call form, with the two study baselines (the oracle's span
+relevance, entropy weighting). Keyed by :data:`mrtpo_viz.names.METHODS`."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from .. import names
+from .core import EPS, ZERO_RELEVANCE, _check_mask, gdpo_advantages, grpo_advantages
+from .mrtpo import mrtpo_token_advantages
+
+def _over_tokens(adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Broadcast a sequence advantage ``(N, G)`` over the valid tokens: ``(N, G, T)``, 0 on padding."""
+    valid = _check_mask(mask, *adv.shape, adv.dtype) > 0
+    return torch.where(valid, adv[..., None], 0.0)  # (N, G, T)
+
+
+def span_relevance(in_span: torch.Tensor) -> torch.Tensor:
+    """The oracle's relevance: a verifier's relevant-span mask ``(N, G, K, T)`` as 0/1 floats. Through
+    :func:`mrtpo_token_weights` it becomes the mask normalized to mean 1 over the response (uniform where a verifier
+    has no span token), which is how the oracle weights each reward's advantage."""
+    return torch.as_tensor(in_span).float()
+
+
+def entropy_token_advantages(rewards: torch.Tensor, entropy: torch.Tensor, mask: torch.Tensor, weights=None,
+                             beta: float = 1.0, eps: float = EPS) -> torch.Tensor:
+    """An uncertainty-only baseline (GTPO-style entropy weighting) that knows nothing of the verifiers.
+
+    ``A_t = A * (1 + beta * (H_t / mean_t H - 1))`` with ``A`` the GDPO advantage and ``H_t`` the sampling policy's
+    next-token entropy; the weight has mean 1 over a response's valid tokens (uniform where ``mean_t H`` is ~0), so,
+    as for MRTPO, the token mean is GDPO's ``A`` and ``beta = 0`` is GDPO.
+
+    Args:
+        rewards: ``(N, G, K)``; entropy: ``(N, G, T)`` nats; mask: ``(N, G, T)``. beta: in ``[0, 1]``.
+    Returns:
+        ``(N, G, T)`` token advantages, 0 on padding.
+    """
+    if not 0.0 <= beta <= 1.0:
+        raise ValueError(f"beta must lie in [0, 1], got {beta}")
+    adv = gdpo_advantages(rewards, weights, eps)[1]  # (N, G)
+    N, G = adv.shape
+    m = _check_mask(mask, N, G, adv.dtype)  # (N, G, T)
+    H = torch.as_tensor(entropy, dtype=adv.dtype).nan_to_num(nan=0.0).clamp_min(0.0) * m  # (N, G, T)
+    if H.shape != m.shape:
+        raise ValueError(f"entropy must be (N, G, T) = {tuple(m.shape)}, got {tuple(H.shape)}")
+    mean_h = H.sum(-1, keepdim=True) / m.sum(-1, keepdim=True).clamp_min(1.0)  # (N, G, 1)
+    ratio = torch.where(mean_h > ZERO_RELEVANCE, H / mean_h.clamp_min(ZERO_RELEVANCE), 1.0)  # (N, G, T)
+    return m * adv[..., None] * (1.0 + beta * (ratio - 1.0))
+
+
+def _grpo_tokens(rewards, mask, relevance=None, entropy=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
+    return _over_tokens(grpo_advantages(rewards, weights, eps), mask)
+
+
+def _gdpo_tokens(rewards, mask, relevance=None, entropy=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
+    return _over_tokens(gdpo_advantages(rewards, weights, eps)[1], mask)
+
+
+def _mrtpo_tokens(rewards, mask, relevance=None, entropy=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
+    return mrtpo_token_advantages(rewards, relevance, mask, weights, alpha, gamma, eps)
+
+
+def _entropy_tokens(rewards, mask, relevance=None, entropy=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
+    return entropy_token_advantages(rewards, entropy, mask, weights, beta=alpha, eps=eps)
+
+
+NEEDS = ("", "relevance", "spans", "entropy")
+"""What a method reads per token: nothing, the replay's relevance, the verifiers' relevant spans, the entropy."""
+
+
+@dataclass(frozen=True)
+class AdvantageMethod:
+    """One advantage method behind the common call form (see the module docstring)."""
+
+    name: str
+    """Registry key, e.g. ``"mrtpo"``."""
+    title: str
+    """Human-readable name for the UI and plots."""
+    needs: str
+    """One of :data:`NEEDS`: the per-token input the training loop must provide (``relevance`` runs the replay;
+    ``spans`` gives the verifiers' relevant-span masks as ``relevance``; ``entropy`` the sampling entropy)."""
+    fn: Callable[..., torch.Tensor]
+    """``fn(rewards, mask, relevance, entropy, weights, alpha, gamma, eps) -> (N, G, T)``."""
+
+    @property
+    def needs_relevance(self) -> bool:
+        """Whether the method reads a relevance tensor (the replay's, or the oracle's span masks)."""
+        return self.needs in ("relevance", "spans")
+
+    def __call__(self, rewards: torch.Tensor, mask: torch.Tensor, relevance: torch.Tensor | None = None,
+                 weights=None, alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS,
+                 entropy: torch.Tensor | None = None) -> torch.Tensor:
+        """Token-level advantages ``(N, G, T)``, 0 on padding."""
+        if self.needs_relevance and relevance is None:
+            what = "the replay's relevance" if self.needs == "relevance" else "the relevant-span masks"
+            raise ValueError(f"method {self.name!r} needs {what} (N, G, K, T)")
+        if self.needs == "entropy" and entropy is None:
+            raise ValueError(f"method {self.name!r} needs the sampling entropy (N, G, T)")
+        return self.fn(rewards, mask, relevance, entropy, weights, alpha, gamma, eps)
+
+
+ADVANTAGE_METHODS: dict[str, AdvantageMethod] = {
+    m.name: m for m in (
+        AdvantageMethod("grpo", "GRPO (sum, then normalize)", "", _grpo_tokens),
+        AdvantageMethod("gdpo", "GDPO (normalize each reward, then sum)", "", _gdpo_tokens),
+        AdvantageMethod("mrtpo", "MRTPO (each reward's advantage to its relevant tokens)", "relevance", _mrtpo_tokens),
+        AdvantageMethod("mrtpo:oracle", "MRTPO with oracle weights (each reward's relevant spans)", "spans",
+                        _mrtpo_tokens),
+        AdvantageMethod("entropy", "Entropy weighting (GTPO-style; knows no verifier)", "entropy", _entropy_tokens),
+    )
+}
+"""Method name (:data:`mrtpo_viz.names.METHODS`) -> ``AdvantageMethod``."""
+assert tuple(ADVANTAGE_METHODS) == names.METHODS, "names.METHODS and the methods defined here differ"
+
+
+def get_method(name: str) -> AdvantageMethod:
+    """An advantage method by registry name, with a clear error for unknown names."""
+    return ADVANTAGE_METHODS[names.check_choice("advantage method", name, names.METHODS)]
