@@ -21,7 +21,7 @@ Our reading of the paper (its exact weighting is not in the public abstract):
 - Negative relevance (a control that subtracts a baseline) counts as 0. A response whose relevance to a reward
   never exceeds ``ZERO_RELEVANCE`` gets uniform weights for that reward (plain GDPO credit).
 
-Edge cases, all without NaN (TRL >= 1.8's semantics, checked against TRL's own code in tests/test_advantages.py):
+Edge cases, all without NaN (TRL >= 1.8's semantics, checked against TRL's own code in tests/test_advantages_trl.py):
 
 - a NaN reward is left out of its group's mean and std, as TRL leaves out ``None``, and contributes 0 for that
   sample; in GRPO a row with some rewards keeps the (weighted) sum of the others (TRL's ``nansum``);
