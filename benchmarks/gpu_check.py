@@ -98,7 +98,7 @@ def speed_rows(name: str, prompts, Ks, device: str = "cuda") -> list[dict]:
     return rows
 
 
-def training_rows(name: str, steps: int, device: str = "cuda") -> list[dict]:
+def training_rows(name: str, steps: int, device: str = "cuda", methods=None) -> list[dict]:
     """Median seconds per training step of each advantage method (tool calling, bf16, G = 4, 2 prompts)."""
     from mrtpo_viz.names import METHODS
     from mrtpo_viz.policy import load_policy
@@ -106,7 +106,7 @@ def training_rows(name: str, steps: int, device: str = "cuda") -> list[dict]:
 
     policy = load_policy(name, device=device, dtype="bfloat16")
     rows = []
-    for method in METHODS:
+    for method in methods or METHODS:
         cfg = TrainConfig(task="tool_calling", method=method, steps=steps, group_size=4, prompts_per_step=2,
                           max_new_tokens=48, dtype="bfloat16")
         seconds = [sum(m.times.values()) for m in train(cfg, policy=policy)][1:]  # the first step warms up
