@@ -126,3 +126,15 @@ def test_every_registered_script_exists_and_names_its_quick_flag():
 
 def test_empty_csv_cells_read_as_nan():
     assert bench._num("1.5") == 1.5 and math.isnan(bench._num("")) and math.isnan(bench._num(None))
+
+
+def test_a_checkpoint_is_passed_to_the_script(tmp_path):
+    name = _script(tmp_path, """
+        import sys, pathlib
+        out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "r.csv").write_text("case,measure,value\\n" + sys.argv[sys.argv.index("--checkpoint") + 1] + ",m,1\\n")
+    """)
+    b = Benchmark(name, ("--quick", "--out", "{out}/res"), "res/r.csv", lambda rows: rows)
+    rows = bench.run_benchmark("fake", b, tmp_path / "out", folder=tmp_path, checkpoint="smollm2-135m-instruct")
+    assert rows[0]["case"] == "smollm2-135m-instruct"

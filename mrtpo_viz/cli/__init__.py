@@ -71,6 +71,8 @@ def _add_train(sub):
 def _add_bench(sub):
     p = sub.add_parser("bench", help="quick versions of all benchmarks, one table (needs the repository checkout)")
     p.add_argument("--out", default=None)
+    p.add_argument("--checkpoint", default=None,
+                   help=f"measure this model instead of each script's default (a folder or {names.KNOWN_MODELS[0]!r})")
 
 
 def _add_make_sample_policy(sub):

@@ -144,7 +144,7 @@ def train(args) -> int:
 def bench(args) -> int:
     from ..bench import format_table, run_all, write_outputs
 
-    rows = run_all()
+    rows = run_all(checkpoint=args.checkpoint)
     print(format_table(rows))
     if args.out:
         write_outputs(rows, Path(args.out).with_suffix(""))
