@@ -160,8 +160,8 @@ def _trim() -> None:
         pass
 
 
-def measure(fn, *args) -> tuple[float, float]:
-    """(seconds, peak RSS above the starting level in MiB) of one call."""
+def measure(fn, *args) -> tuple[float, float, float]:
+    """(seconds, peak RSS above the starting level in MiB, CPU seconds of this process) of one call."""
     _trim()
     proc, peak, stop = psutil.Process(), [0], threading.Event()
     base = proc.memory_info().rss
@@ -173,12 +173,12 @@ def measure(fn, *args) -> tuple[float, float]:
 
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     fn(*args)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     stop.set()
     thread.join()
-    return seconds, max(peak[0], proc.memory_info().rss) / 2**20 - base / 2**20
+    return seconds, max(peak[0], proc.memory_info().rss) / 2**20 - base / 2**20, cpu
 
 
 def bench_model(name: str, tok, texts, prompts, Ks, repeats: int, large_dtype=torch.bfloat16,
@@ -217,8 +217,9 @@ def bench_policy(policy, name: str, texts, prompts, Ks, repeats: int, methods, w
                              "dtype": str(policy.dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
                              "prompt_tokens": len(plan.branches.full_ids(0)) - RESPONSE_TOKENS,
                              "shared_prefix": len(plan.branches.prefix_ids), "response_tokens": RESPONSE_TOKENS,
-                             "K": K, "method": method, "seconds": round(statistics.median(s for s, _ in runs), 4),
-                             "peak_mb": round(max(m for _, m in runs), 1)})
+                             "K": K, "method": method, "seconds": round(statistics.median(s for s, _, _ in runs), 4),
+                             "peak_mb": round(max(m for _, m, _ in runs), 1),
+                             "cpu_seconds": round(statistics.median(c for _, _, c in runs), 4)})
                 print(rows[-1], flush=True)
     return rows
 
@@ -238,7 +239,9 @@ def write_md(rows: list[dict], path: Path) -> None:
     dtypes = {r["model"]: r["dtype"] for r in rows}
     lines = ["# Replay speed", "",
              f"CPU, {rows[0]['threads']} thread(s), response 100 tokens, information ~40 tokens per verifier. "
-             "Seconds (median of the runs), peak RSS above the start of the call in MiB; `-`: not run.", "",
+             "Seconds (median of the runs), peak RSS above the start of the call in MiB; `-`: not run. The CSV also "
+             "has `cpu_seconds` (CPU time of the process: on a busy shared machine it moves less than wall time).",
+             "",
              "| model | dtype | prompt | K | floor s | replay s | batched s | naive s | replay / floor | naive / replay "
              "| replay MiB | naive MiB |", "|" + "---|" * 12]
     for m, P, K in cases:
