@@ -7,6 +7,8 @@
 - ``qwen05b_folder()`` saves a random-init Qwen2-0.5B-shaped model (bf16 safetensors, ~1 GB) and that tokenizer to
   a temporary folder and deletes it afterwards.
 - ``write_results(rows, stem, ...)`` writes ``stem.csv`` and a markdown table ``stem.md``.
+- ``model_label(checkpoint)`` is the name a results file gives a checkpoint (``--checkpoint``: a folder, the bundled
+  policy's name or a known real model's name such as ``smollm2-135m-instruct``).
 """
 from __future__ import annotations
 
@@ -146,6 +148,50 @@ def p95(xs: Sequence[float]) -> float:
 
 
 # --- models ---------------------------------------------------------------------------------------------------------
+
+def command(script: str, argv: Sequence[str]) -> str:
+    """``python benchmarks/<script> <argv>`` as it was run, without the ``--out`` folder (results files say how to
+    reproduce them, not where they were written)."""
+    args, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--out":
+            skip = True
+        elif not a.startswith("--out="):
+            args.append(a)
+    return " ".join(["python", f"benchmarks/{script}", *args])
+
+
+def checkpoint_folder(checkpoint) -> Path:
+    """The folder of a checkpoint given as a folder, the bundled policy's name or a downloaded known model's name."""
+    from mrtpo_viz.names import BUNDLED_POLICY as BUNDLED_NAME, KNOWN_MODELS
+
+    name = str(checkpoint)
+    if name == BUNDLED_NAME:
+        return BUNDLED_POLICY
+    if name in KNOWN_MODELS and not Path(name).is_dir():
+        from mrtpo_viz.policy.known import is_downloaded, model_dir
+
+        if not is_downloaded(name):
+            raise FileNotFoundError(f"{name} is not downloaded: run `python -m mrtpo_viz get-model {name}`")
+        return model_dir(name)
+    return Path(name).expanduser()
+
+
+def model_label(checkpoint) -> str:
+    """The ``model`` column of the results: a known real model's or the bundled policy's name as given, the bundled
+    policy's name for its folder, else the folder's (or hub id's) last part."""
+    from mrtpo_viz.names import BUNDLED_POLICY as BUNDLED_NAME, KNOWN_MODELS
+
+    name = str(checkpoint).rstrip("/")
+    if name in KNOWN_MODELS or name == BUNDLED_NAME:
+        return name
+    with contextlib.suppress(OSError):
+        if Path(name).expanduser().resolve() == BUNDLED_POLICY.resolve():
+            return BUNDLED_NAME
+    return Path(name).name or name
+
 
 @functools.lru_cache(maxsize=1)
 def corpus() -> tuple[str, ...]:

@@ -1,6 +1,10 @@
 """Convergence of GRPO, GDPO and MRTPO (raw and controlled relevance) on the bundled policy, three task families.
 
 Usage: python benchmarks/convergence.py [--cpu-budget-min 35] [--deadline-min 60] [--seeds 3] [--control others]
+[--checkpoint DIR_OR_NAME] [--out benchmarks/results]
+
+``--checkpoint`` trains another policy (a folder or a known model's name) instead of the bundled one; its results
+name it (the ``model`` column, the title).
 
 All runs (3 tasks x 4 variants x seeds, each a private copy of the policy) advance one step at a time, in turn,
 so that every run has the same number of steps whenever the benchmark stops: after ``--max-steps``, or when this
@@ -44,13 +48,13 @@ BASE = TrainConfig(checkpoint=str(POLICY), group_size=4, prompts_per_step=2, max
 """Shared settings of every run (method, control, task, seed and steps vary)."""
 
 
-def policy_copy(dest: Path) -> str:
-    """Copy the bundled policy to ``dest`` (it may be rebuilt while the benchmark runs); returns its sha256."""
+def policy_copy(dest: Path, source: Path = POLICY) -> str:
+    """Copy the policy to ``dest`` (the bundled one may be rebuilt while the benchmark runs); returns its sha256."""
     import hashlib
     import shutil
 
     shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(POLICY, dest)
+    shutil.copytree(source, dest)
     return hashlib.sha256((dest / "model.safetensors").read_bytes()).hexdigest()[:16]
 
 
@@ -143,10 +147,15 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--control", default="others", help="relevance control of the controlled MRTPO variant")
     ap.add_argument("--runs-dir", default="/tmp/mrtpo_convergence", help="policy copy and per-run metrics")
+    ap.add_argument("--checkpoint", default="tiny-mrtpo", help="the policy trained: a folder or a known name")
+    ap.add_argument("--out", default=str(RESULTS), help="results folder")
     args = ap.parse_args(argv)
     start = time.perf_counter()
     runs_dir = Path(args.runs_dir)
-    digest = policy_copy(runs_dir / "policy")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _common import checkpoint_folder
+
+    digest = policy_copy(runs_dir / "policy", checkpoint_folder(args.checkpoint))
     variants = ["grpo", "gdpo", "mrtpo", f"mrtpo:{args.control}"]
     runs = {}
     for task in TASKS:
@@ -164,22 +173,25 @@ def main(argv=None) -> int:
 
 def write_results(rows, cpu, steps, args, digest, elapsed) -> None:
     import pandas as pd
+    from _common import model_label
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    df = pd.DataFrame(rows)
-    df.to_csv(RESULTS / "convergence.csv", index=False)
+    results = Path(args.out)
+    results.mkdir(parents=True, exist_ok=True)
+    model = model_label(args.checkpoint)
+    df = pd.DataFrame([{"model": model, **r} for r in rows])
+    df.to_csv(results / "convergence.csv", index=False)
     frames = {t: df[df["task"] == t].dropna(axis=1, how="all") for t in TASKS}
     summaries = {t: summarize(f, window=5) for t, f in frames.items()}
     html = "".join(reward_curves_figure(f, columns=["reward/mean", "all_pass"], window=3, title=t)
                    .to_html(full_html=False, include_plotlyjs=("cdn" if i == 0 else False))
                    for i, (t, f) in enumerate(frames.items()))  # plotly.js from its CDN keeps the file small
-    (RESULTS / "convergence.html").write_text(f"<html><body>{html}</body></html>", encoding="utf-8")
+    (results / "convergence.html").write_text(f"<html><body>{html}</body></html>", encoding="utf-8")
     by_task = df.pivot_table(index=["variant", "seed", "step"], columns="task", values="reward/mean").reset_index()
-    png = write_png(by_task, RESULTS / "convergence.png", columns=list(TASKS), window=3)  # a panel per task
+    png = write_png(by_task, results / "convergence.png", columns=list(TASKS), window=3)  # a panel per task
     total_cpu = sum(sum(v) for v in cpu.values())
-    lines = ["# Convergence: GRPO, GDPO, MRTPO (raw) and MRTPO (controlled) on the bundled policy", "",
+    lines = [f"# Convergence: GRPO, GDPO, MRTPO (raw) and MRTPO (controlled) on `{model}`", "",
              f"Produced by `python benchmarks/convergence.py`: {total_cpu / 60:.1f} min of CPU time on one thread, "
-             f"{elapsed / 60:.1f} min wall on a shared 2-core machine. Policy: `sample_data/policies/tiny-mrtpo` "
+             f"{elapsed / 60:.1f} min wall on a shared 2-core machine. Policy: `{model}` "
              f"(model.safetensors sha256 {digest}...). Sizes: {steps} steps per run (all runs advance in turn, so "
              f"every run has the same number of steps when the budget ends), {args.seeds} seeds, "
              f"{BASE.prompts_per_step} prompts x G = {BASE.group_size} completions per step from the train split, "
@@ -190,8 +202,8 @@ def write_results(rows, cpu, steps, args, digest, elapsed) -> None:
     for task in TASKS:
         lines += task_section(task, summaries[task], args.control)
     lines += step_time_section(cpu, summaries)
-    (RESULTS / "convergence.md").write_text("\n".join(lines), encoding="utf-8")
-    (RESULTS / "convergence.json").write_text(json.dumps({"steps": steps, "summaries": summaries,
+    (results / "convergence.md").write_text("\n".join(lines), encoding="utf-8")
+    (results / "convergence.json").write_text(json.dumps({"steps": steps, "summaries": summaries,
                                                           "cpu_per_step": {"/".join(map(str, k)): v
                                                                            for k, v in cpu.items()}}, indent=1),
                                               encoding="utf-8")

@@ -238,7 +238,8 @@ def run(sessions: int, duration_s: float, max_requests: int, threads: int, check
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    return summarize(load.requests, rss, elapsed, warm_s, sessions, threads, duration_s, warmup)
+    return {"model": _common.model_label(checkpoint),
+            **summarize(load.requests, rss, elapsed, warm_s, sessions, threads, duration_s, warmup)}
 
 
 def _stat(fn, xs: list[float]) -> float:
@@ -279,12 +280,12 @@ def write(summary: dict, requests_csv: Path, md: Path, machine: str, load_avg: s
     md.write_text(
         f"# Load: {summary['sessions']} concurrent gradio_client sessions for {summary['duration_s']:.0f} s\n\n"
         f"`python benchmarks/load.py` on {machine}; 1-minute load average at the end {load_avg}. One app process "
-        "(loopback), the bundled policy, every model call in one queue (`concurrency_limit=1`), so latency includes "
-        "the wait behind the other sessions. Each session replays the same example with its own response and "
-        "information, then asks for the advantages of its own replay (from `gr.State`); a leak is an answer that "
-        "holds another session's response, information or tokens. RSS is the server's, sampled every 2 s: after "
-        f"every session's {summary['warmup_rounds']} warm-up round(s), halfway through the measured window, at the "
-        "end, and its maximum."
+        f"(loopback), policy `{summary['model']}`, every model call in one queue (`concurrency_limit=1`), so "
+        "latency includes the wait behind the other sessions. Each session replays the same example with its own "
+        "response and information, then asks for the advantages of its own replay (from `gr.State`); a leak is an "
+        "answer that holds another session's response, information or tokens. RSS is the server's, sampled every "
+        f"2 s: after every session's {summary['warmup_rounds']} warm-up round(s), halfway through the measured "
+        "window, at the end, and its maximum."
         f"\n\n| metric | value | goal |\n|---|---|---|\n{rows}\n\nErrors seen:{errors}\n", encoding="utf-8")
 
 
@@ -295,7 +296,8 @@ def main(argv=None) -> int:
     p.add_argument("--max-requests", type=int, default=400, help="per session: a bound that ends every loop")
     p.add_argument("--threads", type=int, default=1, help="torch threads of the app (MRTPO_THREADS)")
     p.add_argument("--warmup", type=int, default=2, help="rounds per session before the measured window")
-    p.add_argument("--checkpoint", default=str(_common.BUNDLED_POLICY))
+    p.add_argument("--checkpoint", default=str(_common.BUNDLED_POLICY),
+                   help="a folder or a known model's name (e.g. smollm2-135m-instruct)")
     p.add_argument("--out", default=str(RESULTS / "load"), help="stem of the .csv and .md results")
     args = p.parse_args(argv)
     summary = run(args.sessions, args.duration, args.max_requests, args.threads, args.checkpoint, args.warmup)

@@ -13,10 +13,16 @@ and as a mean over verifiers:
     character that differs; the eos token that ends the response when the error cuts text off at the end); where
     does verifier k's relevance rank that token (top-1 and top-3 rates; ties count at their mean rank)?
 
-Usage: ``python benchmarks/localization.py [--quick] [--n 100] [--checkpoint DIR] [--out benchmarks/results]``;
+With ``--slice FILE`` (a JSONL written by ``benchmarks/capable_slice.py``) the responses are the policy's own
+sampled ones instead of the gold references: views (a) and (b) use every verifier's spans on the policy's response,
+view (c) injects errors into that response for the verifiers it passes. This is the "capable slice" of a real model
+that fails most gold-style tasks: instruction following, where its own responses pass about half the constraints.
+
+Usage: ``python benchmarks/localization.py [--quick] [--n 100] [--checkpoint DIR_OR_NAME] [--slice FILE]
+[--out benchmarks/results]``;
 ``--tasks bfcl --category parallel`` runs it on BFCL's rows instead (one or more calls per response; needs bfcl-eval,
-and writes ``localization_bfcl_<category>.*``). Writes ``localization.csv`` (long: view, verifier, method, value, n)
-and ``localization.md``.
+and writes ``localization_bfcl_<category>.*``). Writes ``localization.csv`` (long: model, view, verifier, method, value, n) and
+``localization.md`` (``--slice``: ``localization_slice.*``; ``--quick``: ``*_quick.*``).
 """
 from __future__ import annotations
 
@@ -130,11 +136,14 @@ def spans_and_specificity(pools: Pools, sig: dict, rel) -> None:
                     pools.add("specificity", v, method, (s[k] - s[j])[keep], only_k[keep])
 
 
-def error_localization(pools: Pools, policy, ex, rng: random.Random, data_pools) -> None:
-    """View (c): one injected error per verifier of the example."""
+def error_localization(pools: Pools, policy, ex, rng: random.Random, data_pools, passing=None) -> None:
+    """View (c): one injected error per verifier of the example (``passing``: only these verifiers, the ones the
+    response passes; an error cannot be injected into a verdict that already fails)."""
     from mrtpo_viz.sample_policy.data import inject_error
 
     for k, v in enumerate(ex.verifiers):
+        if passing is not None and v not in passing:
+            continue
         bad = inject_error(ex, v, rng, data_pools)
         if bad is None:
             continue
@@ -192,30 +201,61 @@ def markdown(rows: list[dict], header: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def run(checkpoint: str, n: int, seed: int = 0, tasks=TASKS, category=None) -> tuple[list[dict], dict]:
-    """All three views over the first ``n`` test examples of each family (``category``: BFCL's, for ``bfcl``);
-    returns (rows, run info)."""
+def gold_cases(task: str, n: int, category=None) -> list[tuple]:
+    """(example, response, verifiers it passes) for the first ``n`` test examples with a gold reference
+    (``category``: BFCL's, for ``bfcl``)."""
+    options = {"category": category} if task == "bfcl" and category else {}
+    return [(e, e.reference, None) for e in load_examples(task, "test", **options) if e.reference][:n]
+
+
+def slice_cases(path: Path, n: int) -> dict[str, list[tuple]]:
+    """Per task, (example whose reference is the policy's own response, its exact token ids, verifiers it passes)
+    from a capable-slice JSONL (``benchmarks/capable_slice.py``); the first ``n`` rows of each task."""
+    import dataclasses
+    import json
+
+    rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    out: dict[str, list[tuple]] = {}
+    for task in dict.fromkeys(r["task"] for r in rows):
+        by_id = {e.id: e for e in load_examples(task, "test")}
+        for r in [r for r in rows if r["task"] == task][:n]:
+            ex = dataclasses.replace(by_id[r["id"]], reference=r["response"])
+            passing = {v for v, score in r["scores"].items() if score >= 1.0}
+            out.setdefault(task, []).append((ex, list(r["token_ids"]), passing))
+    return out
+
+
+def run(checkpoint: str, n: int, seed: int = 0, slice_path=None, tasks=TASKS, category=None) -> tuple[list[dict], dict]:
+    """All three views over the first ``n`` test examples of each family (``category``: BFCL's, for ``bfcl``) or of
+    the slice; returns (rows, run info)."""
     from mrtpo_viz.policy import load_policy
     from mrtpo_viz.sample_policy.data import Pools as DataPools
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _common import model_label
+
     policy, pools, rng, t0 = load_policy(checkpoint), Pools(), random.Random(seed), time.time()
+    cases = slice_cases(slice_path, n) if slice_path else {task: gold_cases(task, n, category) for task in tasks}
     counts = {}
-    for task in tasks:
+    for task, items in cases.items():
         options = {"category": category} if task == "bfcl" and category else {}
-        examples = [e for e in load_examples(task, "test", **options) if e.reference][:n]
         data_pools = DataPools.from_examples(load_examples(task, "train", **options))
-        for ex in examples:
-            names = [v for v in ex.verifiers]
-            sig, rel = signals(policy, ex, ex.reference, names)
+        for ex, response, passing in items:
+            sig, rel = signals(policy, ex, response, list(ex.verifiers))
             spans_and_specificity(pools, sig, rel)
-            error_localization(pools, policy, ex, rng, data_pools)
-        counts[task] = len(examples)
-    return summarize(pools), {"examples": counts, "seconds": round(time.time() - t0, 1), "checkpoint": checkpoint}
+            error_localization(pools, policy, ex, rng, data_pools, passing)
+        counts[task] = len(items)
+    model = model_label(checkpoint)
+    rows = [{"model": model, **r} for r in summarize(pools)]
+    return rows, {"examples": counts, "seconds": round(time.time() - t0, 1), "checkpoint": checkpoint,
+                  "model": model, "slice": str(slice_path) if slice_path else None}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--checkpoint", default="tiny-mrtpo")
+    ap.add_argument("--checkpoint", default="tiny-mrtpo",
+                    help="a checkpoint folder, 'tiny-mrtpo' or a known real model (smollm2-135m-instruct)")
+    ap.add_argument("--slice", default=None, help="a capable-slice JSONL: the policy's own responses, not the gold")
     ap.add_argument("--n", type=int, default=100, help="test examples per task family (100: the whole split)")
     ap.add_argument("--quick", action="store_true", help="5 examples per family (for `python -m mrtpo_viz bench`)")
     ap.add_argument("--seed", type=int, default=0)
@@ -228,10 +268,9 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    rows, info = run(args.checkpoint, 5 if args.quick else args.n, args.seed, tasks, args.category)
+    rows, info = run(args.checkpoint, 5 if args.quick else args.n, args.seed, args.slice, tasks, args.category)
     suffix = "" if tasks == list(TASKS) else "_" + "_".join(tasks + ([args.category] if args.category else []))
-    info["args"] = "" if not suffix else f" --tasks {','.join(tasks)}" + (f" --category {args.category}" if args.category else "")
-    write(rows, info, Path(args.out), suffix=suffix + ("_quick" if args.quick else ""))
+    write(rows, info, Path(args.out), suffix=suffix + ("_slice" if args.slice else "") + ("_quick" if args.quick else ""))
     return 0
 
 
@@ -240,13 +279,19 @@ def write(rows: list[dict], info: dict, out: Path, suffix: str = "") -> None:
 
     out.mkdir(parents=True, exist_ok=True)
     with (out / f"localization{suffix}.csv").open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["view", "verifier", "method", "value", "n"])
+        writer = csv.DictWriter(fh, fieldnames=["model", "view", "verifier", "method", "value", "n"])
         writer.writeheader()
         writer.writerows(rows)
-    header = (f"# Localization benchmark\n\nCommand: `python benchmarks/localization.py{info.get('args', '')}` · policy "
-              f"`{Path(info['checkpoint']).name}` · held-out examples per family: {info['examples']} · "
-              f"{info['seconds']:.0f} s on one CPU thread. Gold responses (views a, b) and one injected error per "
-              f"verifier (view c). AUROC 0.5 = chance; n = positive tokens (a, b) or responses (c); on the mean row, n = "
+    own = (f"The policy's own responses from `{info['slice']}` (views a, b; every verifier's spans on that response) "
+           "and one injected error per verifier the response passes (view c)")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _common import command
+
+    header = (f"# Localization benchmark\n\nCommand: `{command('localization.py', sys.argv[1:])}` · policy "
+              f"`{info['model']}` · "
+              f"held-out examples per family: {info['examples']} · {info['seconds']:.0f} s on one CPU thread. "
+              + (own if info["slice"] else "Gold responses (views a, b) and one injected error per verifier (view c)")
+              + ". AUROC 0.5 = chance; n = positive tokens (a, b) or responses (c); on the mean row, n = "
               f"verifiers averaged. Verifiers whose spans are empty on a passing response (no_comma, lowercase, "
               f"uppercase, forbidden_words) have no positives in (a) and appear in (c) only; the corrupted control "
               f"needs information that varies between examples (not the format verifiers').\n")

@@ -18,6 +18,10 @@ time depend on the shapes, not the values (the top-k tails do: random distributi
     python benchmarks/memory.py                          # T = 512 and 1,024, all 24 layers
     python benchmarks/memory.py --layers 2 --lengths 1024 --metric-length 1024   # the run in results/ (see there)
     python benchmarks/memory.py --quick                  # T = 256 only
+    python benchmarks/memory.py --checkpoint smollm2-135m-instruct --quick --out /tmp/memory   # a real model
+
+``--checkpoint`` (a folder or a known model's name) measures that model instead of the random 0.5B shape, in
+float32 unless ``--dtype`` says otherwise; the metric-alone rows then use its vocabulary size.
 """
 from __future__ import annotations
 
@@ -158,12 +162,14 @@ COLUMNS = ["part", "response_tokens", "K", "chunk_rows", "seconds", "peak_mib", 
            "speedup_vs_exact", "max_shortfall", "max_tail_mass", "note"]
 
 
-def notes(args, weights_mib: float) -> list[str]:
+def notes(args, weights_mib: float, policy) -> list[str]:
     layers = f"{args.layers} of its 24 decoder layers" if args.layers else "all 24 decoder layers"
-    cmd = " ".join(["python benchmarks/memory.py"] + [a for a in sys.argv[1:] if not a.startswith("--out")])
-    return [f"`{cmd}`; {_common.machine()}; load average at the end {_common.load_average()}. Random-init "
-            f"Qwen2-0.5B shape (hidden 896, vocabulary 151,936, bf16) with {layers}; RSS after loading it "
-            f"{weights_mib:.0f} MiB is the baseline. K = {K} verifiers.", "",
+    model = (f"Random-init Qwen2-0.5B shape (hidden 896, vocabulary 151,936, bf16) with {layers}" if not
+             args.checkpoint else f"`{_common.model_label(args.checkpoint)}` ({policy.describe()}, vocabulary "
+             f"{policy.model.config.vocab_size:,})")
+    return [f"`{_common.command('memory.py', sys.argv[1:])}`; {_common.machine()}; load average at the end "
+            f"{_common.load_average()}. {model}; RSS after loading it {weights_mib:.0f} MiB is the baseline. "
+            f"K = {K} verifiers.", "",
             "`peak_mib`: peak RSS above the level before the call (sampled every 2 ms). `replay` rows: one "
             "`replay()` call, metric JS, default chunk (32 MiB of float32 per chunk); `forward_s` and "
             "`metric_and_columns_s` are its phases (the latter: the metric plus the per-token log-probs, entropy "
@@ -190,17 +196,26 @@ def main(argv=None) -> int:
     ap.add_argument("--metric-length", type=int, default=None, help="positions of the metric-alone rows")
     ap.add_argument("--layers", type=int, default=None,
                     help="keep only this many of the 24 decoder layers (same width and vocabulary; faster)")
+    ap.add_argument("--checkpoint", default=None, help="a real checkpoint (folder or known name) instead of the shape")
+    ap.add_argument("--dtype", default=None, help="its dtype (default: float32; the 0.5B shape: bfloat16)")
     ap.add_argument("--out", default=str(RESULTS / "memory"))
     args = ap.parse_args(argv)
     set_threads(args.threads)
-    with _common.qwen05b_folder(layers=args.layers) as folder:
-        policy = load_policy(str(folder), device="cpu", dtype="bfloat16")
+    import contextlib
+
+    source = contextlib.nullcontext(args.checkpoint) if args.checkpoint else _common.qwen05b_folder(layers=args.layers)
+    with source as folder:
+        policy = load_policy(str(folder), device="cpu", dtype=args.dtype or ("float32" if args.checkpoint
+                                                                              else "bfloat16"))
         _common.trim_memory()
         weights_mib = _common.rss_mib()
+        model = _common.model_label(args.checkpoint) if args.checkpoint else "qwen2-0.5b-shape (random)"
+        title = f"Replay memory and metric time, {model}"
 
         def write(rows):
-            return _common.write_results(rows, Path(args.out), "Replay memory and metric time, 0.5B shape",
-                                         notes(args, weights_mib), COLUMNS)[1]
+            rows = [{"model": model, **r} for r in rows]
+            return _common.write_results(rows, Path(args.out), title, notes(args, weights_mib, policy),
+                                         ["model"] + COLUMNS)[1]
 
         Ts = (256,) if args.quick else tuple(int(t) for t in args.lengths.split(","))
         rows = bench(policy, Ts, write, args.metric_length)

@@ -15,8 +15,12 @@ byte-level BPE tokenizer trained on the sample tasks' text (ids beyond it decode
 it). Prompts of ~100 and ~1,000 tokens; K = 1, 3, 6. Peak memory is the peak process RSS above the level before
 the call, sampled every 2 ms in a thread (tracemalloc does not see torch's allocations).
 
+A real checkpoint (``--checkpoint``: a folder or a known model's name such as ``smollm2-135m-instruct``) runs
+instead of the two shapes, with its own tokenizer and chat template, in float32 (``--large-dtype`` picks another).
+
     python benchmarks/replay_speed.py --threads 1            # both models, writes benchmarks/results/
     python benchmarks/replay_speed.py --models tiny --quick  # a quick check
+    python benchmarks/replay_speed.py --checkpoint smollm2-135m-instruct --large-dtype float32
 """
 from __future__ import annotations
 
@@ -156,8 +160,8 @@ def _trim() -> None:
         pass
 
 
-def measure(fn, *args) -> tuple[float, float]:
-    """(seconds, peak RSS above the starting level in MiB) of one call."""
+def measure(fn, *args) -> tuple[float, float, float]:
+    """(seconds, peak RSS above the starting level in MiB, CPU seconds of this process) of one call."""
     _trim()
     proc, peak, stop = psutil.Process(), [0], threading.Event()
     base = proc.memory_info().rss
@@ -169,24 +173,42 @@ def measure(fn, *args) -> tuple[float, float]:
 
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     fn(*args)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     stop.set()
     thread.join()
-    return seconds, max(peak[0], proc.memory_info().rss) / 2**20 - base / 2**20
+    return seconds, max(peak[0], proc.memory_info().rss) / 2**20 - base / 2**20, cpu
 
 
 def bench_model(name: str, tok, texts, prompts, Ks, repeats: int, large_dtype=torch.bfloat16,
                 methods=tuple(METHODS)) -> list[dict]:
     model = build_model(name, len(tok), large_dtype)
     policy = Policy(model, tok, name, torch.device("cpu"), next(model.parameters()).dtype)
+    rows = bench_policy(policy, name, texts, prompts, Ks, repeats, methods, warm_up=name == "tiny")
+    del model, policy
+    _trim()
+    return rows
+
+
+def bench_checkpoint(checkpoint: str, texts, prompts, Ks, repeats: int, dtype=torch.float32,
+                     methods=tuple(METHODS)) -> list[dict]:
+    """The same rows for a real checkpoint (its own tokenizer), labelled by ``_common.model_label``."""
+    from _common import model_label
+    from mrtpo_viz.policy import load_policy
+
+    policy = load_policy(checkpoint, device="cpu", dtype=dtype)
+    return bench_policy(policy, model_label(checkpoint), texts, prompts, Ks, repeats, methods, warm_up=True)
+
+
+def bench_policy(policy, name: str, texts, prompts, Ks, repeats: int, methods, warm_up: bool) -> list[dict]:
+    tok = policy.tokenizer
     rows = []
     for P in prompts:
         for K in Ks:
             case = make_case(tok, texts, P, K)
             plan = plan_replay(policy, case[0], case[1], case[2], infos=case[3])
-            if name == "tiny":
+            if warm_up:
                 run_floor(policy, case, plan)  # warm-up (one-time costs are negligible on the large shape)
             for method in methods:
                 fn = METHODS[method]
@@ -195,11 +217,10 @@ def bench_model(name: str, tok, texts, prompts, Ks, repeats: int, large_dtype=to
                              "dtype": str(policy.dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
                              "prompt_tokens": len(plan.branches.full_ids(0)) - RESPONSE_TOKENS,
                              "shared_prefix": len(plan.branches.prefix_ids), "response_tokens": RESPONSE_TOKENS,
-                             "K": K, "method": method, "seconds": round(statistics.median(s for s, _ in runs), 4),
-                             "peak_mb": round(max(m for _, m in runs), 1)})
+                             "K": K, "method": method, "seconds": round(statistics.median(s for s, _, _ in runs), 4),
+                             "peak_mb": round(max(m for _, m, _ in runs), 1),
+                             "cpu_seconds": round(statistics.median(c for _, _, c in runs), 4)})
                 print(rows[-1], flush=True)
-    del model, policy
-    _trim()
     return rows
 
 
@@ -218,7 +239,9 @@ def write_md(rows: list[dict], path: Path) -> None:
     dtypes = {r["model"]: r["dtype"] for r in rows}
     lines = ["# Replay speed", "",
              f"CPU, {rows[0]['threads']} thread(s), response 100 tokens, information ~40 tokens per verifier. "
-             "Seconds (median of the runs), peak RSS above the start of the call in MiB; `-`: not run.", "",
+             "Seconds (median of the runs), peak RSS above the start of the call in MiB; `-`: not run. The CSV also "
+             "has `cpu_seconds` (CPU time of the process: on a busy shared machine it moves less than wall time).",
+             "",
              "| model | dtype | prompt | K | floor s | replay s | batched s | naive s | replay / floor | naive / replay "
              "| replay MiB | naive MiB |", "|" + "---|" * 12]
     for m, P, K in cases:
@@ -238,9 +261,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--models", default="tiny,qwen2-0.5b-shape")
+    ap.add_argument("--checkpoint", default=None,
+                    help="a real checkpoint (folder or known name, e.g. smollm2-135m-instruct) instead of --models; "
+                         "its dtype: --large-dtype (default float32 here)")
     ap.add_argument("--repeats", type=int, default=None, help="runs per method (default: 5 tiny, 1 large)")
     ap.add_argument("--quick", action="store_true", help="prompt ~100 tokens, K = 1, 3 only")
-    ap.add_argument("--large-dtype", default="bfloat16", choices=["bfloat16", "float32"],
+    ap.add_argument("--large-dtype", default=None, choices=["bfloat16", "float32"],
                     help="dtype of the 0.5B shape (bfloat16 is slow on CPUs without AMX)")
     ap.add_argument("--large-ks", default=None, help="K values for the 0.5B shape (default: as the tiny model)")
     ap.add_argument("--large-prompts", default=None, help="prompt lengths for the 0.5B shape (e.g. 1000)")
@@ -260,13 +286,19 @@ def main(argv=None) -> int:
     tok = build_tokenizer(texts)
     prompts, Ks = ([100], [1, 3]) if args.quick else ([100, 1000], [1, 3, 6])
     rows = []
-    for name in args.models.split(","):
+    if args.checkpoint:
+        ks = [int(k) for k in args.large_ks.split(",")] if args.large_ks else Ks
+        ps = [int(p) for p in args.large_prompts.split(",")] if args.large_prompts else prompts
+        rows += bench_checkpoint(args.checkpoint, texts, ps, ks, args.repeats or 3,
+                                 getattr(torch, args.large_dtype or "float32"), tuple(args.large_methods.split(",")))
+    for name in ([] if args.checkpoint else args.models.split(",")):
         tiny = name == "tiny"
         repeats = args.repeats or (5 if tiny else 1)
         ks = Ks if tiny or not args.large_ks else [int(k) for k in args.large_ks.split(",")]
         ps = prompts if tiny or not args.large_prompts else [int(p) for p in args.large_prompts.split(",")]
         methods = tuple(METHODS) if tiny else tuple(args.large_methods.split(","))
-        rows += bench_model(name, tok, texts, ps, ks, repeats, getattr(torch, args.large_dtype), methods)
+        rows += bench_model(name, tok, texts, ps, ks, repeats, getattr(torch, args.large_dtype or "bfloat16"),
+                            methods)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out.with_suffix(".csv"))
     write_md(rows, out.with_suffix(".md"))

@@ -8,8 +8,11 @@ response of 128 tokens of the policy's tokenizer, clicks **Replay** and waits un
 **Generate** (up to 128 new tokens), waits for the status line, then clicks **Replay**; its time covers both.
 
 The first replay (policy load, warm-up) is not counted. Target: replay heatmap within 1.5 s of the click.
+``--checkpoint`` (a folder or a known model's name such as ``smollm2-135m-instruct``) becomes the app's default
+checkpoint (``MRTPO_CHECKPOINT``); the default is the bundled policy.
 
     python benchmarks/ui_latency.py --repeats 7        # writes benchmarks/results/ui_latency.{csv,md}
+    python benchmarks/ui_latency.py --checkpoint smollm2-135m-instruct --quick --out /tmp/ui_latency
 """
 from __future__ import annotations
 
@@ -141,31 +144,34 @@ def summary(name: str, pairs: list[tuple[float, float]]) -> dict:
             "met": (median(walls) <= TARGET_S) if name == "replay" else None}
 
 
-def run(quick: bool = True, repeats: int = 5) -> list[dict]:
-    """Median and p95 seconds per flow (quick: 3 repeats)."""
-    from mrtpo_viz.ui.common import DEFAULT_CHECKPOINT
+def run(quick: bool = True, repeats: int = 5, checkpoint: str | None = None) -> list[dict]:
+    """Median and p95 seconds per flow (quick: 3 repeats), on ``checkpoint`` (default: the app's default)."""
+    from mrtpo_viz.settings import default_checkpoint
 
-    checkpoint = os.environ.get("MRTPO_CHECKPOINT", DEFAULT_CHECKPOINT)
+    if checkpoint:
+        os.environ["MRTPO_CHECKPOINT"] = checkpoint  # the app's default checkpoint, read when a request is served
+    checkpoint = default_checkpoint()
     port = free_port()
     demo = launch_app(port)
     try:
         times = measure_flows(f"http://127.0.0.1:{port}/", response_text(checkpoint), 3 if quick else repeats)
     finally:
         demo.close()
-    return [summary(name, pairs) for name, pairs in times.items()]
+    return [{"model": _common.model_label(checkpoint), **summary(name, pairs)} for name, pairs in times.items()]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help="3 repeats")
+    ap.add_argument("--checkpoint", default=None, help="a folder or a known model's name (default: the app's)")
     ap.add_argument("--out", default=str(RESULTS / "ui_latency"))
     args = ap.parse_args(argv)
     set_threads(args.threads)
-    rows = run(quick=False, repeats=args.repeats)
-    checkpoint = os.environ.get("MRTPO_CHECKPOINT", "tiny-mrtpo")
-    note = [f"`python benchmarks/ui_latency.py --repeats {args.repeats}`; {_common.machine()} (the app's model "
-            f"calls); load average at the end {_common.load_average()}; policy `{checkpoint}`; headless Debian "
+    rows = run(quick=args.quick, repeats=args.repeats, checkpoint=args.checkpoint)
+    note = [f"`{_common.command('ui_latency.py', sys.argv[1:])}`; {_common.machine()} (the app's model "
+            f"calls); load average at the end {_common.load_average()}; policy `{rows[0]['model']}`; headless Debian "
             "chromium through playwright on the same machine.", "",
             f"Seconds from the click until the heatmap is drawn in the browser; {RESPONSE_TOKENS}-token response, "
             f"K = {K} verifiers; the first replay (policy load) not counted. `generate+replay`: click Generate "

@@ -22,6 +22,7 @@ with ours computed in Inseq's direction from the same replay logits, and also re
 
     python benchmarks/vs_inseq.py                      # tiny policy + 0.5B shape, writes benchmarks/results/
     python benchmarks/vs_inseq.py --quick --models tiny
+    python benchmarks/vs_inseq.py --checkpoint smollm2-135m-instruct --lengths 128   # a real model (float32)
 """
 from __future__ import annotations
 
@@ -146,13 +147,13 @@ def run_replay(policy, case: Case, metric: str):
 def our_kl_both_ways(policy, case: Case) -> tuple[torch.Tensor, torch.Tensor]:
     """(KL(without || with), KL(with || without)), each (K, T), from the replay's batched logits."""
     from mrtpo_viz.divergence import chunked_metric
-    from mrtpo_viz.relevance.engine import _pad_id, plan_replay
+    from mrtpo_viz.relevance.engine import plan_replay
     from mrtpo_viz.relevance.branches import branch_logits
     from mrtpo_viz.tasks import get_verifier
 
     vs = [get_verifier(name) for name, _, _ in case.verifiers]
     plan = plan_replay(policy, case.prompt, case.response_ids, vs, infos={n: i for n, _, i in case.verifiers})
-    logits = branch_logits(policy.model, plan.branches, _pad_id(policy), policy.device)  # (K + 1, T, V)
+    logits = branch_logits(policy.model, plan.branches, policy.pad_id, policy.device)  # (K + 1, T, V)
     without, with_k = logits[:1], logits[1:]
     return chunked_metric(without, with_k, "kl"), chunked_metric(with_k, without, "kl")
 
@@ -217,7 +218,8 @@ def bench_policy(label: str, policy, Ts, Ks, repeats: int, with_inseq: bool) -> 
 
 
 def bench_model(name: str, Ts, Ks, repeats: int) -> tuple[list[dict], dict]:
-    """Speed rows and the agreement check (32 tokens, first verifier) for one model: ``tiny`` or ``qwen05b``."""
+    """Speed rows and the agreement check (32 tokens, first verifier) for one model: ``tiny``, ``qwen05b``, or a
+    checkpoint (a folder or a known model's name)."""
     from mrtpo_viz.policy import load_policy
 
     with _folder(name) as (folder, label):
@@ -239,11 +241,14 @@ def run(quick: bool = True, models: tuple[str, ...] = ("tiny",), repeats: int = 
 
 
 def _folder(name: str):
+    """(what load_policy loads, label) for a model name of ``--models``."""
+    import contextlib
+
     if name == "tiny":
         return _common.tiny_policy_folder()
     if name == "qwen05b":
         return _common.qwen05b_labelled()
-    raise ValueError(f"unknown model {name!r}; choose tiny or qwen05b")
+    return contextlib.nullcontext((name, _common.model_label(name)))
 
 
 COLUMNS = ["model", "dtype", "response_tokens", "K", "replay_kl_s", "replay_kl_cpu_s", "replay_js_s",
@@ -252,7 +257,7 @@ COLUMNS = ["model", "dtype", "response_tokens", "K", "replay_kl_s", "replay_kl_c
 
 
 def notes(agree: list[dict], args) -> list[str]:
-    lines = [f"`python benchmarks/vs_inseq.py {' '.join(sys.argv[1:])}`; {_common.machine()}; "
+    lines = [f"`{_common.command('vs_inseq.py', sys.argv[1:])}`; {_common.machine()}; "
              f"load average at the end {_common.load_average()} (the 2 cores were shared with other work, so "
              "wall times are noisy).", "",
              "Seconds to per-token scores for one response and K verifiers (median of the runs; model loading not "
@@ -276,7 +281,9 @@ def notes(agree: list[dict], args) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", default="tiny,qwen05b", help="comma-separated: tiny, qwen05b")
+    ap.add_argument("--models", default="tiny,qwen05b", help="comma-separated: tiny, qwen05b, or checkpoints")
+    ap.add_argument("--checkpoint", default=None,
+                    help="a real checkpoint (folder or known name, e.g. smollm2-135m-instruct) instead of --models")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=3, help="runs per configuration (the 0.5B shape: 1)")
     ap.add_argument("--quick", action="store_true", help="32 and 128 tokens, K = 1, one run")
@@ -291,7 +298,7 @@ def main(argv=None) -> int:
     Ts = tuple(int(x) for x in args.lengths.split(",")) if args.lengths else Ts
     Ks = tuple(int(x) for x in args.verifiers.split(",")) if args.verifiers else Ks
     rows, agree = [], []
-    for name in args.models.split(","):
+    for name in [args.checkpoint] if args.checkpoint else args.models.split(","):
         r, a = bench_model(name, Ts, Ks, 1 if args.quick or name == "qwen05b" else args.repeats)
         rows += r
         agree += [a] if a else []

@@ -4,7 +4,9 @@ Each script runs in its own process with its ``--quick`` flag and writes its CSV
 of its own gives the memory benchmark a clean baseline, and a failure in one does not stop the others). A registry
 (``BENCHMARKS``) says per script what to run, which CSV it writes and how to condense that CSV into summary rows
 ``{benchmark, case, measure, value, target}``; a script whose optional dependency is missing (Inseq) is skipped
-with a note. The full runs and their results files are described in ``benchmarks/README.md``.
+with a note. ``checkpoint`` (``bench --checkpoint smollm2-135m-instruct``) passes ``--checkpoint`` to every script,
+which then measures that model instead of its default one. The full runs and their results files are described in
+``benchmarks/README.md``.
 """
 from __future__ import annotations
 
@@ -125,8 +127,9 @@ def missing_requirement(bench: Benchmark) -> Optional[str]:
 
 
 def run_benchmark(name: str, bench: Benchmark, out: Path, folder: Optional[Path] = None,
-                  timeout: float = TIMEOUT_S) -> list[dict]:
-    """Run one script quickly in its own process; its summary rows, or one row that says why there are none."""
+                  timeout: float = TIMEOUT_S, checkpoint: Optional[str] = None) -> list[dict]:
+    """Run one script quickly in its own process (on ``checkpoint`` if given); its summary rows, or one row that
+    says why there are none."""
     folder = folder or benchmarks_dir()
     missing = missing_requirement(bench)
     if missing:
@@ -134,7 +137,7 @@ def run_benchmark(name: str, bench: Benchmark, out: Path, folder: Optional[Path]
     script = folder / bench.script
     if not script.is_file():
         return [note_row(name, "skipped", f"{script} does not exist")]
-    args = [a.format(out=out) for a in bench.args]
+    args = [a.format(out=out) for a in bench.args] + (["--checkpoint", str(checkpoint)] if checkpoint else [])
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
     start = time.perf_counter()
     try:
@@ -187,7 +190,8 @@ def write_outputs(rows: list[dict], stem: Path) -> None:
                                        + markdown_table(rows) + "\n")
 
 
-def run_all(benchmarks: dict[str, Benchmark] = BENCHMARKS, folder: Optional[Path] = None) -> list[dict]:
+def run_all(benchmarks: dict[str, Benchmark] = BENCHMARKS, folder: Optional[Path] = None,
+            checkpoint: Optional[str] = None) -> list[dict]:
     folder = folder or benchmarks_dir()
     if not folder.is_dir():
         raise FileNotFoundError(f"no benchmarks folder at {folder}: `bench` runs from a source checkout")
@@ -195,5 +199,5 @@ def run_all(benchmarks: dict[str, Benchmark] = BENCHMARKS, folder: Optional[Path
     with tempfile.TemporaryDirectory(prefix="mrtpo_bench_") as tmp:
         for name, bench in benchmarks.items():
             print(f"running {name} ...", file=sys.stderr, flush=True)
-            rows += run_benchmark(name, bench, Path(tmp), folder)
+            rows += run_benchmark(name, bench, Path(tmp), folder, checkpoint=checkpoint)
     return rows

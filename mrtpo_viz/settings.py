@@ -14,10 +14,11 @@
 | ``MRTPO_THREADS``             | torch's | torch threads of the app's model calls                                |
 | ``MRTPO_RUNS_DIR``            | (none)  | folder whose TRL runs (``output_dir``) the app opens by typed path    |
 
-The allow-list: an entry that is an existing folder admits that checkpoint folder and every folder below it
-(compared after resolving ``..`` and symbolic links, so a path cannot climb out); any other entry is a hub id,
-admitted only by exact name. The bundled tiny policy (``sample_data/policies``) is always admitted: it ships with
-the app, is its default, and holds only safetensors written by this package.
+The allow-list: an entry that is an existing folder admits that checkpoint folder and every folder (or ``.gguf``
+file) below it (compared after resolving ``..`` and symbolic links, so a path cannot climb out); any other entry is
+a hub id or a known real model's name (``smollm2-135m-instruct``), admitted only by exact name. The bundled tiny
+policy (``sample_data/policies``) is always admitted: it ships with the app, is its default, and holds only
+safetensors written by this package.
 
 ``get_settings()`` parses the environment on every call (cheap), so tests can change it; an invalid value raises a
 :class:`SettingsError` that names the variable, which the app calls at start-up so it fails before serving.
@@ -123,10 +124,11 @@ class Settings:
 
 
 def _resolved(name: str) -> Optional[Path]:
-    """The resolved folder ``name`` points to, or None when it is not an existing folder."""
+    """The resolved folder (or ``.gguf`` file) ``name`` points to, or None when it is neither an existing folder nor
+    an existing file."""
     try:
         path = Path(name).expanduser()
-        return path.resolve() if path.is_dir() else None
+        return path.resolve() if path.is_dir() or path.is_file() else None
     except (OSError, ValueError, RuntimeError):  # NUL bytes, loops, over-long names
         return None
 

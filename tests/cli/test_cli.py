@@ -113,3 +113,37 @@ def test_task_options_list_the_tasks_that_load_here(monkeypatch, capsys, tmp_pat
     monkeypatch.setattr(bfcl, "package_dir", lambda: tmp_path)  # as if installed
     assert "task family: tool_calling, text_to_sql, instruction_following, bfcl" in _help("replay")
     assert "here: tool_calling, text_to_sql, instruction_following, bfcl" in _help("train")
+
+
+# --- get-model (the fetching itself is tested in tests/policy/test_known.py) ------------------------------------------
+
+def test_checkpoint_help_names_the_known_models(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["replay", "--help"])
+    assert "smollm2-135m-instruct" in capsys.readouterr().out.replace("\n", "")
+
+
+def test_get_model_list_and_errors(tmp_path, monkeypatch, capsys):
+    from mrtpo_viz.policy import gguf
+
+    monkeypatch.setenv("MRTPO_MODELS_DIR", str(tmp_path / "models"))
+    assert main(["get-model", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("smollm2-135m-instruct: SmolLM2-135M-Instruct") and \
+        "not downloaded (python -m mrtpo_viz get-model smollm2-135m-instruct)" in out
+    assert main(["get-model"]) == 2
+    assert "give a model to fetch (one of: smollm2-135m-instruct)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["get-model", "gpt-9"])
+    assert "invalid choice: 'gpt-9'" in capsys.readouterr().err
+    monkeypatch.setattr(gguf, "gguf_version", lambda: None)
+    assert main(["get-model", "smollm2-135m-instruct"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: converting a GGUF model needs the optional 'gguf' package") and \
+        "mrtpo-viz[gguf]" in err and not (tmp_path / "models").exists()
+
+
+def test_a_known_model_not_downloaded_yet_names_the_command(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MRTPO_MODELS_DIR", str(tmp_path / "models"))
+    assert main(["replay", "--task", "tool_calling", "--checkpoint", "smollm2-135m-instruct"]) == 2
+    assert "run `python -m mrtpo_viz get-model smollm2-135m-instruct` once" in capsys.readouterr().err
