@@ -4,7 +4,8 @@ Raw JS also follows the policy's own uncertainty where it ignores the informatio
 
 - ``none``: with vs without (the paper's signal).
 - ``placebo``: raw minus the metric that a neutral block of about the same number of tokens causes, clipped at 0.
-- ``corrupted``: with vs the information of another example of the same task (instead of none).
+- ``corrupted``: with vs the information of another example of the same task (instead of none); where a
+  verifier's information never changes, another verifier's information.
 - ``others``: raw minus the mean raw of the other verifiers, clipped at 0 (with K = 1 it equals raw).
 
 Names come from :data:`mrtpo_viz.names.CONTROLS`.
@@ -17,7 +18,7 @@ from typing import Callable, Optional, Sequence
 import torch
 
 from .. import names
-from ..tasks.base import Example, Verifier
+from ..tasks.base import Example, Verifier, get_verifier
 from ..tasks.loading import load_examples
 
 NEUTRAL_FILLER = ("The morning was quiet and the sky over the old town stayed a pale shade of grey while a few "
@@ -60,7 +61,9 @@ def _placebo_infos(c: ControlInput) -> list[str]:
 
 def _corrupted_infos(c: ControlInput) -> list[str]:
     """Each verifier's information for another example of the same task: the next one in the pool (cyclic,
-    starting after this example) whose information differs."""
+    starting after this example) whose information differs. A verifier whose information is the same for every
+    example (an IFEval instruction without arguments: its official description) borrows instead the first
+    information of another verifier, in that order, that is none of this example's own."""
     if c.example is None:
         raise ValueError("control 'corrupted' needs an Example (it borrows another example's information)")
     pool = list(c.pool) if c.pool is not None else load_examples(c.example.task, split="all")
@@ -69,12 +72,24 @@ def _corrupted_infos(c: ControlInput) -> list[str]:
     ordered = [e for e in pool[start:] + pool[:start] if e.id != c.example.id or not e.id]
     out = []
     for v, info in zip(c.verifiers, c.infos):
-        other = next((v.info(e) for e in ordered if v.info(e) != info), None)
+        other = next((i for e in ordered for i in [_info_of(v, e)] if i not in (None, info)), None)
+        if other is None:
+            other = next((i for e in ordered for name in e.verifiers if name != v.name
+                          for i in [_info_of(name, e)] if i not in (None, *c.infos)), None)
         if other is None:
             raise ValueError(f"control 'corrupted': no other example of task {c.example.task!r} has a different "
                              f"information for verifier {v.name!r}")
         out.append(other)
     return out
+
+
+def _info_of(verifier: Verifier | str, example: Example) -> Optional[str]:
+    """A verifier's (or a registered name's) information for ``example``; None where it has none: a name that is not
+    registered, or a verifier whose arguments the example lacks."""
+    try:
+        return (get_verifier(verifier) if isinstance(verifier, str) else verifier).info(example)
+    except (KeyError, ValueError):
+        return None
 
 
 def _others(raw: torch.Tensor, *_: Optional[torch.Tensor]) -> torch.Tensor:

@@ -9,7 +9,8 @@ from mrtpo_viz.relevance.tokens import display_tokens
 from mrtpo_viz.relevance.engine import plan_replay, replay
 from mrtpo_viz.relevance.branches import branch_logits, reference_logits, tokenize_response
 from mrtpo_viz.relevance.results import Relevance
-from mrtpo_viz.tasks.base import Example
+from mrtpo_viz.tasks.base import Example, get_verifier
+from mrtpo_viz.tasks.loading import load_examples
 from mrtpo_viz.tasks.base import Verdict, Verifier
 
 torch.set_num_threads(1)
@@ -163,7 +164,19 @@ def test_control_corrupted(tiny_policy):
     assert torch.allclose(rel.raw_scores, plain.raw_scores, atol=1e-6)
     assert not torch.allclose(rel.scores, rel.raw_scores, atol=1e-2)
     with pytest.raises(ValueError, match="no other example"):
-        replay(tiny_policy, EXAMPLE, RESPONSE, [FMT], control="corrupted", pool=pool[:2])
+        replay(tiny_policy, EXAMPLE, RESPONSE, [FMT], control="corrupted", pool=pool[:1])
+
+
+def test_control_corrupted_borrows_another_verifiers_information_when_its_own_never_changes(tiny_policy):
+    """An IFEval instruction without arguments has one information (its official description) in every example."""
+    pool = load_examples("instruction_following", split="all")
+    ex = next(e for e in pool if "ifeval.title" in e.verifiers)
+    names = list(ex.verifiers)
+    own = [get_verifier(n).info(ex) for n in names]
+    got = _corrupted_infos(ControlInput([get_verifier(n) for n in names], own, ex, tiny_policy.tokenizer, pool))
+    title = names.index("ifeval.title")
+    assert all(g != o for g, o in zip(got, own)) and got[title] not in own
+    assert got[title] in {get_verifier(n).info(e) for e in pool for n in e.verifiers if n != "ifeval.title"}
     with pytest.raises(ValueError, match="needs an Example"):
         replay(tiny_policy, PROMPT, RESPONSE, [FMT], infos=INFOS, control="corrupted")
 
