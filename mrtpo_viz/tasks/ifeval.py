@@ -303,6 +303,26 @@ def constraint_args(example, name: str) -> dict:
     raise BadArgs(f"the example has no arguments for constraint {name!r}")
 
 
+def _constraint_values(verifier: Verifier, example) -> dict:
+    """``args_fn`` of an ``ifeval.*`` verifier: its constraint's arguments in ``meta["constraints"]`` (``{}`` when
+    the example has no entry for it)."""
+    try:
+        return dict(constraint_args(example, verifier.name.removeprefix("ifeval.")))
+    except BadArgs:
+        return {}
+
+
+def _with_constraint(verifier: Verifier, example, values: dict):
+    """``with_args_fn``: the example with its entry for this constraint set to ``values``, added when absent, so a
+    free prompt takes an argument-less constraint with ``with_args(example, {})`` (``lowercase`` then scores)."""
+    from dataclasses import replace
+
+    name = verifier.name.removeprefix("ifeval.")
+    items = (example.meta or {}).get("constraints")
+    kept = [i for i in (items if isinstance(items, list) else []) if not (isinstance(i, dict) and i.get("name") == name)]
+    return replace(example, meta={**example.meta, "constraints": kept + [{"name": name, "args": dict(values)}]})
+
+
 def _make_verifier(name: str, c: Constraint) -> Verifier:
     def check(response: str, example) -> Verdict:
         try:
@@ -331,7 +351,8 @@ def _make_verifier(name: str, c: Constraint) -> Verifier:
     return Verifier(name=f"ifeval.{name}", task="instruction_following", title=c.title,
                     description=f"1 if the response follows the constraint '{c.title}' (arguments in the example's "
                                 "meta), else 0; a blank response scores 0.",
-                    info_fn=info, check_fn=check, spans_fn=spans)
+                    info_fn=info, check_fn=check, spans_fn=spans, args_fn=_constraint_values,
+                    with_args_fn=_with_constraint)
 
 
 for _name, _c in CONSTRAINTS.items():

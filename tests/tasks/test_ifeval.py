@@ -175,3 +175,19 @@ def test_generated_examples_follow_their_constraints():
         assert len(ex.prompt.split()) < 60 and 15 <= len(words(ex.reference)) <= 75
         for name in ex.verifiers:
             assert get_verifier(name).check(ex.reference, ex).score == 1.0, (name, ex.reference)
+
+
+def test_with_args_adds_the_constraint_so_a_free_prompt_scores():
+    free = Example(task="instruction_following", prompt="Describe the sea.")
+    low = get_verifier("ifeval.lowercase")
+    assert low.args(free) == {} and low.score("the sea is calm", free) == 0.0  # no entry: cannot score
+    ex = low.with_args(free, {})
+    assert ex.meta["constraints"] == [{"name": "lowercase", "args": {}}] and free.meta == {}
+    assert low.score("the sea is calm", ex) == 1.0 and low.score("The sea", ex) == 0.0
+    assert not low.info(ex).startswith("(unavailable")
+    comma = get_verifier("ifeval.no_comma")
+    both = comma.with_args(ex, {})  # a second constraint joins the first
+    assert [c["name"] for c in both.meta["constraints"]] == ["lowercase", "no_comma"]
+    assert comma.score("the sea is calm", both) == 1.0 and low.score("the sea is calm", both) == 1.0
+    again = comma.with_args(both, {})  # replaced, not duplicated
+    assert [c["name"] for c in again.meta["constraints"]] == ["lowercase", "no_comma"]
