@@ -99,3 +99,11 @@ def test_the_app_and_cli_loader_obeys_the_allow_list_and_the_library_does_not(mo
     assert load_allowed_policy("tiny-mrtpo", device="cpu", dtype="float32").n_params > 0  # bundled: always allowed
     monkeypatch.setenv("MRTPO_ALLOWED_CHECKPOINTS", str(tiny_policy_dir))
     assert load_allowed_policy(tiny_policy_dir, device="cpu", dtype="float32").n_params > 0
+
+
+def test_the_mcp_switch_is_off_by_default_and_parses_flags():
+    assert get_settings({}).mcp is False
+    assert [get_settings({"MRTPO_MCP": v}).mcp for v in ("1", " true", "Yes", "on", "0", "false", "OFF")] == \
+        [True, True, True, True, False, False, False]
+    with pytest.raises(SettingsError, match="MRTPO_MCP must be 1 or 0 .* got 'maybe'"):
+        get_settings({"MRTPO_MCP": "maybe"})

@@ -313,14 +313,16 @@ def _constraint_values(verifier: Verifier, example) -> dict:
 
 
 def _with_constraint(verifier: Verifier, example, values: dict):
-    """``with_args_fn``: the example with its entry for this constraint set to ``values``, added when absent, so a
-    free prompt takes an argument-less constraint with ``with_args(example, {})`` (``lowercase`` then scores)."""
+    """``with_args_fn``: the example with ``values`` merged into this constraint's entry (as the default merges them
+    into ``meta``), the entry added when absent, so a free prompt takes an argument-less constraint with
+    ``with_args(example, {})`` (``lowercase`` then scores)."""
     from dataclasses import replace
 
     name = verifier.name.removeprefix("ifeval.")
     items = (example.meta or {}).get("constraints")
     kept = [i for i in (items if isinstance(items, list) else []) if not (isinstance(i, dict) and i.get("name") == name)]
-    return replace(example, meta={**example.meta, "constraints": kept + [{"name": name, "args": dict(values)}]})
+    entry = {"name": name, "args": {**_constraint_values(verifier, example), **values}}
+    return replace(example, meta={**example.meta, "constraints": kept + [entry]})
 
 
 def _make_verifier(name: str, c: Constraint) -> Verifier:

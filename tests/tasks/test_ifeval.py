@@ -189,5 +189,11 @@ def test_with_args_adds_the_constraint_so_a_free_prompt_scores():
     both = comma.with_args(ex, {})  # a second constraint joins the first
     assert [c["name"] for c in both.meta["constraints"]] == ["lowercase", "no_comma"]
     assert comma.score("the sea is calm", both) == 1.0 and low.score("the sea is calm", both) == 1.0
-    again = comma.with_args(both, {})  # replaced, not duplicated
+    again = comma.with_args(both, {})  # not duplicated
     assert [c["name"] for c in again.meta["constraints"]] == ["lowercase", "no_comma"]
+    from mrtpo_viz.tasks import load_examples
+
+    kw = get_verifier("ifeval.keyword")
+    ex = next(e for e in load_examples("instruction_following", "test") if "ifeval.keyword" in e.verifiers)
+    kept = kw.with_args(ex, {})  # an example's own values stay (merged, as the default merges into meta)
+    assert kw.args(ex) and kw.args(kept) == kw.args(ex) and kw.score(ex.reference, kept) == 1.0
