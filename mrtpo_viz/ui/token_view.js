@@ -270,5 +270,7 @@ rowsBox.addEventListener('keydown', (e) => {
 });
 panel.addEventListener('keydown', (e) => { if (e.key === 'Escape') unpin(); });
 
-watch(['value', 'heading', 'adv'], render);
+// one string, not a list of quoted names: gr.HTML takes a quoted name in this script for a custom event, and then
+// returns an event trigger instead of the prop when an update sets it (Gradio 6.31, HTML.__getattr__)
+watch('value heading adv'.split(' '), render);
 render();

@@ -4,11 +4,13 @@
 
 With ``MRTPO_MCP=1`` the app also serves them as MCP tools through Gradio's built-in MCP server
 (``/gradio_api/mcp/``); the tabs' endpoints are marked with :func:`not_a_tool`, so an agent sees these two only.
-The tool descriptions are the docstrings below (Gradio reads their ``Args``).
+The tool descriptions are the docstrings below (Gradio reads their ``Args``); both answer JSON text (Gradio's MCP
+server would send a dict as its Python repr).
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+import json
+from typing import Optional
 
 from .. import viz
 from ..settings import default_checkpoint
@@ -48,7 +50,7 @@ def _example(task: str, example: int, prompt: str, verifiers: list[str], argumen
 @readable
 def token_relevance(response: str, verifiers: list[str], task: str = "tool_calling", example: int = 0,
                     prompt: str = "", arguments: Optional[dict] = None, metric: str = "js", control: str = "none",
-                    checkpoint: str = "") -> dict[str, Any]:
+                    checkpoint: str = "") -> str:
     """Which tokens of a response each verifier's reward depends on: the policy replays the response with and
     without each verifier's information, and a token's relevance is the Jensen-Shannon distance between its two
     next-token distributions (0 = the information changes nothing there, 1 = the most it can).
@@ -64,8 +66,8 @@ def token_relevance(response: str, verifiers: list[str], task: str = "tool_calli
         control: none, placebo, corrupted or others.
         checkpoint: the policy; empty for the app's default.
     Returns:
-        the tokens; per verifier its reward, reason, relevance per token and most relevant tokens; the verifiers
-        that need input (not replayed).
+        JSON: the tokens; per verifier its reward, reason, relevance per token and its most relevant tokens as
+        [position, token, relevance]; the verifiers that need input (not replayed).
     """
     from ..relevance import replay
 
@@ -84,13 +86,13 @@ def token_relevance(response: str, verifiers: list[str], task: str = "tool_calli
         top = sorted(range(rel.T), key=lambda t: -rel.scores[k, t])[:TOP]
         per[name] = {"reward": rel.rewards.get(name), "reason": rel.reasons.get(name, ""), "relevance": scores,
                      "top_tokens": [[t, rel.tokens[t], scores[t]] for t in top]}
-    return {"tokens": rel.tokens, "metric": rel.metric, "control": rel.control, "verifiers": per,
-            "needs_input": needs}
+    return json.dumps({"tokens": rel.tokens, "metric": rel.metric, "control": rel.control, "verifiers": per,
+                       "needs_input": needs}, ensure_ascii=False)
 
 
 @readable
 def score_response(response: str, verifiers: list[str], task: str = "tool_calling", example: int = 0,
-                   prompt: str = "", arguments: Optional[dict] = None) -> dict[str, Any]:
+                   prompt: str = "", arguments: Optional[dict] = None) -> str:
     """Each verifier's reward (0 to 1) and reason for a response; no model is run.
 
     Args:
@@ -101,7 +103,8 @@ def score_response(response: str, verifiers: list[str], task: str = "tool_callin
         prompt: the user prompt; empty keeps the example's.
         arguments: for a free prompt, each verifier's argument values, e.g. {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products"}}.
     Returns:
-        per verifier its reward and reason, or "needs input" with the arguments it lacks.
+        JSON: per verifier its reward and reason (reward null and the reason "needs input: ..." where it lacks
+        arguments).
     """
     ex, needs = _example(task, int(example), prompt, verifiers, arguments, need_prompt=False)
     response = check_text("response", response, limits().max_chars)
@@ -112,7 +115,7 @@ def score_response(response: str, verifiers: list[str], task: str = "tool_callin
         else:
             verdict = get_verifier(name).check(response, ex)
             out[name] = {"reward": viz.round_sig(verdict.score), "reason": verdict.reason}
-    return out
+    return json.dumps(out, ensure_ascii=False)
 
 
 TOOLS = (token_relevance, score_response)

@@ -117,11 +117,15 @@ def test_bad_replay_inputs_are_readable_errors(change, says, ckpt):
     '<script>alert(1)</script><img src=x onerror="alert(2)">',
 ])
 def test_odd_responses_render_escaped(response, ckpt):
+    from mrtpo_viz.ui.token_view import TokenView
+
     out = rt.replay_response(*replay_inputs(ckpt, response=response))
-    rel, tokens_html = out[0], out[1]
-    assert rel.T > 0 and "mrtpo-tok" in tokens_html
-    assert "<script" not in tokens_html and "<img" not in tokens_html  # markup in tokens arrives escaped
-    assert "&lt;" in tokens_html if "<" in response else True
+    rel, payload = out[0], out[1]["value"]
+    assert rel.T > 0 and len(payload["tokens"]) == rel.T
+    sent = TokenView(html_template="").postprocess(payload)  # the JSON text the page receives
+    assert "<script" not in sent and "<img" not in sent  # no markup travels as markup ("<" is escaped)
+    assert "\\u003c" in sent if "<" in response else True
+    assert json.loads(sent)["tokens"] == payload["tokens"]  # and the text itself arrives unchanged
 
 
 @pytest.mark.parametrize("sql, why", [
@@ -173,7 +177,7 @@ def test_bad_group_tables_are_readable_errors(rows, says, replayed):
 
 def test_a_nan_reward_means_does_not_apply_and_advantages_stay_finite(replayed):
     frame = pd.DataFrame([["a", float("nan"), 1.0], ["b", 0.0, 0.0]], columns=["response", *replayed.verifiers])
-    fig, text = rt.advantages(replayed, frame, 1.0, 1.0, "controlled")
+    fig, text, _, _ = rt.advantages(replayed, frame, 1.0, 1.0, "controlled")
     totals = next(t for t in fig.data if t.name == "MRTPO total").y
     assert len(totals) == replayed.T and all(math.isfinite(y) for y in totals)
     assert "GDPO advantage +0.707" in text  # the one reward that applies: (1 - 0.5) / std([1, 0])
@@ -214,12 +218,12 @@ def test_endpoints_answer_hostile_input_and_keep_serving(client, ckpt, change, s
     checkpoint = change.pop("checkpoint")
     inputs = replay_inputs(checkpoint, **change)
     if says is None:
-        assert "mrtpo-tok" in client.predict(*inputs, api_name="/replay")[0]
+        assert '"tokens":' in client.predict(*inputs, api_name="/replay")[0]["value"]
     else:
         with pytest.raises(AppError, match=re.escape(says)) as err:
             client.predict(*inputs, api_name="/replay")
         assert "Traceback" not in str(err.value)
-    assert "mrtpo-tok" in client.predict(*replay_inputs(ckpt), api_name="/replay")[0]  # still serving
+    assert '"tokens":' in client.predict(*replay_inputs(ckpt), api_name="/replay")[0]["value"]  # still serving
 
 
 def test_upload_over_the_cap_is_refused(client, ckpt, tmp_path):
