@@ -107,7 +107,8 @@ def build_rollouts_tab(checkpoint: gr.components.Component) -> None:
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=320):
             gr.Markdown(UPLOAD_HELP, elem_classes=["mrtpo-footnote"])
-            upload = gr.File(label="Rollouts (.jsonl)", file_types=[".jsonl"], type="filepath", height=120)
+            upload = gr.File(label="Rollouts (.jsonl)", file_types=[".jsonl"], type="filepath", height=120,
+                             elem_id="rollouts-upload")
             metric = gr.Dropdown(list(METRICS), value="js", label="metric")
             control = gr.Dropdown(list(CONTROLS), value="none", label="control")
             position = gr.Radio(list(INFO_POSITIONS), value=INFO_POSITIONS[0], label="information position")
