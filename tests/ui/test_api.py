@@ -437,3 +437,22 @@ def test_the_json_endpoints_replay_and_score(client, checkpoint, example):
                                       "", {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products"}},
                                       api_name="/score_response"))
     assert given["sql.execution"]["reward"] == 1
+
+
+def test_the_token_view_component_sends_one_json_string_and_its_templates_hold_no_data():
+    from mrtpo_viz.ui import relevance_layout, token_view, tools
+
+    p = {"tokens": ["<b>", "${1+1}"], "verifiers": ["v"], "scores": [[0.5, 0.25]]}
+    comp = token_view.token_view(heading="A")
+    sent = comp.postprocess(p)
+    assert isinstance(sent, str) and "<" not in sent and json.loads(sent) == p and comp.preprocess(sent) == p
+    for template in (token_view.HTML_TEMPLATE, token_view.CSS_TEMPLATE):  # gr.HTML evaluates ${...} in them
+        assert "${" not in template and "{{" not in template
+    assert "__VIRIDIS__" not in token_view.JS_ON_LOAD and "[68, 1, 84]" in token_view.JS_ON_LOAD  # Viridis' first stop
+    assert json.loads(token_view.advantages_json({"GDPO": 0.5, "MRTPO": [1.0, -0.123456]}, 2)) == \
+        [["GDPO", 0.5], ["MRTPO", [1, -0.123]]]
+    assert token_view.advantages_json({}, 2) is None
+    locked = relevance_layout.lock_buttons()
+    assert [u["interactive"] for u in locked] == [False, False]
+    assert [u["interactive"] for u in relevance_layout.unlock_buttons()] == [True, True]
+    assert tools.not_a_tool(lambda: None)._mcp_type == "ui"

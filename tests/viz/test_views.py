@@ -8,7 +8,7 @@ from mrtpo_viz.advantages import gdpo_advantages, mrtpo_token_advantages
 from mrtpo_viz.relevance.results import Relevance
 from mrtpo_viz import viz
 from mrtpo_viz.viz import advantages as viz_advantages
-from mrtpo_viz.viz import figures, numbers, summaries, text, token_view
+from mrtpo_viz.viz import colours, figures, numbers, summaries, text, token_view
 from mrtpo_viz.viz import training as viz_training
 from tests.training.test_loop import _hand_frame
 
@@ -68,6 +68,11 @@ def test_frame_payload_reads_one_rollout_back(rel):
     assert p["tokens"] == rel.tokens and p["scores"][1][2] == 0.4 and p["lp"][0][4] == -0.1
     assert p["rewards"] == [1, 0.5] and p["span"] == [[[1, 2]], None] and p["title"] == "rollout r1"
     assert "top0" not in p  # the per-token table keeps no top predictions
+
+
+def test_visible_whitespace():
+    assert colours.visible("a\tb\n") == "a\u21e5b\u21b5" and colours.visible("   ") == "\u00b7\u00b7\u00b7"
+    assert colours.visible("\x1b[2J") == "\\x1b[2J"  # control characters shown, not sent to the terminal or page
 
 
 def test_numbers_to_3_significant_digits():
