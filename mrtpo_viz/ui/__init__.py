@@ -43,7 +43,7 @@ def build_app():
             checkpoint = gr.Dropdown(checkpoint_choices(), value=default_checkpoint(), allow_custom_value=True,
                                      label="Checkpoint (bundled policy, a local folder or a hub id)", scale=3)
             load_btn = gr.Button("Load", scale=0, min_width=80)
-            model_status = gr.Markdown("Checkpoint not loaded yet.", elem_id="model-status")
+            model_status = gr.Markdown("Checkpoint not loaded yet.", elem_id="model-status", min_width=240)
         with gr.Tabs():
             with gr.Tab("Token relevance", id="relevance"):
                 build_relevance_tab(checkpoint)

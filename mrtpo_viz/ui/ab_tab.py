@@ -18,7 +18,7 @@ from .arguments import information, with_typed_args
 from .common import (FREE_PROMPT, MODEL, check_text, check_token_count, example_choices, first_example, get_example,
                      get_policy, limits, prompt_text, readable, with_prompt)
 from .relevance_tab import task_examples
-from .token_view import token_view
+from .token_view import token_view, view_value
 
 SUMMARY_ROWS = (
     ("mean", "mean relevance"), ("max", "max relevance"),
@@ -79,8 +79,8 @@ def compare(checkpoint, task, index, prompt, response, verifier, info_a, info_b,
     status = f"Compared two information texts for `{verifier}` over {rel_a.T} tokens ({metric}, control {control})."
     if needs:
         status += f" Not scored: `{verifier}` needs input ({', '.join(needs[verifier])}); pick an example to score it."
-    return (viz.relevance_payload(rel_a, vmax=vmax, title=_title(infos[0])),
-            viz.relevance_payload(rel_b, vmax=vmax, title=_title(infos[1])),
+    return (view_value(viz.relevance_payload(rel_a, vmax=vmax, title=_title(infos[0]))),
+            view_value(viz.relevance_payload(rel_b, vmax=vmax, title=_title(infos[1]))),
             viz.difference_heatmap(rel_a, rel_b, verifier), _summary(rel_a, rel_b, verifier), status)
 
 

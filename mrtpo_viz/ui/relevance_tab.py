@@ -20,7 +20,7 @@ from ..tasks import get_verifier, list_verifiers
 from .arguments import FIELDS, field_updates, information, slot_texts, typed_values, with_typed_args
 from .common import (FREE_PROMPT, MAX_VERIFIERS, check_text, check_token_count, download_folder, example_choices,
                      first_example, get_example, get_policy, limits, prompt_text, readable, with_prompt)
-from .token_view import advantages_json
+from .token_view import advantages_json, view_value
 
 RELEVANCE_SOURCES = ("controlled", "raw")
 """Which relevance MRTPO's weights use in the advantage panel: after the control, or the paper's raw signal."""
@@ -180,9 +180,10 @@ def replay_response(checkpoint, task, index, prompt, response, verifiers, positi
     show_raw = rel.control != "none"
     csv, js = _downloads(rel)
     # the raw views are only rendered when they differ from the controlled ones (control != none)
-    raw_view = gr.update(value=viz.relevance_payload(rel, raw=True) if show_raw else None, visible=show_raw, adv=None)
+    raw_view = gr.update(value=view_value(viz.relevance_payload(rel, raw=True)) if show_raw else None,
+                         visible=show_raw, adv=None)
     raw_heat = gr.update(value=viz.relevance_heatmap(rel, raw=True) if show_raw else None, visible=show_raw)
-    return (rel, gr.update(value=viz.relevance_payload(rel), adv=None), raw_view, viz.relevance_heatmap(rel),
+    return (rel, gr.update(value=view_value(viz.relevance_payload(rel)), adv=None), raw_view, viz.relevance_heatmap(rel),
             raw_heat, pd.DataFrame(viz.verdict_rows(rel, needs), columns=VERDICT_HEADERS), default_group(rel), csv,
             js, _status(rel, policy, needs))
 

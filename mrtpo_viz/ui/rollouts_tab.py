@@ -18,7 +18,7 @@ from ..names import CONTROLS, INFO_POSITIONS, METRICS
 from ..relevance.scoring import read_rollouts, score_rollouts
 from ..tasks.data import SAMPLE_ROLLOUTS
 from .common import MODEL, download_folder, get_policy, limits, readable
-from .token_view import token_view
+from .token_view import token_view, view_value
 
 TOP_HEADERS = ["verifier", "token", "mean relevance", "count"]
 TABLE_HEADERS = ["id", "verifier", "reward", "tokens", "mean relevance", "max relevance", "top token", "span share"]
@@ -76,7 +76,7 @@ def score_file(checkpoint, upload, metric, control, position, progress=gr.Progre
     ids = [str(i) for i in dict.fromkeys(frame["id"].astype(str))]
     yield (status, viz.mean_relevance_bars(frame), viz.top_tokens(frame, n=8, min_count=2),
            viz.rollout_summary(frame), gr.update(value=str(out), interactive=True),
-           gr.update(choices=ids, value=ids[0]), _rollout_payload(frame, ids[0]), str(out))
+           gr.update(choices=ids, value=ids[0]), view_value(_rollout_payload(frame, ids[0])), str(out))
 
 
 def _rollout_payload(frame: pd.DataFrame, rollout: str) -> dict:
@@ -91,7 +91,7 @@ def show_rollout(table_path, rollout):
     """One scored rollout's token view, read back from the per-token CSV of the run."""
     if not table_path or rollout is None:
         return None
-    return _rollout_payload(pd.read_csv(table_path), rollout)
+    return view_value(_rollout_payload(pd.read_csv(table_path), rollout))
 
 
 def stopped(status: str) -> str:

@@ -7,8 +7,8 @@ its log-prob with and without each verifier's information, the top predictions b
 each method. Escape or the panel's button unpins. Use it in any tab::
 
     view = token_view(heading="A", elem_id="ab-tokens-a")
-    button.click(handler, inputs, view)          # the handler returns a payload dict (or None: the placeholder)
-    ...                                          # or gr.update(value=payload, adv=None)
+    button.click(handler, inputs, view)          # the handler returns view_value(payload) (None: the placeholder)
+    ...                                          # or gr.update(value=view_value(payload), adv=None)
     other.change(fn, inputs, view)               # fn returns gr.update(adv=advantages_json(...)): only the panel's
                                                  # advantages change, the tokens are not sent again
 
@@ -54,23 +54,22 @@ CSS_TEMPLATE = _read("token_view.css")
 JS_ON_LOAD = _read("token_view.js").replace("__VIRIDIS__", json.dumps(_scale_stops()))
 
 
-class TokenView(gr.HTML):
-    """``gr.HTML`` whose value is a token-view payload, sent as one JSON string; ``adv`` is an extra prop."""
-
-    def postprocess(self, value):
-        return super().postprocess(encode(value) if isinstance(value, Mapping) else value)
-
-    def preprocess(self, payload):
-        return json.loads(payload) if isinstance(payload, str) and payload.startswith("{") else payload
+def view_value(payload: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """What a handler returns for a token view: the payload as one JSON string (None: the placeholder)."""
+    return encode(payload)
 
 
-def token_view(value: Optional[dict] = None, *, heading: str = "", placeholder: str = PLACEHOLDER,
-               **kwargs) -> TokenView:
+def token_view(value: Optional[Mapping[str, Any]] = None, *, heading: str = "", placeholder: str = PLACEHOLDER,
+               **kwargs) -> gr.HTML:
     """A token view; ``heading`` is shown above its rows (e.g. "A" and "B" side by side); ``kwargs`` go to
-    ``gr.HTML`` (``elem_id``, ``label``, ``visible``, ...)."""
+    ``gr.HTML`` (``elem_id``, ``label``, ``visible``, ...).
+
+    A plain ``gr.HTML``, not a subclass: Gradio writes a ``.pyi`` stub beside the source of every component
+    subclass when it is defined, which would leave a stray file in the package (or fail in a read-only install).
+    """
     kwargs.setdefault("elem_classes", ["mrtpo-token-view"])
-    return TokenView(value, html_template=HTML_TEMPLATE, css_template=CSS_TEMPLATE, js_on_load=JS_ON_LOAD,
-                     apply_default_css=False, heading=heading, placeholder=placeholder, adv=None, **kwargs)
+    return gr.HTML(view_value(value), html_template=HTML_TEMPLATE, css_template=CSS_TEMPLATE, js_on_load=JS_ON_LOAD,
+                   apply_default_css=False, heading=heading, placeholder=placeholder, adv=None, **kwargs)
 
 
 def advantages_json(advantages: Optional[Mapping[str, Any]], T: int) -> Optional[str]:

@@ -27,6 +27,12 @@ WEIGHT_NOTE = ("Gini 0: every token the same credit (GDPO); near 1: one token. E
                "(in brackets the spans' share of the tokens, what uniform credit gives).")
 
 
+def short_names(names) -> list[str]:
+    """Verifier names without their family (``tool_call.format`` -> ``format``) where that keeps them apart."""
+    short = [n.rsplit(".", 1)[-1] for n in names]
+    return short if len(set(short)) == len(short) else list(names)
+
+
 def weight_markdown(diag: WeightDiagnostics) -> str:
     """A compact table of MRTPO's weight diagnostics per verifier (3 significant digits), with what they mean."""
     def spans(k: int) -> str:
@@ -36,7 +42,7 @@ def weight_markdown(diag: WeightDiagnostics) -> str:
 
     lines = ["| verifier | Gini | effective tokens | on spans |", "|---|---|---|---|"]
     lines += [f"| {name} | {fmt_sig(diag.gini[k])} | {fmt_sig(diag.effective_ratio[k])} | {spans(k)} |"
-              for k, name in enumerate(diag.verifiers)]
+              for k, name in enumerate(short_names(diag.verifiers))]
     return "\n".join(lines) + f"\n\n<small>{WEIGHT_NOTE}</small>"
 
 

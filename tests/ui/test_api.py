@@ -440,12 +440,15 @@ def test_the_json_endpoints_replay_and_score(client, checkpoint, example):
 
 
 def test_the_token_view_component_sends_one_json_string_and_its_templates_hold_no_data():
+    from pathlib import Path
+
     from mrtpo_viz.ui import relevance_layout, token_view, tools
 
     p = {"tokens": ["<b>", "${1+1}"], "verifiers": ["v"], "scores": [[0.5, 0.25]]}
     comp = token_view.token_view(heading="A")
-    sent = comp.postprocess(p)
-    assert isinstance(sent, str) and "<" not in sent and json.loads(sent) == p and comp.preprocess(sent) == p
+    sent = comp.postprocess(token_view.view_value(p))
+    assert isinstance(sent, str) and "<" not in sent and json.loads(sent) == p
+    assert not (Path(token_view.__file__).with_suffix(".pyi")).exists()  # no component subclass, so no stub file
     for template in (token_view.HTML_TEMPLATE, token_view.CSS_TEMPLATE):  # gr.HTML evaluates ${...} in them
         assert "${" not in template and "{{" not in template
     assert "__VIRIDIS__" not in token_view.JS_ON_LOAD and "[68, 1, 84]" in token_view.JS_ON_LOAD  # Viridis' first stop
