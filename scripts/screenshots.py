@@ -61,9 +61,12 @@ def relevance(page, out: Path) -> None:
     from mrtpo_viz.ui.common import get_example
 
     choose(page, "Example (test split)", re.compile(r"^1:"))
-    page.wait_for_function("ref => document.querySelector('#response-box textarea').value === ref",
-                           arg=get_example("tool_calling", 1).reference)
-    page.wait_for_timeout(1500)  # the information boxes follow the example
+    from mrtpo_viz.tasks import get_verifier
+
+    ex = get_example("tool_calling", 1)
+    page.wait_for_function("ref => document.querySelector('#response-box textarea').value === ref", arg=ex.reference)
+    info = get_verifier("tool_call.correctness").info(ex)  # the information boxes follow the example
+    page.wait_for_function("info => [...document.querySelectorAll('textarea')].some(t => t.value === info)", arg=info)
     page.locator("#replay-btn").click()
     page.locator("#advantage-bars .barlayer path").first.wait_for()
     t = most_relevant("tool_calling", 1, row=1)

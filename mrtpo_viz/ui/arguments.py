@@ -14,7 +14,8 @@ from typing import Any, Optional, Sequence
 
 import gradio as gr
 
-from ..tasks import Argument, Example, MissingArguments, Verifier, get_verifier
+from ..tasks import Argument, Example, MissingArguments, Verifier
+from .custom_verifiers import resolve
 
 FIELDS = 3
 """Argument fields per verifier box (the most any bundled verifier declares)."""
@@ -79,27 +80,30 @@ def slot_texts(fields: Sequence[str], k: int) -> list[str]:
     return list(fields[k * FIELDS:(k + 1) * FIELDS])
 
 
-def with_values(example: Example, names: Sequence[str], values: dict[str, dict[str, Any]]) -> tuple[Example, dict]:
+def with_values(example: Example, names: Sequence[str], values: dict[str, dict[str, Any]],
+                customs: Optional[dict] = None) -> tuple[Example, dict]:
     """The example with each verifier's values (``values[name]``: argument -> value), and the verifiers that still
-    lack required arguments: ``{name: [missing argument titles]}``.
+    lack required arguments: ``{name: [missing argument titles]}``. ``customs``: the session's custom verifiers.
 
     Every verifier's ``with_args`` is applied in turn, with ``{}`` when it takes no arguments or none was given,
     so an argument-less verifier gets what it needs (an ifeval constraint's entry)."""
     for name in names:
-        example = get_verifier(name).with_args(example, dict(values.get(name) or {}))
+        example = resolve(name, customs).with_args(example, dict(values.get(name) or {}))
     needs = {}
     for name in names:  # after all of them: a value one verifier takes may be another's too (the tool schema)
-        v = get_verifier(name)
+        v = resolve(name, customs)
         titles = {a.name: a.title for a in v.arguments}
         if v.missing_args(example):
             needs[name] = [titles.get(m, m) for m in v.missing_args(example)]
     return example, needs
 
 
-def with_typed_args(example: Example, names: Sequence[str], fields: Sequence[str]) -> tuple[Example, dict]:
+def with_typed_args(example: Example, names: Sequence[str], fields: Sequence[str],
+                    customs: Optional[dict] = None) -> tuple[Example, dict]:
     """:func:`with_values` from the boxes' field texts (box ``k`` holds ``names[k]``; no fields: no values)."""
-    values = {n: typed_values(get_verifier(n), slot_texts(fields, k)) for k, n in enumerate(names)} if fields else {}
-    return with_values(example, names, values)
+    values = ({n: typed_values(resolve(n, customs), slot_texts(fields, k)) for k, n in enumerate(names)}
+              if fields else {})
+    return with_values(example, names, values, customs)
 
 
 def information(v: Verifier, example: Example) -> Optional[str]:
@@ -112,10 +116,10 @@ def information(v: Verifier, example: Example) -> Optional[str]:
         return None
 
 
-def field_updates(name: Optional[str], example: Example) -> list[dict]:
+def field_updates(name: Optional[str], example: Example, customs: Optional[dict] = None) -> list[dict]:
     """The ``FIELDS`` updates of one verifier box's fields: one per argument (label, the example's value, a hint),
     the rest hidden; ``name`` None hides them all."""
-    v = get_verifier(name) if name else None
+    v = resolve(name, customs) if name else None
     args = list(v.arguments[:FIELDS]) if v is not None else []
     have = v.args(example) if v is not None else {}
     shown = [gr.update(visible=True, label=field_label(v, a), value=show_value(a, have.get(a.name)),

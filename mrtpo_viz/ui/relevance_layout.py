@@ -16,8 +16,9 @@ from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
 from ..tasks import list_verifiers
 from .arguments import FIELDS
 from .common import MAX_VERIFIERS, MODEL, example_choices, first_example, get_example, limits, prompt_text
+from .custom_verifiers import KIND_CHOICES, add_custom
 from .relevance_tab import (RELEVANCE_SOURCES, VERDICT_HEADERS, GROUP_NOTE, advantages, cleared,
-                            derive_info, generate, info_boxes, pick_example, replay_response, reselect_info_boxes,
+                            derive_info, downloads, generate, info_boxes, pick_example, replay_response, reselect_info_boxes,
                             sample_group, task_examples)
 from .token_view import token_view
 
@@ -62,6 +63,7 @@ def _inputs_column(start: dict):
         c["seed"] = gr.Number(0, precision=0, label="seed")
     c["verifiers"] = gr.CheckboxGroup(list_verifiers(TASKS[0]), value=start["chosen"], elem_id="verifier-choice",
                                       label=f"Verifiers (at most {MAX_VERIFIERS} at once)")
+    c.update(_custom_form())
     with gr.Accordion("Verifier information and arguments (editable; an empty information box takes the "
                       "verifier's own)", open=True):
         c["infos"], c["fields"] = [], []
@@ -78,6 +80,28 @@ def _inputs_column(start: dict):
         c["template"] = gr.Textbox(DEFAULT_INFO_TEMPLATE, label="template ({title} and {info}; {info} is required)",
                                    lines=2)
     return c
+
+
+def _custom_form() -> dict:
+    """The declarative custom-verifier form (no user code runs): its components, by name."""
+    f = {}
+    with gr.Accordion("Add a custom verifier (regex, keywords or JSON schema; for this session)", open=False):
+        with gr.Row():
+            f["c_name"] = gr.Textbox("custom.no_apology", label="name (custom.<word>)", elem_id="custom-name")
+            f["c_title"] = gr.Textbox("No apology", label="title")
+            f["c_kind"] = gr.Dropdown(KIND_CHOICES, value="regex_must_not", label="kind", elem_id="custom-kind")
+        f["c_info"] = gr.Textbox("The response must not apologize.", label="information (what it checks, in words)",
+                                 lines=2, elem_id="custom-info")
+        with gr.Row():
+            f["c_pattern"] = gr.Textbox(r"\b(sorry|apologi[sz]e)\b", label="regex (regex kinds)",
+                                        elem_id="custom-pattern")
+            f["c_case"] = gr.Checkbox(True, label="ignore case")
+        f["c_keywords"] = gr.Textbox("", label="keywords, comma-separated (keywords: the share present)",
+                                     elem_id="custom-keywords")
+        f["c_schema"] = gr.Code("", language="json", label="JSON schema (json_schema)", elem_id="custom-schema")
+        f["c_add"] = gr.Button("Add and choose it", size="sm", elem_id="custom-add")
+        f["c_status"] = gr.Markdown(elem_id="custom-status")
+    return f
 
 
 def _results_column():
@@ -129,27 +153,32 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
             r = _results_column()
     rel_state = gr.State(None)
     shown = gr.State(start["chosen"])  # the verifiers whose information the boxes hold, in order
+    customs = gr.State({})  # this session's custom verifiers: name -> declarative spec
     task, example, verifiers, infos, fields = c["task"], c["example"], c["verifiers"], c["infos"], c["fields"]
     boxes = [*infos, *fields, shown]
     results = [rel_state, r["view"], r["raw_view"], r["heatmap"], r["raw_heatmap"], r["verdicts"], r["rewards"],
-               r["csv_file"], r["json_file"], r["status"], r["adv_plot"], r["adv_text"], r["weights"]]
+               r["status"], r["adv_plot"], r["adv_text"], r["weights"], r["csv_file"], r["json_file"]]
     picked = [c["prompt"], c["response"], verifiers]
 
     # the example index often stays the same across tasks, so example.change would not fire: refill explicitly
     task.change(task_examples, task, example, api_name="task_examples"
                 ).success(cleared, task, results, api_name=False
-                          ).success(pick_example, [task, example], picked, api_name=False
-                                    ).success(info_boxes, [task, example, verifiers], boxes, api_name=False)
+                          ).success(pick_example, [task, example, customs], picked, api_name=False
+                                    ).success(info_boxes, [task, example, verifiers, customs], boxes, api_name=False)
     example.change(cleared, task, results, api_name=False
-                   ).then(pick_example, [task, example], picked, api_name="pick_example"
-                          ).success(info_boxes, [task, example, verifiers], boxes, api_name=False)
-    verifiers.input(reselect_info_boxes, [task, example, verifiers, shown, *infos, *fields], [*boxes, verifiers],
-                    api_name=False)
+                   ).then(pick_example, [task, example, customs], picked, api_name="pick_example"
+                          ).success(info_boxes, [task, example, verifiers, customs], boxes, api_name=False)
+    reselect = [task, example, verifiers, shown, customs, *infos, *fields]
+    verifiers.input(reselect_info_boxes, reselect, [*boxes, verifiers], api_name=False)
+    form = [c[k] for k in ("c_name", "c_title", "c_info", "c_kind", "c_pattern", "c_keywords", "c_schema", "c_case")]
+    c["c_add"].click(add_custom, [customs, task, verifiers, *form], [customs, verifiers, c["c_status"]],
+                     api_name="add_verifier"
+                     ).success(reselect_info_boxes, reselect, [*boxes, verifiers], api_name=False)
     for k in range(MAX_VERIFIERS):
         own = fields[k * FIELDS:(k + 1) * FIELDS]
-        gr.on([t for f in own for t in (f.blur, f.submit)], partial(derive_info, k), [task, example, shown, *own],
-              infos[k], api_name=False, queue=False)
-    c["reset_btn"].click(info_boxes, [task, example, verifiers], boxes, api_name=False)
+        gr.on([t for f in own for t in (f.blur, f.submit)], partial(derive_info, k),
+              [task, example, shown, customs, *own], infos[k], api_name=False, queue=False)
+    c["reset_btn"].click(info_boxes, [task, example, verifiers, customs], boxes, api_name=False)
     c["gen_btn"].click(lock_buttons, None, [c["gen_btn"], c["replay_btn"]], queue=False, api_name=False).then(
         generate, [checkpoint, task, example, c["prompt"], c["temperature"], c["top_p"], c["max_new"], c["seed"]],
         [c["response"], r["status"]], api_name="generate", concurrency_id=MODEL, concurrency_limit=1).then(
@@ -158,16 +187,19 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
         [r["adv_plot"], r["adv_text"], r["weights"], r["view"]]
     c["replay_btn"].click(
         replay_response, [checkpoint, task, example, c["prompt"], c["response"], verifiers, c["position"],
-                          c["metric"], c["control"], c["template"], *infos, *fields],
-        results[:10], api_name="replay", concurrency_id=MODEL, concurrency_limit=1,
+                          c["metric"], c["control"], c["template"], customs, *infos, *fields],
+        results[:8], api_name="replay", concurrency_id=MODEL, concurrency_limit=1,
         # one progress overlay (on the token view), not ten: each animated overlay costs the browser CPU that, on
         # a small machine, the replay itself needs (profile in benchmarks/results/ui_latency.md)
         show_progress_on=r["view"],
-    ).success(advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden")
+    ).success(advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden"
+              ).success(downloads, rel_state, [r["csv_file"], r["json_file"]], api_name="downloads",
+                        show_progress="hidden")
     # .change, not .release: typing a value into a slider's number box and pressing Enter redraws too
     gr.on([r["alpha"].change, r["gamma"].change, r["source"].change, r["rewards"].input], advantages, adv_in,
           adv_out, api_name=False, trigger_mode="always_last", show_progress="hidden")
     r["sample_btn"].click(sample_group, [checkpoint, rel_state, task, example, c["prompt"], r["G"],
-                                         c["temperature"], c["top_p"], c["max_new"], c["seed"]],
+                                         c["temperature"], c["top_p"], c["max_new"], c["seed"], customs, shown,
+                                         *fields],
                           r["rewards"], api_name="sample_group", concurrency_id=MODEL, concurrency_limit=1
                           ).success(advantages, adv_in, adv_out, api_name=False, show_progress="hidden")

@@ -16,8 +16,8 @@ import pandas as pd
 from .. import viz
 from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
 from ..relevance.diagnostics import relevance_weight_diagnostics
-from ..tasks import get_verifier, list_verifiers
 from .arguments import FIELDS, field_updates, information, slot_texts, typed_values, with_typed_args
+from .custom_verifiers import resolve, task_choices
 from .common import (FREE_PROMPT, MAX_VERIFIERS, check_text, check_token_count, download_folder, example_choices,
                      first_example, get_example, get_policy, limits, prompt_text, readable, with_prompt)
 from .token_view import advantages_json, view_value
@@ -31,11 +31,12 @@ GROUP_NOTE = "Type the group's rewards (row 1 is the replayed response) or sampl
 # ----------------------------------------------------------------------------------------------- inputs
 
 @readable
-def pick_example(task: str, index):
-    """Example -> prompt box, its reference response, and its verifiers (choices and selection)."""
+def pick_example(task: str, index, customs=None):
+    """Example -> prompt box, its reference response, and its verifiers (choices, with the session's custom ones,
+    and selection)."""
     ex = get_example(task, index)
     chosen = list(ex.verifiers)[:MAX_VERIFIERS] if index != FREE_PROMPT else []
-    return prompt_text(ex), ex.reference or "", gr.update(choices=list_verifiers(task), value=chosen)
+    return prompt_text(ex), ex.reference or "", gr.update(choices=task_choices(task, customs), value=chosen)
 
 
 def task_examples(task: str):
@@ -43,32 +44,33 @@ def task_examples(task: str):
     return gr.update(choices=choices, value=first_example(choices))
 
 
-def _box(name: str, example) -> dict:
+def _box(name: str, example, customs=None) -> dict:
     """One verifier box's information update: the verifier's information, or empty and "needs input"."""
-    v = get_verifier(name)
-    example, needs = with_typed_args(example, [name], [])
+    v = resolve(name, customs)
+    example, needs = with_typed_args(example, [name], [], customs)
     text = information(v, example)
     label = f"{name}: {v.title}" + (f" · needs input: {', '.join(needs[name])}" if name in needs else "")
     return gr.update(visible=True, label=label, value=text or "")
 
 
 @readable
-def info_boxes(task: str, index, verifiers: list[str]):
+def info_boxes(task: str, index, verifiers: list[str], customs=None):
     """Per chosen verifier its box (information and argument fields) filled for the example; and the names shown.
 
     Returns ``MAX_VERIFIERS`` information updates, ``MAX_VERIFIERS * FIELDS`` field updates, the names."""
     ex = get_example(task, index)
     names = list(verifiers or [])[:MAX_VERIFIERS]
     slots = names + [None] * (MAX_VERIFIERS - len(names))
-    infos = [_box(n, ex) if n else gr.update(visible=False, value="") for n in slots]
-    return infos + [u for n in slots for u in field_updates(n, ex)] + [names]
+    infos = [_box(n, ex, customs) if n else gr.update(visible=False, value="") for n in slots]
+    return infos + [u for n in slots for u in field_updates(n, ex, customs)] + [names]
 
 
 @readable
-def reselect_info_boxes(task: str, index, verifiers: list[str], shown: list[str], *texts: str):
+def reselect_info_boxes(task: str, index, verifiers: list[str], shown: list[str], customs, *texts: str):
     """After the verifier selection changes: a verifier that stays chosen keeps its (possibly edited) information
     and fields, a newly chosen one gets the example's. ``shown`` are the verifiers the boxes held, in order,
-    ``texts`` the boxes' information then their fields. More than ``MAX_VERIFIERS`` are cut, with a warning.
+    ``customs`` the session's custom verifiers, ``texts`` the boxes' information then their fields. More than
+    ``MAX_VERIFIERS`` are cut, with a warning.
 
     Returns :func:`info_boxes`'s outputs and the (possibly cut) selection."""
     verifiers = list(verifiers or [])
@@ -77,7 +79,7 @@ def reselect_info_boxes(task: str, index, verifiers: list[str], shown: list[str]
         verifiers = verifiers[:MAX_VERIFIERS]
     infos, fields = texts[:MAX_VERIFIERS], texts[MAX_VERIFIERS:]
     kept = {name: (infos[k], slot_texts(fields, k)) for k, name in enumerate(shown or [])}
-    out = info_boxes(task, index, verifiers)
+    out = info_boxes(task, index, verifiers, customs)
     for k, name in enumerate(out[-1]):  # the verifiers the boxes now hold
         if name in kept:
             out[k]["value"] = kept[name][0]
@@ -87,14 +89,14 @@ def reselect_info_boxes(task: str, index, verifiers: list[str], shown: list[str]
 
 
 @readable
-def derive_info(k: int, task: str, index, shown: list[str], *fields: str):
+def derive_info(k: int, task: str, index, shown: list[str], customs, *fields: str):
     """After box ``k``'s fields change: its information derived from the typed values (or "needs input")."""
     names = list(shown or [])
     if k >= len(names):
         return gr.update()
-    v = get_verifier(names[k])
+    v = resolve(names[k], customs)
     ex = v.with_args(get_example(task, index), typed_values(v, fields))
-    return _box(names[k], ex)
+    return _box(names[k], ex, customs)
 
 
 @readable
@@ -110,26 +112,32 @@ def generate(checkpoint, task, index, prompt, temperature, top_p, max_new_tokens
 
 # ----------------------------------------------------------------------------------------------- replay
 
-def _chosen(verifiers) -> list[str]:
+def _chosen(verifiers, customs) -> list[str]:
     names = list(verifiers or [])
     if not names:
         raise ValueError("Choose at least one verifier.")
     if len(names) > MAX_VERIFIERS:
         raise ValueError(f"At most {MAX_VERIFIERS} verifiers at once; {len(names)} were chosen.")
     for name in names:
-        get_verifier(name)  # a KeyError that lists the known verifiers
+        resolve(name, customs)  # a KeyError that lists the known verifiers
     return names
 
 
-def _infos(example, names: list[str], texts) -> dict[str, str]:
+def _infos(example, names: list[str], texts, customs) -> dict[str, str]:
     """Each ready verifier's information: its box's text, or (box left empty) its own for the example."""
     cap, texts = limits().max_info_chars, list(texts) + [""] * len(names)  # an API call may give fewer boxes
-    return {n: check_text(f"information for {n}", t, cap, required=False) or information(get_verifier(n), example)
+    return {n: check_text(f"information for {n}", t, cap, required=False) or information(resolve(n, customs), example)
             for n, t in zip(names, texts)}
 
 
-def _downloads(rel) -> tuple[dict, dict]:
-    """Write the per-token table as CSV and the Relevance as JSON; the two download buttons' updates."""
+@readable
+def downloads(rel):
+    """Write the per-token table as CSV and the Relevance as JSON; the two download buttons' updates.
+
+    A step after the replay (and its advantages), not inside it: on a loaded 2-core machine writing them took a
+    fifth of the replay's time before the heatmap could be drawn."""
+    if rel is None:
+        raise ValueError("Replay a response first: the downloads are its tables.")
     folder = download_folder("relevance-")
     csv, js = folder / "relevance.csv", folder / "relevance.json"
     rel.to_frame().to_csv(csv, index=False)
@@ -157,16 +165,17 @@ def _status(rel, policy, needs: dict) -> str:
 
 @readable
 def replay_response(checkpoint, task, index, prompt, response, verifiers, position, metric, control, template,
-                    *texts):
+                    customs, *texts):
     """Replay the response with and without each ready verifier's information; render the token view, heatmaps,
-    verdicts. ``texts``: the ``MAX_VERIFIERS`` information boxes, then their argument fields (optional)."""
+    verdicts. ``customs``: the session's custom verifiers (a state, not an API parameter); ``texts``: the
+    ``MAX_VERIFIERS`` information boxes, then their argument fields (optional)."""
     from ..relevance import replay
 
     ex = with_prompt(get_example(task, index), prompt)
     response = check_text("response", response, limits().max_chars)
-    names = _chosen(verifiers)
-    ex, needs = with_typed_args(ex, names, texts[MAX_VERIFIERS:])
-    infos = _infos(ex, names, texts[:MAX_VERIFIERS])
+    names = _chosen(verifiers, customs)
+    ex, needs = with_typed_args(ex, names, texts[MAX_VERIFIERS:], customs)
+    infos = _infos(ex, names, texts[:MAX_VERIFIERS], customs)
     needs.update({n: ["its arguments"] for n in names if infos[n] is None and n not in needs})
     ready = [n for n in names if n not in needs]
     if not ready:
@@ -175,17 +184,17 @@ def replay_response(checkpoint, task, index, prompt, response, verifiers, positi
     infos = {n: infos[n] for n in ready}
     policy = get_policy(checkpoint)
     check_token_count(policy, prompt_text(ex), response, *infos.values())
-    rel = replay(policy, ex, response, ready, infos=infos, metric=metric, info_position=position,
+    rel = replay(policy, ex, response, [resolve(n, customs) for n in ready], infos=infos, metric=metric,
+                 info_position=position,
                  control=control, template=template or DEFAULT_INFO_TEMPLATE)
     show_raw = rel.control != "none"
-    csv, js = _downloads(rel)
     # the raw views are only rendered when they differ from the controlled ones (control != none)
     raw_view = gr.update(value=view_value(viz.relevance_payload(rel, raw=True)) if show_raw else None,
                          visible=show_raw, adv=None)
     raw_heat = gr.update(value=viz.relevance_heatmap(rel, raw=True) if show_raw else None, visible=show_raw)
     return (rel, gr.update(value=view_value(viz.relevance_payload(rel)), adv=None), raw_view, viz.relevance_heatmap(rel),
-            raw_heat, pd.DataFrame(viz.verdict_rows(rel, needs), columns=VERDICT_HEADERS), default_group(rel), csv,
-            js, _status(rel, policy, needs))
+            raw_heat, pd.DataFrame(viz.verdict_rows(rel, needs), columns=VERDICT_HEADERS), default_group(rel),
+            _status(rel, policy, needs))
 
 
 def _group_rewards(frame: pd.DataFrame, verifiers: list[str]):
@@ -227,17 +236,19 @@ def advantages(rel, rewards, alpha, gamma, source):
 
 
 @readable
-def sample_group(checkpoint, rel, task, index, prompt, G, temperature, top_p, max_new_tokens, seed):
-    """Sample G-1 more responses, score them with the replayed verifiers; the replayed response stays row 1."""
+def sample_group(checkpoint, rel, task, index, prompt, G, temperature, top_p, max_new_tokens, seed, customs=None,
+                 shown=None, *fields):
+    """Sample G-1 more responses, score them with the replayed verifiers; the replayed response stays row 1.
+    ``shown`` and ``fields``: the verifiers of the boxes and their argument fields (a free prompt's values)."""
     if rel is None:
         raise ValueError("Replay a response first: the group is built around it.")
     ex = with_prompt(get_example(task, index), prompt)
-    ex, _ = with_typed_args(ex, rel.verifiers, [])  # the replayed verifiers were ready, with their values in rel
+    ex, _ = with_typed_args(ex, list(shown or rel.verifiers), fields if shown else [], customs)
     policy = get_policy(checkpoint)
     outs = policy.generate_group(ex, int(G) - 1, max_new_tokens=min(int(max_new_tokens), limits().max_new_tokens),
                                  temperature=float(temperature), top_p=float(top_p), seed=int(seed))
     rows = [[rel.rewards.get(n, 0.0) for n in rel.verifiers]]
-    rows += [[viz.round_sig(get_verifier(n).score(c.text, ex)) for n in rel.verifiers] for c in outs]
+    rows += [[viz.round_sig(resolve(n, customs).score(c.text, ex)) for n in rel.verifiers] for c in outs]
     frame = pd.DataFrame(rows, columns=rel.verifiers)
     labels = viz.distinct_snippets([rel.response] + [c.text for c in outs])
     frame.insert(0, "response", [f"1 (replayed): {labels[0]}"] + [f"{i + 2}: {s}" for i, s in enumerate(labels[1:])])
@@ -245,11 +256,12 @@ def sample_group(checkpoint, rel, task, index, prompt, G, temperature, top_p, ma
 
 
 def cleared(task: str):
-    """Every result output emptied after the task or the example changed (they were for other inputs)."""
+    """Every result output emptied after the task or the example changed (they were for other inputs): the outputs
+    of :func:`replay_response`, then the advantage chart, its text, the weight diagnostics and the downloads."""
     empty = gr.update(value=None, interactive=False)
     return (None, gr.update(value=None, adv=None), gr.update(value=None, visible=False),
             viz.placeholder_figure("Press Replay: one row per verifier, one column per token"),
             gr.update(value=None, visible=False), pd.DataFrame(columns=VERDICT_HEADERS), pd.DataFrame(),
-            empty, empty, f"Inputs changed (task `{task}`): the earlier results were cleared. Press **Replay**.",
-            viz.placeholder_figure("Replay a response: per-token GDPO and MRTPO advantages"), "", "")
+            f"Inputs changed (task `{task}`): the earlier results were cleared. Press **Replay**.",
+            viz.placeholder_figure("Replay a response: per-token GDPO and MRTPO advantages"), "", "", empty, empty)
 

@@ -45,8 +45,9 @@ def bad_folders(tiny_policy_dir, tmp_path_factory) -> dict[str, str]:
     return {"pickle": str(pickled), "remote": str(remote)}
 
 
-def replay_inputs(ckpt: str, of_task: str = "tool_calling", of_index: int = 0, **change) -> list:
-    """The positional inputs of ``replay_response`` (and /replay) for an example, with some fields changed."""
+def replay_inputs(ckpt: str, of_task: str = "tool_calling", of_index: int = 0, api: bool = False, **change) -> list:
+    """The positional inputs of ``replay_response`` for an example, with some fields changed (/replay takes the same
+    without the state)."""
     ex = get_example(of_task, of_index)
     d = dict(checkpoint=ckpt, task=of_task, index=of_index, prompt=prompt_text(ex), response=ex.reference,
              verifiers=list(ex.verifiers), position="user_end", metric="js", control="none", template=TEMPLATE)
@@ -54,7 +55,8 @@ def replay_inputs(ckpt: str, of_task: str = "tool_calling", of_index: int = 0, *
     d.update(change)
     if infos is None:
         infos = [get_verifier(n).info(ex) if n in VERIFIERS else "x" for n in d["verifiers"]]
-    return [*d.values(), *(list(infos) + [""] * 6)[:6]]
+    state = [] if api else [None]  # the session's custom verifiers: a state, so not a parameter of /replay
+    return [*d.values(), *state, *(list(infos) + [""] * 6)[:6]]
 
 
 def _error(fn, *args) -> str:
@@ -214,14 +216,14 @@ def client(ckpt):
 def test_endpoints_answer_hostile_input_and_keep_serving(client, ckpt, change, says):
     change.setdefault("checkpoint", ckpt)
     checkpoint = change.pop("checkpoint")
-    inputs = replay_inputs(checkpoint, **change)
+    inputs = replay_inputs(checkpoint, api=True, **change)
     if says is None:
         assert '"tokens":' in client.predict(*inputs, api_name="/replay")[0]["value"]
     else:
         with pytest.raises(AppError, match=re.escape(says)) as err:
             client.predict(*inputs, api_name="/replay")
         assert "Traceback" not in str(err.value)
-    assert '"tokens":' in client.predict(*replay_inputs(ckpt), api_name="/replay")[0]["value"]  # still serving
+    assert '"tokens":' in client.predict(*replay_inputs(ckpt, api=True), api_name="/replay")[0]["value"]  # serving
 
 
 def test_upload_over_the_cap_is_refused(client, ckpt, tmp_path):

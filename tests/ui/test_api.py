@@ -114,8 +114,9 @@ def test_generate_returns_text_and_token_count(client, checkpoint, example):
 
 
 def test_replay_renders_tokens_heatmap_verdicts_and_downloads(client, checkpoint, example):
-    tokens, raw_view, heat, raw_heat, verdicts, rewards, csv, js, status = client.predict(
+    tokens, raw_view, heat, raw_heat, verdicts, rewards, status = client.predict(
         *replay_args(checkpoint, example), api_name="/replay")
+    csv, js = client.predict(api_name="/downloads")  # the step after the replay: its tables as files
     rel = Relevance.from_json(open(js["value"], encoding="utf-8").read())
     K, T = rel.K, rel.T
     assert rel.verifiers == list(example.verifiers) and T > 5 and f"Replayed {T} tokens" in status
@@ -173,7 +174,7 @@ def test_sample_group_scores_new_responses(client, checkpoint, example):
 
 def test_replay_with_a_control_shows_raw_and_controlled(client, checkpoint, example):
     out = client.predict(*replay_args(checkpoint, example, control="others"), api_name="/replay")
-    rel = Relevance.from_json(open(out[7]["value"], encoding="utf-8").read())
+    rel = Relevance.from_json(open(client.predict(api_name="/downloads")[1]["value"], encoding="utf-8").read())
     assert rel.control == "others" and out[1]["visible"] is True and view(out[1])["label"] == "raw js"
     assert view(out[0])["label"] == "js minus others control"
     assert plot(out[3])["data"][0]["z"][0] == pytest.approx(rel.raw_scores[0].tolist(), abs=1e-6)
@@ -306,11 +307,11 @@ def test_changing_the_verifier_selection_keeps_edited_information():
     assert first[1]["value"] == get_verifier(cor).info(ex)
     texts = ["my edited format text", "my edited correctness text"] + [""] * (M - 2) + [""] * (M * F)
     # drop the format verifier: correctness moves to the first box with its edit kept
-    out = reselect_info_boxes("tool_calling", 0, [cor], [fmt, cor], *texts)
+    out = reselect_info_boxes("tool_calling", 0, [cor], [fmt, cor], None, *texts)
     assert out[0]["value"] == "my edited correctness text" and out[0]["visible"] is True
     assert out[1]["visible"] is False and out[-2] == [cor] and out[-1]["value"] == [cor]
     # add the format verifier back: its box starts from the template, correctness keeps the edit
-    again = reselect_info_boxes("tool_calling", 0, [cor, fmt], [cor], "my edited correctness text",
+    again = reselect_info_boxes("tool_calling", 0, [cor, fmt], [cor], None, "my edited correctness text",
                                 *[""] * (M - 1 + M * F))
     assert again[0]["value"] == "my edited correctness text"
     assert again[1]["value"] == get_verifier(fmt).info(ex) and again[-2] == [cor, fmt]
@@ -324,7 +325,8 @@ def test_more_than_six_verifiers_are_cut_up_front_with_a_warning():
 
     names = list_verifiers("instruction_following")[:MAX_VERIFIERS + 2]
     with pytest.warns(UserWarning, match=f"At most {MAX_VERIFIERS} verifiers at once: {names[-2]}, {names[-1]} left out"):
-        out = reselect_info_boxes("instruction_following", 0, names, [], *[""] * (MAX_VERIFIERS * (1 + FIELDS)))
+        out = reselect_info_boxes("instruction_following", 0, names, [], None,
+                                  *[""] * (MAX_VERIFIERS * (1 + FIELDS)))
     assert out[-1]["value"] == names[:MAX_VERIFIERS] and out[-2] == names[:MAX_VERIFIERS]
 
 
@@ -398,7 +400,7 @@ def test_a_free_prompt_scores_a_lowercase_response_and_marks_what_needs_input(cl
     out = client.predict(*sql.values(), *[""] * 6, api_name="/replay")
     v = table(out[4]).set_index("verifier")
     assert v.loc["sql.format", "reward"] == 1 and v.loc["sql.execution", "reward"] == "needs input"
-    assert view(out[0])["verifiers"] == ["sql.format"] and "**Needs input**" in out[8] and "gold SQL" in out[8]
+    assert view(out[0])["verifiers"] == ["sql.format"] and "**Needs input**" in out[6] and "gold SQL" in out[6]
     fields = ["", "", "", "shop", "SELECT name FROM products", ""]  # box 2's fields: database, gold SQL
     out = client.predict(*sql.values(), *[""] * 6, *fields, api_name="/replay")
     assert table(out[4]).set_index("verifier").loc["sql.execution", "reward"] == 1
@@ -416,8 +418,8 @@ def test_switching_the_task_clears_the_results():
 
     out = cleared("text_to_sql")
     assert out[0] is None and out[1]["value"] is None and out[5].empty and list(out[5].columns)[0] == "verifier"
-    assert out[7] == {"__type__": "update", "value": None, "interactive": False}  # no stale download
-    assert "earlier results were cleared" in out[9] and "text_to_sql" in out[9]
+    assert out[-1] == out[-2] == {"__type__": "update", "value": None, "interactive": False}  # no stale download
+    assert "earlier results were cleared" in out[7] and "text_to_sql" in out[7]
 
 
 def test_the_json_endpoints_replay_and_score(client, checkpoint, example):
@@ -459,3 +461,32 @@ def test_the_token_view_component_sends_one_json_string_and_its_templates_hold_n
     assert [u["interactive"] for u in locked] == [False, False]
     assert [u["interactive"] for u in relevance_layout.unlock_buttons()] == [True, True]
     assert tools.not_a_tool(lambda: None)._mcp_type == "ui"
+
+
+def test_a_custom_verifier_from_the_form_scores_and_replays_in_its_session_only(client, checkpoint, example):
+    added = client.predict("tool_calling", list(example.verifiers), "no_apology", "No apology", "The response must not apologize.", "regex_must_not",
+                           r"\bsorry\b", "", "", True, api_name="/add_verifier")
+    choice, status = added
+    assert "custom.no_apology" in [c[0] for c in choice["choices"]] and "Added `custom.no_apology`" in status
+    names = [*example.verifiers, "custom.no_apology"]
+    out = client.predict(*replay_args(checkpoint, example, verifiers=names, infos=[""] * 3), api_name="/replay")
+    v = table(out[4]).set_index("verifier")
+    assert v.loc["custom.no_apology", "reward"] == 1 and view(out[0])["verifiers"] == names
+    sorry = client.predict(*replay_args(checkpoint, example, verifiers=names, infos=[""] * 3,
+                                        response="Sorry, " + example.reference), api_name="/replay")
+    assert table(sorry[4]).set_index("verifier").loc["custom.no_apology", "reward"] == 0
+    from mrtpo_viz.tasks import VERIFIERS
+
+    assert "custom.no_apology" not in VERIFIERS  # kept in the session, not in the process-wide registry
+    other = gradio_client.Client(client.src, verbose=False, analytics_enabled=False)  # another session
+    try:
+        with pytest.raises(AppError, match="not in the list of choices|unknown verifier 'custom.no_apology'"):
+            other.predict(*replay_args(checkpoint, example, verifiers=names, infos=[""] * 3), api_name="/replay")
+    finally:
+        other.close()
+    for bad, says in [(("x y", "t", "i", "regex_must", "a", "", "", False), "a name without spaces"),
+                      (("bad", "t", "i", "regex_must", "(", "", "", False), "bad regex"),
+                      (("js", "t", "i", "json_schema", "", "", "{not json", False), "not valid JSON"),
+                      (("kw", "t", "i", "keywords", "", " , ", "", False), "keywords must be a non-empty list")]:
+        with pytest.raises(AppError, match=says):
+            client.predict("tool_calling", [], *bad, api_name="/add_verifier")
