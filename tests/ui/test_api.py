@@ -490,3 +490,20 @@ def test_a_custom_verifier_from_the_form_scores_and_replays_in_its_session_only(
                       (("kw", "t", "i", "keywords", "", " , ", "", False), "keywords must be a non-empty list")]:
         with pytest.raises(AppError, match=says):
             client.predict("tool_calling", [], *bad, api_name="/add_verifier")
+
+
+def test_custom_specs_resolve_in_their_session_and_keep_the_task_choices():
+    from mrtpo_viz.tasks import list_verifiers
+    from mrtpo_viz.ui import custom_verifiers as cv
+
+    spec = cv.spec_from_form("json_answer", "", "Answer with a JSON object that has an answer.", "json_schema", "",
+                             "", '{"type": "object", "required": ["answer"]}', False)
+    assert spec["name"] == "custom.json_answer" and spec["title"] == "custom.json_answer"
+    customs = {spec["name"]: spec}
+    v = cv.resolve("custom.json_answer", customs)
+    assert v.score('{"answer": 4}', None) == 1.0 and v.score('{"other": 4}', None) == 0.0
+    assert cv.resolve("tool_call.format", customs).name == "tool_call.format"
+    with pytest.raises(KeyError, match="unknown verifier 'custom.json_answer'"):
+        cv.resolve("custom.json_answer", {})  # another session's custom verifier does not exist here
+    assert cv.task_choices("tool_calling", customs) == list_verifiers("tool_calling") + ["custom.json_answer"]
+    assert cv.KIND_CHOICES == ["regex_must", "regex_must_not", "keywords", "json_schema"]
