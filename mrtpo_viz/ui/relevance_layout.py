@@ -23,6 +23,16 @@ from .relevance_tab import (RELEVANCE_SOURCES, VERDICT_HEADERS, GROUP_NOTE, adva
 from .token_view import token_view
 
 
+AFTER_HEATMAP = """() => new Promise((done) => {
+  const t0 = performance.now();
+  const check = () => (document.querySelector('#relevance-heatmap .heatmaplayer') || performance.now() - t0 > 2000)
+    ? requestAnimationFrame(() => done()) : requestAnimationFrame(check);
+  check();
+})"""
+"""Waits (in the browser, at most 2 s) until the heatmap is drawn: the advantage bars come after it, not at the same
+moment, since on a small machine both drawings compete for the same CPU."""
+
+
 def lock_buttons():
     """Generate and Replay greyed out while a response is being generated."""
     return gr.update(interactive=False), gr.update(interactive=False)
@@ -192,9 +202,10 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
         # one progress overlay (on the token view), not ten: each animated overlay costs the browser CPU that, on
         # a small machine, the replay itself needs (profile in benchmarks/results/ui_latency.md)
         show_progress_on=r["view"],
-    ).success(advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden"
-              ).success(downloads, rel_state, [r["csv_file"], r["json_file"]], api_name="downloads",
-                        show_progress="hidden")
+    ).success(None, js=AFTER_HEATMAP, api_name=False
+              ).success(advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden"
+                        ).success(downloads, rel_state, [r["csv_file"], r["json_file"]], api_name="downloads",
+                                  show_progress="hidden")
     # .change, not .release: typing a value into a slider's number box and pressing Enter redraws too
     gr.on([r["alpha"].change, r["gamma"].change, r["source"].change, r["rewards"].input], advantages, adv_in,
           adv_out, api_name=False, trigger_mode="always_last", show_progress="hidden")

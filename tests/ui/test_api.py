@@ -507,3 +507,17 @@ def test_custom_specs_resolve_in_their_session_and_keep_the_task_choices():
         cv.resolve("custom.json_answer", {})  # another session's custom verifier does not exist here
     assert cv.task_choices("tool_calling", customs) == list_verifiers("tool_calling") + ["custom.json_answer"]
     assert cv.KIND_CHOICES == ["regex_must", "regex_must_not", "keywords", "json_schema"]
+
+
+def test_stop_in_rollouts_says_where_it_stopped_and_a_run_starts_from_empty_views(checkpoint):
+    from mrtpo_viz.ui import rollouts_tab
+
+    said = rollouts_tab.stopped("Scoring `mixed.jsonl`: 39 / 48 rollouts.")
+    assert said.startswith("**Stopped** at 39 / 48 rollouts of `mixed.jsonl`") and "nothing below" in said
+    assert rollouts_tab.stopped("Scored 2 rollouts.") == "Scored 2 rollouts."  # a finished run keeps its line
+    first = next(rollouts_tab.score_file(checkpoint, None, "js", "none", "user_end"))
+    status, bars, top, table_, download, picker, view_, path = first
+    assert status.startswith("Scoring `sample_rollouts.jsonl`: 0 / ") and top.empty and table_.empty
+    assert list(table_.columns) == rollouts_tab.TABLE_HEADERS and view_ is None and path is None
+    assert download == {"__type__": "update", "value": None, "interactive": False}
+    assert not [t for t in bars.data if t.type == "bar"]  # the previous run's bars are gone
