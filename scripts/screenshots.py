@@ -94,7 +94,7 @@ def free_prompt(page, out: Path) -> None:
     page.locator("#replay-btn").click()
     page.locator("#relevance-heatmap .heatmaplayer").wait_for()
     page.locator("#relevance-tokens .tv-tok[data-k='1'][data-t='8']").click()
-    shot(page, out / "screenshot_free_prompt.png", 1500)
+    shot(page, out / "screenshot_free_prompt.png", 1700)  # down to the gold SQL field
 
 
 def ab(page, out: Path) -> None:

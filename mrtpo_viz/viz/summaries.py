@@ -23,8 +23,8 @@ def verdict_rows(rel: Relevance | None, needs: dict[str, list[str]] | None = Non
 
 
 WEIGHT_NOTE = ("Gini 0: every token the same credit (GDPO); near 1: one token. Effective tokens: the share of "
-               "tokens that carry the credit. On spans: the share of the credit on the verifier's relevant spans "
-               "(in brackets the spans' share of the tokens, what uniform credit gives).")
+               "tokens that carry the credit. On spans: the share of the credit on the verifier's relevant spans; "
+               "span tokens: their share of the tokens, what uniform credit would put there (n/a: spans unknown).")
 
 
 def short_names(names) -> list[str]:
@@ -34,15 +34,13 @@ def short_names(names) -> list[str]:
 
 
 def weight_markdown(diag: WeightDiagnostics) -> str:
-    """A compact table of MRTPO's weight diagnostics per verifier (3 significant digits), with what they mean."""
-    def spans(k: int) -> str:
-        if diag.span_share[k] is None:
-            return "n/a"
-        return f"{fmt_sig(diag.span_share[k])} ({fmt_sig(diag.span_tokens[k])})"
-
-    lines = ["| verifier | Gini | effective tokens | on spans |", "|---|---|---|---|"]
-    lines += [f"| {name} | {fmt_sig(diag.gini[k])} | {fmt_sig(diag.effective_ratio[k])} | {spans(k)} |"
-              for k, name in enumerate(short_names(diag.verifiers))]
+    """A compact table of MRTPO's weight diagnostics, one column per verifier (it sits in a narrow column beside the
+    heatmap), 3 significant digits, with what the rows mean."""
+    rows = [("Gini", diag.gini), ("effective tokens", diag.effective_ratio), ("on spans", diag.span_share),
+            ("span tokens", diag.span_tokens)]
+    names = short_names(diag.verifiers)
+    lines = ["| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    lines += [f"| {label} | " + " | ".join(fmt_sig(v) for v in values) + " |" for label, values in rows]
     return "\n".join(lines) + f"\n\n<small>{WEIGHT_NOTE}</small>"
 
 

@@ -149,12 +149,12 @@ def test_advantages_follow_the_typed_group(client, checkpoint, example):
     assert torch.allclose(stacked, torch.tensor(total), atol=1e-4)  # stacks sum to the MRTPO advantage
     assert sum(total) / len(total) == pytest.approx(gdpo, abs=1e-3)  # whose token mean is GDPO's
     assert gdpo > 0 and f"GDPO advantage {gdpo:+.3f}" in text  # the best response of the group
-    assert weights.splitlines()[0] == "| verifier | Gini | effective tokens | on spans |" and len(weights.splitlines()) >= 2 + K
+    assert weights.splitlines()[0] == "| | format | correctness |" and weights.splitlines()[2].startswith("| Gini | 0.")
     adv = json.loads(tokens["props"]["adv"])  # the token view's panel gets both methods' advantages
     assert adv[0][0] == "GDPO" and adv[0][1] == pytest.approx(gdpo, rel=5e-3)
     assert adv[1][0] == "MRTPO" and adv[1][1] == pytest.approx(total, rel=5e-3, abs=1e-6)
     flat, flat_text, flat_weights, _ = client.predict(group, 0.0, 1.0, "controlled", api_name="/advantages")
-    assert "| 0 | 1 |" in flat_weights  # alpha = 0 is GDPO: Gini 0, every token effective
+    assert "| Gini | 0 | 0 |" in flat_weights and "| effective tokens | 1 | 1 |" in flat_weights  # alpha = 0: GDPO
     assert max(abs(y - gdpo) for y in next(t for t in plot(flat)["data"] if t["name"] == "MRTPO total")["y"]) < 1e-3
     with pytest.raises(AppError, match="must be a number"):
         client.predict({**group, "data": [["a"] + ["high"] * K, ["b"] + [0.0] * K]}, 1.0, 1.0, "controlled",

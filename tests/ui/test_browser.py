@@ -119,8 +119,8 @@ def test_relevance_tab_click_a_token_pins_its_panel_and_keys_move_it(page, check
     wait_for_text(page, "#relevance-tokens .tv-panel", r"^Hover or click a token")
     ticks = page.locator("#relevance-heatmap .xtick text").evaluate_all("els => els.map(e => e.textContent)")
     assert len(ticks) > 5 and all(re.match(r"^\d+ ", x) for x in ticks)  # "t token" labels under the heatmap
-    weights = wait_for_text(page, "#weight-diagnostics", r"\bcorrectness\s+0\.\d")  # short names, 3 digits
-    assert "Gini" in weights and "effective tokens" in weights
+    weights = wait_for_text(page, "#weight-diagnostics", r"Gini\s+0\.\d+\s+0\.\d")  # one column per verifier
+    assert "format" in weights and "correctness" in weights and "on spans" in weights
 
 
 def test_enter_in_a_slider_number_box_redraws(page):
@@ -128,7 +128,7 @@ def test_enter_in_a_slider_number_box_redraws(page):
     box.fill("0")
     box.press("Enter")
     # alpha = 0 is GDPO: every verifier's weights are uniform (Gini 0, effective-token ratio 1)
-    wait_for_text(page, "#weight-diagnostics", r"\bformat\s+0\s+1\s[\s\S]*\bcorrectness\s+0\s+1\s")
+    wait_for_text(page, "#weight-diagnostics", r"Gini\s+0\s+0\s[\s\S]*effective tokens\s+1\s+1\s")
 
 
 def test_switching_the_task_clears_the_old_results(page):
