@@ -149,14 +149,15 @@ def _group(verifiers: list[str]) -> dict:
             "data": [["replayed"] + [1.0] * K, ["b"] + [0.0] * K, ["c"] + [1.0] + [0.0] * (K - 1)]}
 
 
-def _replay_leak(out, response: str, info: str, verifier: str) -> tuple[bool, list[str]]:
-    """(leaked?, expected advantage x labels) from the /replay outputs' Relevance JSON."""
+def _replay_leak(files, response: str, info: str, verifier: str) -> tuple[bool, list[str]]:
+    """(leaked?, expected advantage x labels) from the Relevance JSON that /downloads wrote after the replay."""
     from mrtpo_viz import viz
     from mrtpo_viz.relevance.results import Relevance
 
-    rel = Relevance.from_json(Path(out[7]).read_text(encoding="utf-8"))
+    js = files[1]["value"] if isinstance(files[1], dict) else files[1]
+    rel = Relevance.from_json(Path(js).read_text(encoding="utf-8"))
     leaked = rel.response != response or rel.infos.get(verifier) != info
-    return leaked, [f"{t}: {viz.visible(tok)}" for t, tok in enumerate(rel.tokens)]
+    return leaked, viz.token_axis(rel.tokens)
 
 
 def _advantage_leak(fig, labels: list[str]) -> bool:
@@ -189,8 +190,11 @@ def run_session(i: int, url: str, checkpoint: str, load: Load) -> None:
             if time.monotonic() > load.deadline:
                 break
             out, start, end = _call(load, i, "/replay", lambda: client.predict(*inputs, api_name="/replay"))
+            if out is not None:  # this session's replay, as files (the step after /replay)
+                files, _, _ = _call(load, i, "/downloads", lambda: client.predict(api_name="/downloads"))
+                out = files and out
             if out is not None:
-                leaked, labels = _replay_leak(out, response, info, verifiers[0])
+                leaked, labels = _replay_leak(files, response, info, verifiers[0])
                 load.add(Request(i, "/replay", start - load.t0, end - start, True, leak=leaked))
                 out, start, end = _call(load, i, "/advantages", lambda: client.predict(
                     _group(verifiers), 1.0, 1.0, "controlled", api_name="/advantages"))

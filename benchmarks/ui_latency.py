@@ -1,18 +1,23 @@
-"""Browser latency of the app: from the click on Replay (or Generate, then Replay) until the heatmap is drawn.
+"""Browser latency of the app: from the click on Replay (or Generate, then Replay) until the heatmap is drawn, and the
+bytes the page receives for that replay.
 
 The app (``mrtpo_viz.ui.build_app()``) runs in this process on a free local port; Debian chromium, driven by
 playwright, opens it in a fresh profile. Each repeat reloads the page (no heatmap on screen), picks the
-instruction-following task (its first example has four verifiers; one is unchecked, leaving K = 3), types a
-response of 128 tokens of the policy's tokenizer, clicks **Replay** and waits until plotly has drawn the heatmap
-(``#relevance-heatmap .js-plotly-plot .main-svg`` with its heatmap layer). ``generate+replay`` clicks
-**Generate** (up to 128 new tokens), waits for the status line, then clicks **Replay**; its time covers both.
+instruction-following task (its test example 4 has three verifiers: K = 3), types a response of 128 tokens of the
+policy's tokenizer, clicks **Replay** and waits until plotly has drawn the heatmap
+(``#relevance-heatmap .js-plotly-plot .main-svg`` with its heatmap layer). ``generate+replay`` clicks **Generate**
+(up to 128 new tokens), waits for its status line, then clicks **Replay**; its time covers both.
 
-The first replay (policy load, warm-up) is not counted. Target: replay heatmap within 1.5 s of the click.
+Bytes: the response bytes the page receives (Chrome DevTools ``Network.dataReceived``, all requests), from the click
+until the heatmap is drawn (the replay's outputs: token view, heatmap, verdicts, group table, downloads), and until
+the advantage bars are drawn as well (the chained advantages step). Gradio's event stream is not compressed, so
+these are the bytes on the wire.
+
+The first replay (policy load, warm-up) is not counted. Target: the heatmap within 1.0 s of the click (issue 18).
 ``--checkpoint`` (a folder or a known model's name such as ``smollm2-135m-instruct``) becomes the app's default
 checkpoint (``MRTPO_CHECKPOINT``); the default is the bundled policy.
 
     python benchmarks/ui_latency.py --repeats 7        # writes benchmarks/results/ui_latency.{csv,md}
-    python benchmarks/ui_latency.py --checkpoint smollm2-135m-instruct --quick --out /tmp/ui_latency
 """
 from __future__ import annotations
 
@@ -38,7 +43,8 @@ EXAMPLE = 4
 K = 3
 RESPONSE_TOKENS = 128
 HEATMAP = "#relevance-heatmap .js-plotly-plot .main-svg .heatmaplayer"
-TARGET_S = 1.5
+BARS = "#advantage-bars .barlayer path"
+TARGET_S = 1.0
 TIMEOUT_MS = 120_000
 
 
@@ -79,11 +85,11 @@ def prepare_page(page, url: str, response: str) -> None:
         raise RuntimeError(f"{TASK} example {EXAMPLE} has {len(chosen)} verifiers; {K} are needed")
     page.goto(url)
     page.wait_for_selector("#replay-btn", timeout=TIMEOUT_MS)
-    page.get_by_label("Task family").click()
-    page.get_by_role("option", name=TASK, exact=True).click()
-    page.get_by_label("Example (test split)").click()
-    page.get_by_role("option", name=re.compile(rf"^{EXAMPLE}: ")).click()
-    boxes = [page.get_by_label(name, exact=True) for name in chosen]
+    page.get_by_label("Task family").first.click()
+    page.get_by_role("option", name=TASK, exact=True).first.click()
+    page.get_by_label("Example (test split)").first.click()
+    page.get_by_role("option", name=re.compile(rf"^{EXAMPLE}: ")).first.click()
+    boxes = [page.locator("#verifier-choice").get_by_label(name, exact=True) for name in chosen]
     for box in boxes:  # the example's verifiers arrive checked
         box.wait_for(timeout=TIMEOUT_MS)
         page.wait_for_function("(el) => el.checked", arg=box.element_handle(), timeout=TIMEOUT_MS)
@@ -93,29 +99,51 @@ def prepare_page(page, url: str, response: str) -> None:
     page.locator("#response-box textarea").fill(response)
 
 
-def time_replay(page) -> tuple[float, float]:
-    """(wall, CPU of this process) seconds from the click on Replay until the heatmap is drawn."""
+class Received:
+    """Bytes the page receives (Chrome DevTools Network.dataReceived), counted from ``start()``."""
+
+    def __init__(self, page):
+        self.cdp = page.context.new_cdp_session(page)
+        self.cdp.send("Network.enable")
+        self.total = 0
+        self.cdp.on("Network.dataReceived", self._add)
+
+    def _add(self, event) -> None:
+        self.total += int(event.get("dataLength", 0))
+
+    def start(self) -> None:
+        self.total = 0
+
+
+def time_replay(page, got: Received) -> tuple[float, float, int, int]:
+    """(wall s, CPU s of this process, bytes until the heatmap, bytes until the bars) from the click on Replay."""
     start, cpu = time.perf_counter(), time.process_time()
+    got.start()
     page.click("#replay-btn")
     page.wait_for_selector(HEATMAP, timeout=TIMEOUT_MS)
-    return time.perf_counter() - start, time.process_time() - cpu
+    wall, cpu, to_heatmap = time.perf_counter() - start, time.process_time() - cpu, got.total
+    page.locator(BARS).first.wait_for(timeout=TIMEOUT_MS)
+    page.wait_for_timeout(300)  # the last frames of the chained step
+    return wall, cpu, to_heatmap, got.total
 
 
-def time_generate_replay(page) -> tuple[float, float]:
+def time_generate_replay(page, got: Received) -> tuple[float, float, int, int]:
     """The same from the click on Generate, through its result, the click on Replay, to the heatmap."""
     start, cpu = time.perf_counter(), time.process_time()
+    got.start()
     page.get_by_role("button", name="Generate", exact=True).click()
     page.get_by_text("Generated ").first.wait_for(timeout=TIMEOUT_MS)
+    page.wait_for_function("() => !document.querySelector('#replay-btn').disabled", timeout=TIMEOUT_MS)
     page.click("#replay-btn")
     page.wait_for_selector(HEATMAP, timeout=TIMEOUT_MS)
-    return time.perf_counter() - start, time.process_time() - cpu
+    return time.perf_counter() - start, time.process_time() - cpu, got.total, got.total
 
 
 FLOWS = {"replay": time_replay, "generate+replay": time_generate_replay}
 
 
-def measure_flows(url: str, response: str, repeats: int) -> dict[str, list[tuple[float, float]]]:
-    """Per flow, ``repeats`` (wall, CPU) pairs, each on a freshly loaded page."""
+def measure_flows(url: str, response: str, repeats: int) -> dict[str, list[tuple]]:
+    """Per flow, ``repeats`` (wall, CPU, bytes, bytes) tuples, each on a freshly loaded page."""
     from playwright.sync_api import sync_playwright
 
     times = {name: [] for name in FLOWS}
@@ -124,24 +152,41 @@ def measure_flows(url: str, response: str, repeats: int) -> dict[str, list[tuple
                                                         headless=True, viewport={"width": 1400, "height": 1000})
         try:
             page = browser.new_page()
+            got = Received(page)
             prepare_page(page, url, response)
-            time_replay(page)  # warm-up: loads the policy, first forward
+            time_replay(page, got)  # warm-up: loads the policy, first forward
             for i in range(repeats):
                 for name, flow in FLOWS.items():
                     prepare_page(page, url, response)
-                    times[name].append(flow(page))
+                    times[name].append(flow(page, got))
                     print(name, i, times[name][-1], flush=True)
         finally:
             browser.close()
     return times
 
 
-def summary(name: str, pairs: list[tuple[float, float]]) -> dict:
-    walls, cpus = [w for w, _ in pairs], [c for _, c in pairs]
-    return {"flow": name, "response_tokens": RESPONSE_TOKENS, "K": K, "repeats": len(pairs),
+def summary(name: str, runs: list[tuple]) -> dict:
+    walls, cpus = [r[0] for r in runs], [r[1] for r in runs]
+    return {"flow": name, "response_tokens": RESPONSE_TOKENS, "K": K, "repeats": len(runs),
             "median_s": round(median(walls), 3), "p95_s": round(p95(walls), 3), "max_s": round(max(walls), 3),
-            "server_cpu_median_s": round(median(cpus), 3), "target_s": TARGET_S if name == "replay" else None,
+            "server_cpu_median_s": round(median(cpus), 3),
+            "kb_to_heatmap": round(median([r[2] for r in runs]) / 1024, 1),
+            "kb_with_advantages": round(median([r[3] for r in runs]) / 1024, 1) if name == "replay" else None,
+            "target_s": TARGET_S if name == "replay" else None,
             "met": (median(walls) <= TARGET_S) if name == "replay" else None}
+
+
+def token_view_kb(checkpoint: str, response: str) -> tuple[float, int]:
+    """KiB of the token view's JSON for the benchmark's replay (the span HTML with tooltips it replaced was ~220 KB
+    in issue 18's measurement), and the replay's token count."""
+    from mrtpo_viz.relevance import replay
+    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.ui.common import get_policy
+    from mrtpo_viz.viz import payload_bytes, relevance_payload
+
+    ex = load_examples(TASK, split="test")[EXAMPLE]
+    rel = replay(get_policy(checkpoint), ex, response, list(ex.verifiers)[:K])
+    return round(payload_bytes(relevance_payload(rel)) / 1024, 1), rel.T
 
 
 def run(quick: bool = True, repeats: int = 5, checkpoint: str | None = None) -> list[dict]:
@@ -154,10 +199,13 @@ def run(quick: bool = True, repeats: int = 5, checkpoint: str | None = None) -> 
     port = free_port()
     demo = launch_app(port)
     try:
-        times = measure_flows(f"http://127.0.0.1:{port}/", response_text(checkpoint), 3 if quick else repeats)
+        response = response_text(checkpoint)
+        times = measure_flows(f"http://127.0.0.1:{port}/", response, 3 if quick else repeats)
+        view_kb, T = token_view_kb(checkpoint, response)
     finally:
         demo.close()
-    return [{"model": _common.model_label(checkpoint), **summary(name, pairs)} for name, pairs in times.items()]
+    return [{"model": _common.model_label(checkpoint), **summary(name, runs),
+             "token_view_kb": view_kb if name == "replay" else None} for name, runs in times.items()]
 
 
 def main(argv=None) -> int:
@@ -169,16 +217,19 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(RESULTS / "ui_latency"))
     args = ap.parse_args(argv)
     set_threads(args.threads)
+    load_start = _common.load_average()
     rows = run(quick=args.quick, repeats=args.repeats, checkpoint=args.checkpoint)
     note = [f"`{_common.command('ui_latency.py', sys.argv[1:])}`; {_common.machine()} (the app's model "
-            f"calls); load average at the end {_common.load_average()}; policy `{rows[0]['model']}`; headless Debian "
-            "chromium through playwright on the same machine.", "",
+            f"calls); load average {load_start} at the start and {_common.load_average()} at the end; policy "
+            f"`{rows[0]['model']}`; headless Debian chromium through playwright on the same machine.", "",
             f"Seconds from the click until the heatmap is drawn in the browser; {RESPONSE_TOKENS}-token response, "
             f"K = {K} verifiers; the first replay (policy load) not counted. `generate+replay`: click Generate "
             "(up to 128 new tokens), wait for it, click Replay, until the heatmap is drawn. `server_cpu_median_s`: "
             "CPU time of the process that serves the app (and drives the browser) during the flow; where it is "
             "far below the wall time, the process was waiting for a CPU (other work on the shared cores) or for "
-            "the browser."]
+            "the browser. `kb_to_heatmap`: KiB the page received from the click until the heatmap was drawn; "
+            "`kb_with_advantages`: until the advantage bars were drawn too; `token_view_kb`: the token view's JSON "
+            "alone (the span HTML with tooltips it replaced was ~220 KB for the same replay)."]
     _, md = _common.write_results(rows, Path(args.out), "App latency in the browser", note)
     print(md.read_text())
     return 0

@@ -13,6 +13,7 @@
 | ``MRTPO_CHECKPOINT``          | bundled | the app's default checkpoint (a local folder or a hub id)             |
 | ``MRTPO_THREADS``             | torch's | torch threads of the app's model calls                                |
 | ``MRTPO_RUNS_DIR``            | (none)  | folder whose TRL runs (``output_dir``) the app opens by typed path    |
+| ``MRTPO_MCP``                 | 0       | 1: also serve the relevance and scoring endpoints as MCP tools        |
 
 The allow-list: an entry that is an existing folder admits that checkpoint folder and every folder (or ``.gguf``
 file) below it (compared after resolving ``..`` and symbolic links, so a path cannot climb out); any other entry is
@@ -64,11 +65,14 @@ class Settings:
     """``MRTPO_THREADS``: torch threads for the app's model calls; None leaves torch's default."""
     runs_dir: str = ""
     """``MRTPO_RUNS_DIR``: the folder under which the Runs view opens a typed run folder; empty: none (uploads only)."""
+    mcp: bool = False
+    """``MRTPO_MCP``: also serve the relevance and scoring endpoints as MCP tools (Gradio's MCP server, which needs
+    the ``mcp`` package: ``pip install mcp``)."""
 
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("allowed_checkpoints", "checkpoint", "runs_dir") or (f.name == "threads" and value is None):
+            if f.name in ("allowed_checkpoints", "checkpoint", "runs_dir", "mcp") or (f.name == "threads" and value is None):
                 continue
             if not value > 0:
                 raise SettingsError(f"{ENV_VARS[f.name][0]} must be a positive number, got {value!r}")
@@ -140,8 +144,12 @@ ENV_VARS: dict[str, tuple[str, type]] = {
     "max_rollouts": ("MRTPO_MAX_ROLLOUTS", int), "max_new_tokens": ("MRTPO_MAX_NEW_TOKENS", int),
     "checkpoint": ("MRTPO_CHECKPOINT", str), "threads": ("MRTPO_THREADS", int),
     "runs_dir": ("MRTPO_RUNS_DIR", str),
+    "mcp": ("MRTPO_MCP", bool),
 }
 """Settings field -> (environment variable, type of its value)."""
+
+
+_FLAGS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 
 
 def _parse(field_name: str, text: str):
@@ -153,6 +161,11 @@ def _parse(field_name: str, text: str):
         return entries
     if kind is str:
         return text.strip()
+    if kind is bool:
+        flag = text.strip().lower()
+        if flag not in _FLAGS:
+            raise SettingsError(f"{var} must be 1 or 0 (true / false, yes / no, on / off), got {text!r}")
+        return _FLAGS[flag]
     try:
         return kind(text.strip())
     except ValueError:

@@ -1,17 +1,148 @@
-"""Retake the README's screenshots: run the browser tests with ``MRTPO_SCREENSHOTS=assets`` (Debian chromium).
+"""Take the README's screenshots of the app on the bundled policy (Debian chromium through playwright):
 
-    python scripts/screenshots.py          # writes assets/screenshot_*.png
+    python scripts/screenshots.py            # writes assets/screenshot_{relevance,free_prompt,ab,rollouts}.png
+    python scripts/screenshots.py --out DIR  # somewhere else
 
-The test suite itself writes its screenshots to a temporary folder, so a test run never rewrites a tracked file.
+The app runs in this process on a free local port. Each shot is a state a user reaches by clicking: a replay with a
+pinned token, a free SQL prompt with its verifier's fields filled, an A/B comparison, a scored rollouts file. The
+test suite takes no screenshots (a test run never rewrites a tracked file).
 """
+from __future__ import annotations
+
+import argparse
 import os
-import subprocess
+import re
+import socket
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+TIMEOUT_MS = 300_000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def choose(page, label: str, option) -> None:
+    page.get_by_label(label).first.click()
+    page.get_by_role("option", name=option, exact=isinstance(option, str)).first.click()
+
+
+def shot(page, path: Path, height: int) -> None:
+    """The top ``height`` pixels of the page (the states shown are taller than one screen)."""
+    page.wait_for_timeout(800)  # plotly's transitions and the token view's paint
+    page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": 1440, "height": height}, full_page=True)
+    print(f"wrote {path} ({path.stat().st_size // 1024} KB)")
+
+
+def most_relevant(task: str, index: int, row: int) -> int:
+    """The position of the example's reference token most relevant to its verifier ``row`` (the one to pin)."""
+    from mrtpo_viz.relevance import replay
+    from mrtpo_viz.ui.common import get_example, get_policy
+
+    ex = get_example(task, index)
+    rel = replay(get_policy("tiny-mrtpo"), ex, ex.reference, list(ex.verifiers))
+    return int(rel.scores[row].argmax())
+
+
+def relevance(page, out: Path) -> None:
+    """Tool calling, example 1: replayed, the most relevant token of the correctness row pinned."""
+    from mrtpo_viz.ui.common import get_example
+
+    choose(page, "Example (test split)", re.compile(r"^1:"))
+    from mrtpo_viz.tasks import get_verifier
+
+    ex = get_example("tool_calling", 1)
+    page.wait_for_function("ref => document.querySelector('#response-box textarea').value === ref", arg=ex.reference)
+    info = get_verifier("tool_call.correctness").info(ex)  # the information boxes follow the example
+    page.wait_for_function("info => [...document.querySelectorAll('textarea')].some(t => t.value === info)", arg=info)
+    page.locator("#replay-btn").click()
+    page.locator("#advantage-bars .barlayer path").first.wait_for()
+    t = most_relevant("tool_calling", 1, row=1)
+    page.locator(f"#relevance-tokens .tv-tok[data-k='1'][data-t='{t}']").click()
+    shot(page, out / "screenshot_relevance.png", 1500)
+
+
+def free_prompt(page, out: Path) -> None:
+    """Text to SQL, a free prompt: the database and gold query typed into sql.execution's fields, replayed."""
+    choose(page, "Task family", "text_to_sql")
+    page.wait_for_timeout(1500)
+    choose(page, "Example (test split)", re.compile(r"^free prompt"))
+    page.wait_for_function("() => document.querySelector('#prompt-box textarea').value === ''")
+    page.locator("#prompt-box textarea").fill("Which products cost more than 20? Give their names.")
+    page.locator("#response-box textarea").fill("```sql\nSELECT name FROM products WHERE price > 20\n```")
+    for name in ("sql.format", "sql.execution"):
+        page.locator("#verifier-choice").get_by_label(name, exact=True).check()
+        page.wait_for_timeout(1000)
+    page.get_by_label("sql.execution: database").fill("shop")
+    gold = page.get_by_label("sql.execution: gold SQL")
+    gold.fill("SELECT name FROM products WHERE price > 20")
+    gold.press("Enter")  # the information follows the fields
+    page.wait_for_function("() => [...document.querySelectorAll('textarea')].some(t => "
+                           "t.value.includes('runs on the shop database'))")
+    page.locator("#replay-btn").click()
+    page.locator("#relevance-heatmap .heatmaplayer").wait_for()
+    page.locator("#relevance-tokens .tv-tok[data-k='1'][data-t='8']").click()
+    shot(page, out / "screenshot_free_prompt.png", 1700)  # down to the gold SQL field
+
+
+def ab(page, out: Path) -> None:
+    page.get_by_role("tab", name="Verifier information A/B").click()
+    page.locator("#ab-btn").click()
+    page.locator("#ab-diff .heatmaplayer").first.wait_for()
+    t = most_relevant("tool_calling", 0, row=0)
+    page.locator(f"#ab-tokens-a .tv-tok[data-k='0'][data-t='{t}']").click()
+    page.locator(f"#ab-tokens-b .tv-tok[data-k='0'][data-t='{t}']").click()
+    shot(page, out / "screenshot_ab.png", 1250)
+
+
+def rollouts(page, out: Path) -> None:
+    page.get_by_role("tab", name="Rollouts").click()
+    page.locator("#rollouts-btn").click()
+    page.locator("#rollout-tokens .tv-tok").first.wait_for()
+    page.locator("#rollout-tokens .tv-tok[data-k='1'][data-t='21']").click()
+    shot(page, out / "screenshot_rollouts.png", 1250)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "assets"))
+    out = Path(ap.parse_args(argv).out)
+    out.mkdir(parents=True, exist_ok=True)
+    import torch
+    from playwright.sync_api import sync_playwright
+
+    from mrtpo_viz.ui import build_app, launch_options
+
+    torch.set_num_threads(1)
+    demo = build_app()
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_port=free_port(), quiet=True, **launch_options())
+    try:
+        with tempfile.TemporaryDirectory(prefix="mrtpo-shots-") as profile, sync_playwright() as pw:
+            ctx = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True, args=FLAGS,
+                                                        viewport={"width": 1440, "height": 1000})
+            page = ctx.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(url)
+            page.locator("#replay-btn").wait_for()
+            for take in (relevance, free_prompt, ab, rollouts):
+                take(page, out)
+            ctx.close()
+    finally:
+        demo.close()
+    return 0
+
 
 if __name__ == "__main__":
-    env = {**os.environ, "MRTPO_SCREENSHOTS": str(ROOT / "assets"), "MRTPO_REQUIRE_BROWSER": "1",
-           "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    sys.exit(subprocess.call([sys.executable, "-m", "pytest", "-q", "tests/ui/test_browser.py"], cwd=ROOT, env=env))
+    raise SystemExit(main())

@@ -127,3 +127,11 @@ def test_run_folders_open_only_under_the_runs_dir_and_say_nothing_about_what_lie
     with pytest.raises(SettingsError, match="MRTPO_RUNS_DIR must be an existing folder"):
         get_settings({"MRTPO_RUNS_DIR": str(tmp_path / "nope")})
     assert os.path.isdir(outside)
+
+
+def test_the_mcp_switch_is_off_by_default_and_parses_flags():
+    assert get_settings({}).mcp is False
+    assert [get_settings({"MRTPO_MCP": v}).mcp for v in ("1", " true", "Yes", "on", "0", "false", "OFF")] == \
+        [True, True, True, True, False, False, False]
+    with pytest.raises(SettingsError, match="MRTPO_MCP must be 1 or 0 .* got 'maybe'"):
+        get_settings({"MRTPO_MCP": "maybe"})

@@ -15,7 +15,7 @@ DEFAULT_INFO_TEMPLATE = "\n\n[Verifier: {title}] {info}"
 
 
 def render_info(title: str, info: str, template: str = DEFAULT_INFO_TEMPLATE) -> str:
-    """One information block; the template takes ``{title}`` and ``{info}``.
+    """One information block; the template takes ``{title}`` and ``{info}`` (``{info}`` is required).
 
     A template typed by a user may hold only those two plain fields: no attribute or index access
     (``{info.__class__}``) and no format spec (``{info:>100000000}`` would build a 100 MB string).
@@ -26,9 +26,12 @@ def render_info(title: str, info: str, template: str = DEFAULT_INFO_TEMPLATE) ->
                for name, spec, conv in fields if name not in ("title", "info") or spec or conv]
         if bad:
             raise ValueError(f"not allowed: {', '.join(bad)}")
-        return template.format(title=title, info=info)
     except (KeyError, IndexError, ValueError) as e:
         raise ValueError(f"bad information template {template!r}: use only {{title}} and {{info}} ({e})") from None
+    if "info" not in {name for name, _, _ in fields}:  # such a block would replay no information at all
+        raise ValueError(f"bad information template {template!r}: it needs the field {{info}}, where each "
+                         "verifier's information goes")
+    return template.format(title=title, info=info)
 
 
 def with_info(messages: list[dict[str, str]], blocks: Sequence[tuple[str, str]],

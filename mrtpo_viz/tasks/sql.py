@@ -34,8 +34,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
-from .base import Example, Span, Verdict, Verifier, register
-from .data import database_file
+from .base import Argument, Example, MissingArguments, Span, Verdict, Verifier, register
+from .data import SAMPLE_DATA, database_file
 from .sandbox import run_query, schema
 
 FENCE = "```"
@@ -180,7 +180,7 @@ def db_path(example: Example) -> Path:
     if meta.get("db_path"):
         return Path(meta["db_path"])
     if not meta.get("db"):
-        raise ValueError("a text_to_sql example needs meta['db'] (or meta['db_path'])")
+        raise MissingArguments("a text_to_sql example needs meta['db'] (or meta['db_path'])")
     if not isinstance(meta["db"], str) or not _DB_NAME.fullmatch(meta["db"]):  # no path: only bundled databases
         raise ValueError(f"meta['db'] must name a bundled database (letters, digits, _ or -), got {meta['db']!r}")
     return database_file(meta["db"])
@@ -209,7 +209,7 @@ def _gold_rows(path: str, mtime_ns: int, gold_sql: str) -> tuple:
 def gold_rows(example: Example) -> tuple:
     """Result rows of the example's gold query (cached per database file and query)."""
     if not example.meta.get("gold_sql"):
-        raise ValueError("a text_to_sql example needs meta['gold_sql']")
+        raise MissingArguments("a text_to_sql example needs meta['gold_sql']")
     path = db_path(example)
     if not path.is_file():
         raise FileNotFoundError(f"no database at {path}; run `python scripts/make_sample_data.py`")
@@ -268,6 +268,18 @@ def execution_info(example: Example, max_rows: int = 3) -> str:
             f"{order}, as the gold query {example.meta['gold_sql']}. It returns {count}{first}.")
 
 
+BUNDLED_DATABASES = tuple(sorted(p.stem for p in (SAMPLE_DATA / "databases").glob("*.sqlite")))
+"""Names of the bundled databases: the choices of ``meta["db"]``."""
+EXECUTION_ARGUMENTS = (
+    Argument("db", "database", kind="choice", choices=BUNDLED_DATABASES,
+             description="the bundled database the query runs on, e.g. shop"),
+    Argument("gold_sql", "gold SQL", description="the reference query whose rows the response must return, e.g. "
+                                                 "SELECT name FROM products WHERE price > 20"),
+    Argument("ordered", "order matters", kind="boolean", required=False,
+             description="compare the rows in order (true when the gold query has ORDER BY); default false"),
+)
+"""What ``sql.execution`` reads from ``example.meta`` (``sql.format`` reads nothing)."""
+
 SQL_FORMAT = register(Verifier(
     name="sql.format", task="text_to_sql", title="SQL format",
     description="1 if the response holds exactly one ```sql fenced block with a single SELECT statement, else 0.",
@@ -277,4 +289,5 @@ SQL_EXECUTION = register(Verifier(
     name="sql.execution", task="text_to_sql", title="SQL execution",
     description="1 if the query's result rows equal the gold query's (order compared only when the gold orders), "
                 "run read-only in a sandbox; else 0.",
-    info_fn=execution_info, check_fn=check_execution, spans_fn=execution_spans), replace=True)
+    info_fn=execution_info, check_fn=check_execution, spans_fn=execution_spans, arguments=EXECUTION_ARGUMENTS),
+    replace=True)

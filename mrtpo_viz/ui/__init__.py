@@ -7,6 +7,10 @@ Layout: a shared checkpoint picker above the tabs, then one ``build_*_tab()`` pe
 Nothing loads a model at import or build time; the checkpoint loads on the first call that needs it (and on page
 load, for the status line). Every model call shares the concurrency group ``common.MODEL``. Deployment rules (the
 allow-list, request limits, the memory setting) are read from :mod:`mrtpo_viz.settings` when a request is served.
+
+Besides the tabs' endpoints, ``/token_relevance`` and ``/score_response`` (:mod:`.tools`) answer in plain JSON; with
+``MRTPO_MCP=1`` they are served as MCP tools (Gradio's MCP server at ``/gradio_api/mcp/``). Gradio's run history
+(every result saved in the browser's storage, which slowed each update as it grew) is off.
 """
 from __future__ import annotations
 
@@ -26,9 +30,10 @@ def build_app():
     from .ab_tab import build_ab_tab
     from .common import DOWNLOAD_TTL_S, MODEL, checkpoint_choices, load_status
     from .method_tab import build_method_tab
-    from .relevance_tab import build_relevance_tab
+    from .relevance_layout import build_relevance_tab
     from .rollouts_tab import build_rollouts_tab
     from .runs_tab import build_runs_tab
+    from .tools import TOOLS, not_a_tool
     from .training_tab import build_training_tab
 
     with gr.Blocks(title="mrtpo-viz", delete_cache=(DOWNLOAD_TTL_S, DOWNLOAD_TTL_S)) as demo:
@@ -39,7 +44,7 @@ def build_app():
             checkpoint = gr.Dropdown(checkpoint_choices(), value=default_checkpoint(), allow_custom_value=True,
                                      label="Checkpoint (bundled policy, a local folder or a hub id)", scale=3)
             load_btn = gr.Button("Load", scale=0, min_width=80)
-            model_status = gr.Markdown("Checkpoint not loaded yet.", elem_id="model-status")
+            model_status = gr.Markdown("Checkpoint not loaded yet.", elem_id="model-status", min_width=240)
         with gr.Tabs():
             with gr.Tab("Token relevance", id="relevance"):
                 build_relevance_tab(checkpoint)
@@ -57,15 +62,31 @@ def build_app():
                        concurrency_limit=1)
         demo.load(load_status, checkpoint, model_status, api_name=False, concurrency_id=MODEL,
                   concurrency_limit=1)
+        for tool in TOOLS:
+            gr.api(tool, api_name=tool.__name__, concurrency_id=MODEL, concurrency_limit=1)
+    for fn in demo.fns.values():  # an agent sees the two tools, not the tabs' endpoints
+        if fn.fn is not None and fn.api_name not in {t.__name__ for t in TOOLS}:
+            not_a_tool(fn.fn)
     return demo
 
 
 def launch_options() -> dict:
-    """Theme and css for ``Blocks.launch`` (Gradio 6 takes them there, not in ``Blocks``)."""
+    """Theme, css, run history and the MCP switch for ``Blocks.launch`` (Gradio 6 takes them there).
+
+    Raises:
+        SettingsError: ``MRTPO_MCP=1`` without the ``mcp`` package.
+    """
+    import importlib.util
+
     import gradio as gr
 
+    from ..settings import SettingsError, get_settings
+
+    mcp = get_settings().mcp
+    if mcp and importlib.util.find_spec("mcp") is None:
+        raise SettingsError("MRTPO_MCP=1 needs the mcp package (pip install mcp); unset it to serve without MCP")
     return {"theme": gr.themes.Soft(primary_hue="indigo", secondary_hue="amber"),
-            "css": STYLE.read_text(encoding="utf-8")}
+            "css": STYLE.read_text(encoding="utf-8"), "run_history": False, "mcp_server": mcp}
 
 
 def launch(host: str | None = None, port: int | None = None, **kw):
@@ -73,7 +94,7 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     from ..settings import get_settings
 
     get_settings()  # an invalid MRTPO_* variable stops the app here, with its name, before anything is served
-    demo = build_app()
     options = {**launch_options(), **kw}
+    demo = build_app()
     return demo.launch(server_name=host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                        server_port=port or int(os.environ.get("GRADIO_SERVER_PORT", "7860")), **options)

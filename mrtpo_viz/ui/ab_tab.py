@@ -1,7 +1,9 @@
 """Verifier information A/B tab: one response, one verifier, two information texts.
 
-How people debug the wording of verifier information: both relevance rows on one colour scale, their difference,
-and summary numbers (relevance mass on the verifier's relevant spans where known, concentration, top tokens).
+How people debug the wording of verifier information: both token views on one colour scale (headed A and B), their
+difference, and summary numbers (relevance mass on the verifier's relevant spans where known, concentration, top
+tokens). A verifier that needs input (a free prompt without its arguments) is still replayed against the two typed
+texts, but not scored.
 """
 from __future__ import annotations
 
@@ -10,21 +12,25 @@ import pandas as pd
 
 from .. import viz
 from ..names import CONTROLS, INFO_POSITIONS, METRICS, TASKS
+from ..relevance.diagnostics import relevance_summary
 from ..tasks import available_tasks, get_verifier, list_verifiers
-from .common import (MODEL, check_text, check_token_count, example_choices, get_example, get_policy, limits,
-                     prompt_text, readable, with_prompt)
+from .arguments import information, with_typed_args
+from .common import (FREE_PROMPT, MODEL, check_text, check_token_count, example_choices, first_example, get_example,
+                     get_policy, limits, prompt_text, readable, with_prompt)
 from .relevance_tab import task_examples
+from .token_view import token_view, view_value
 
 SUMMARY_ROWS = (
     ("mean", "mean relevance"), ("max", "max relevance"),
     ("span_mass", "share on the verifier's relevant spans"), ("top10_mass", "share on the top 10% of tokens"),
     ("effective_tokens", "effective number of tokens (exp entropy)"),
 )
+SUMMARY_HEADERS = ["measure", "A", "B"]
 
 
 @readable
 def ab_example(task: str, index):
-    """Example -> prompt, reference response, the task's verifiers (first one chosen)."""
+    """Example -> prompt, reference response, the task's verifiers (the example's first one chosen)."""
     ex = get_example(task, index)
     names = list_verifiers(task)
     first = ex.verifiers[0] if ex.verifiers else names[0]
@@ -33,17 +39,23 @@ def ab_example(task: str, index):
 
 @readable
 def ab_infos(task: str, index, verifier: str):
-    """Information A: the verifier's template for the example; B: its generic description, as a first rewording."""
-    ex, v = get_example(task, index), get_verifier(verifier)
-    return v.info(ex), v.description
+    """Information A: the verifier's own for the example (empty when it needs input); B: its generic description,
+    as a first rewording."""
+    v = get_verifier(verifier)
+    ex, _ = with_typed_args(get_example(task, index), [verifier], [])
+    return information(v, ex) or "", v.description
 
 
 def _summary(rel_a, rel_b, verifier: str) -> pd.DataFrame:
-    a, b = viz.relevance_summary(rel_a, verifier), viz.relevance_summary(rel_b, verifier)
-    fmt = lambda x: "n/a" if x is None else f"{x:.4f}"  # noqa: E731
-    rows = [[label, fmt(a[key]), fmt(b[key])] for key, label in SUMMARY_ROWS]
-    tops = [", ".join(f"{viz.visible(tok)!r} {s:.3f}" for tok, s in d["top_tokens"]) for d in (a, b)]
-    return pd.DataFrame(rows + [["top tokens", *tops]], columns=["measure", "A", "B"])
+    a, b = relevance_summary(rel_a, verifier), relevance_summary(rel_b, verifier)
+    rows = [[label, viz.fmt_sig(a[key]), viz.fmt_sig(b[key])] for key, label in SUMMARY_ROWS]
+    tops = [", ".join(f"{viz.visible(tok)!r} {viz.fmt_sig(s)}" for tok, s in d["top_tokens"]) for d in (a, b)]
+    return pd.DataFrame(rows + [["top tokens", *tops]], columns=SUMMARY_HEADERS)
+
+
+def _title(text: str) -> str:
+    one_line = " ".join(text.split())
+    return f"information: {one_line[:90]}{'...' if len(one_line) > 90 else ''}" if one_line else "no information"
 
 
 @readable
@@ -57,57 +69,71 @@ def compare(checkpoint, task, index, prompt, response, verifier, info_a, info_b,
     get_verifier(verifier)
     infos = [check_text(f"information {ab}", text, caps.max_info_chars, required=False)
              for ab, text in (("A", info_a), ("B", info_b))]
+    ex, needs = with_typed_args(ex, [verifier], [])
+    target = ex if not needs else ex.messages()  # needs input: replayed against the typed texts, not scored
     policy = get_policy(checkpoint)
     check_token_count(policy, prompt_text(ex), response, max(infos, key=len))
-    rel_a, rel_b = (replay(policy, ex, response, [verifier], infos={verifier: info}, metric=metric,
+    rel_a, rel_b = (replay(policy, target, response, [verifier], infos={verifier: info}, metric=metric,
                            info_position=position, control=control) for info in infos)
     vmax = max(float(rel_a.scores.max()), float(rel_b.scores.max())) if rel_a.T else 0.0
     status = f"Compared two information texts for `{verifier}` over {rel_a.T} tokens ({metric}, control {control})."
-    return (viz.token_rows_html(rel_a, vmax=vmax), viz.token_rows_html(rel_b, vmax=vmax),
+    if needs:
+        status += f" Not scored: `{verifier}` needs input ({', '.join(needs[verifier])}); pick an example to score it."
+    return (view_value(viz.relevance_payload(rel_a, vmax=vmax, title=_title(infos[0]))),
+            view_value(viz.relevance_payload(rel_b, vmax=vmax, title=_title(infos[1]))),
             viz.difference_heatmap(rel_a, rel_b, verifier), _summary(rel_a, rel_b, verifier), status)
+
+
+def ab_cleared():
+    """The results emptied after the task or the example changed."""
+    return (None, None, viz.placeholder_figure("Press Compare: A, B and B - A per token"),
+            pd.DataFrame(columns=SUMMARY_HEADERS), "Inputs changed: the earlier comparison was cleared.")
 
 
 def _start_values(task: str, choices) -> dict:
     """The first example with its first verifier's information as A and its description as B."""
-    if not choices:
-        return {"example": None, "prompt": "", "response": "", "verifier": None, "a": "", "b": ""}
-    ex = get_example(task, choices[0][1])
-    v = get_verifier(ex.verifiers[0] if ex.verifiers else list_verifiers(task)[0])
-    return {"example": choices[0][1], "prompt": prompt_text(ex), "response": ex.reference or "", "verifier": v.name,
-            "a": v.info(ex), "b": v.description}
+    index = first_example(choices)
+    ex = get_example(task, index)
+    name = ex.verifiers[0] if ex.verifiers and index != FREE_PROMPT else list_verifiers(task)[0]
+    a, b = ab_infos(task, index, name)
+    return {"example": index, "prompt": prompt_text(ex), "response": ex.reference or "", "verifier": name,
+            "a": a, "b": b}
 
 
 def build_ab_tab(checkpoint: gr.components.Component) -> None:
-    first = example_choices(TASKS[0])
-    start = _start_values(TASKS[0], first)
+    start = _start_values(TASKS[0], example_choices(TASKS[0]))
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=360):
             with gr.Row():
                 task = gr.Dropdown(available_tasks(), value=TASKS[0], label="Task family")
-                example = gr.Dropdown(first, value=start["example"], label="Example (test split)")
+                example = gr.Dropdown(example_choices(TASKS[0]), value=start["example"], label="Example (test split)")
             prompt = gr.Textbox(start["prompt"], label="Prompt", lines=3, max_lines=10)
             response = gr.Textbox(start["response"], label="Response", lines=3, max_lines=10)
             verifier = gr.Dropdown(list_verifiers(TASKS[0]), value=start["verifier"], label="Verifier")
-            with gr.Row():
-                info_a = gr.Textbox(start["a"], label="Information A", lines=4, max_lines=12)
-                info_b = gr.Textbox(start["b"], label="Information B", lines=4, max_lines=12)
+            info_a = gr.Textbox(start["a"], label="Information A", lines=4, max_lines=12, elem_id="info-a")
+            info_b = gr.Textbox(start["b"], label="Information B", lines=4, max_lines=12, elem_id="info-b")
             with gr.Row():
                 position = gr.Radio(list(INFO_POSITIONS), value=INFO_POSITIONS[0], label="information position")
                 metric = gr.Dropdown(list(METRICS), value="js", label="metric")
                 control = gr.Dropdown(list(CONTROLS), value="none", label="control")
-            run_btn = gr.Button("Compare A and B", variant="primary")
+            run_btn = gr.Button("Compare A and B", variant="primary", elem_id="ab-btn")
         with gr.Column(scale=3, min_width=480):
-            status = gr.Markdown("Pick an example, edit the two information texts, press **Compare**.")
-            with gr.Row():
-                html_a = gr.HTML(label="A")
-                html_b = gr.HTML(label="B")
-            diff = gr.Plot(viz.placeholder_figure("Press Compare: A, B and B - A per token"), label="A, B and B - A")
-            summary = gr.Dataframe(label="summary", interactive=False)
-    # the example index often stays 0 across tasks, so example.change would not fire: refill the fields explicitly
+            status = gr.Markdown("Pick an example, edit the two information texts, press **Compare**.",
+                                 elem_id="ab-status")
+            with gr.Row(equal_height=False):
+                view_a = token_view(heading="A", elem_id="ab-tokens-a", placeholder="Press Compare.")
+                view_b = token_view(heading="B", elem_id="ab-tokens-b", placeholder="Press Compare.")
+            diff = gr.Plot(viz.placeholder_figure("Press Compare: A, B and B - A per token"), label="A, B and B - A",
+                           elem_id="ab-diff")
+            summary = gr.Dataframe(pd.DataFrame(columns=SUMMARY_HEADERS), label="summary", interactive=False,
+                                   wrap=True, column_widths=["34%", "33%", "33%"], elem_id="ab-summary")
+    results = [view_a, view_b, diff, summary, status]
+    # the example index often stays the same across tasks, so example.change would not fire: refill explicitly
     task.change(task_examples, task, example, api_name=False
-                ).success(ab_example, [task, example], [prompt, response, verifier], api_name=False)
-    example.change(ab_example, [task, example], [prompt, response, verifier], api_name="ab_example")
+                ).success(ab_cleared, None, results, api_name=False
+                          ).success(ab_example, [task, example], [prompt, response, verifier], api_name=False)
+    example.change(ab_cleared, None, results, api_name=False
+                   ).then(ab_example, [task, example], [prompt, response, verifier], api_name="ab_example")
     verifier.change(ab_infos, [task, example, verifier], [info_a, info_b], api_name=False)
     run_btn.click(compare, [checkpoint, task, example, prompt, response, verifier, info_a, info_b, position, metric,
-                            control], [html_a, html_b, diff, summary, status], api_name="ab",
-                  concurrency_id=MODEL, concurrency_limit=1)
+                            control], results, api_name="ab", concurrency_id=MODEL, concurrency_limit=1)

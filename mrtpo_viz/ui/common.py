@@ -25,6 +25,9 @@ MODEL = "model"
 """The one concurrency group of every event that runs the model: one model, one queue."""
 MAX_VERIFIERS = 6
 """Information boxes in the relevance tab (verifiers replayed at once)."""
+FREE_PROMPT = -1
+"""The example index of a free prompt: no example, the verifiers' arguments typed into their fields."""
+FREE_LABEL = "free prompt: type a prompt, fill each verifier's fields"
 MAX_EXAMPLES = 40
 """Examples listed per task family in the pickers."""
 DOWNLOAD_TTL_S = 3600
@@ -182,20 +185,44 @@ def examples(task: str) -> tuple[Example, ...]:
 
 
 def example_choices(task: str) -> list[tuple[str, int]]:
-    """Dropdown choices ``(label, index)``; empty where the task has no sample data."""
+    """Dropdown choices ``(label, index)``: the test examples, then a free prompt (``FREE_PROMPT``)."""
     try:
         exs = examples(task)
     except (FileNotFoundError, ValueError):
-        return []
-    return [(f"{i}: {prompt_text(ex)[:70]}", i) for i, ex in enumerate(exs)]
+        exs = ()
+    return [(f"{i}: {prompt_text(ex)[:70]}", i) for i, ex in enumerate(exs)] + [(FREE_LABEL, FREE_PROMPT)]
+
+
+def first_example(choices) -> int | None:
+    """The index the pickers start at: the first real example, else the free prompt."""
+    return choices[0][1] if choices else None
+
+
+def free_example(task: str) -> Example:
+    """A free prompt of a task family: no meta, so each verifier needs its arguments typed in."""
+    return Example(task=task, prompt="", id="free prompt")
 
 
 def get_example(task: str, index) -> Example:
-    exs = examples(task)
+    """The picked example, or an empty free prompt (``FREE_PROMPT``)."""
     try:
-        return exs[int(index)]
-    except (TypeError, ValueError, IndexError):
-        raise ValueError(f"No example {index!r} in {task}: pick one of 0..{len(exs) - 1}.") from None
+        index = int(index)
+    except (TypeError, ValueError):
+        raise ValueError(f"No example {index!r} in {task}: pick one from the list.") from None
+    if index == FREE_PROMPT:
+        check_task(task)
+        return free_example(task)
+    exs = examples(task)
+    if not 0 <= index < len(exs):
+        raise ValueError(f"No example {index} in {task}: pick one of 0..{len(exs) - 1} or the free prompt.")
+    return exs[index]
+
+
+def check_task(task: str) -> None:
+    """A ValueError naming the known task families unless ``task`` is one of them."""
+    from ..names import TASKS, check_choice
+
+    check_choice("task family", task, TASKS)
 
 
 def prompt_text(example: Example) -> str:

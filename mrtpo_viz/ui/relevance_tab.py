@@ -1,62 +1,102 @@
-"""Token relevance tab: pick an example, generate or paste a response, replay it against its verifiers, and see
-which tokens each reward depends on, and where MRTPO would put each reward's advantage.
+"""Token relevance tab: pick an example (or a free prompt), generate or paste a response, replay it against its
+verifiers, and see which tokens each reward depends on, and where MRTPO would put each reward's advantage.
 
 Handlers are module-level (each with an ``api_name``): they validate input, make one library call and convert its
-result with :mod:`mrtpo_viz.viz`.
+result with :mod:`mrtpo_viz.viz`. The layout and wiring are in :mod:`.relevance_layout`, which imports these.
+
+Each verifier box holds the verifier's information and one field per argument it declares
+(:mod:`.arguments`); a verifier whose required arguments are empty "needs input": it is neither scored nor replayed.
+An empty information box takes the verifier's own information for its arguments.
 """
 from __future__ import annotations
-
 
 import gradio as gr
 import pandas as pd
 
 from .. import viz
-from ..names import CONTROLS, INFO_POSITIONS, METRICS, TASKS
 from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
-from ..tasks import available_tasks, get_verifier, list_verifiers
-from .common import (MAX_VERIFIERS, MODEL, check_text, check_token_count, download_folder, example_choices,
-                     get_example, get_policy, limits, prompt_text, readable, with_prompt)
+from ..relevance.diagnostics import relevance_weight_diagnostics
+from .arguments import FIELDS, field_updates, information, slot_texts, typed_values, with_typed_args
+from .custom_verifiers import resolve, task_choices
+from .common import (FREE_PROMPT, MAX_VERIFIERS, check_text, check_token_count, download_folder, example_choices,
+                     first_example, get_example, get_policy, limits, prompt_text, readable, with_prompt)
+from .token_view import advantages_json, view_value
 
-VERDICT_HEADERS = ["verifier", "reward", "reason", "mean relevance", "max relevance"]
 RELEVANCE_SOURCES = ("controlled", "raw")
 """Which relevance MRTPO's weights use in the advantage panel: after the control, or the paper's raw signal."""
+VERDICT_HEADERS = viz.VERDICT_HEADERS
+GROUP_NOTE = "Type the group's rewards (row 1 is the replayed response) or sample a group."
 
 
-# ----------------------------------------------------------------------------------------------- handlers
+# ----------------------------------------------------------------------------------------------- inputs
 
 @readable
-def pick_example(task: str, index):
-    """Example -> prompt box, its reference response, and its verifiers (choices and selection)."""
+def pick_example(task: str, index, customs=None):
+    """Example -> prompt box, its reference response, and its verifiers (choices, with the session's custom ones,
+    and selection)."""
     ex = get_example(task, index)
-    chosen = (list(ex.verifiers) or list_verifiers(task))[:MAX_VERIFIERS]
-    return prompt_text(ex), ex.reference or "", gr.update(choices=list_verifiers(task), value=chosen)
+    chosen = list(ex.verifiers)[:MAX_VERIFIERS] if index != FREE_PROMPT else []
+    return prompt_text(ex), ex.reference or "", gr.update(choices=task_choices(task, customs), value=chosen)
 
 
 def task_examples(task: str):
     choices = example_choices(task)
-    return gr.update(choices=choices, value=choices[0][1] if choices else None)
+    return gr.update(choices=choices, value=first_example(choices))
+
+
+def _box(name: str, example, customs=None) -> dict:
+    """One verifier box's information update: the verifier's information, or empty and "needs input"."""
+    v = resolve(name, customs)
+    example, needs = with_typed_args(example, [name], [], customs)
+    text = information(v, example)
+    label = f"{name}: {v.title}" + (f" · needs input: {', '.join(needs[name])}" if name in needs else "")
+    return gr.update(visible=True, label=label, value=text or "")
 
 
 @readable
-def info_boxes(task: str, index, verifiers: list[str]):
-    """One information box per chosen verifier, filled with its template for the example; and the names shown."""
+def info_boxes(task: str, index, verifiers: list[str], customs=None):
+    """Per chosen verifier its box (information and argument fields) filled for the example; and the names shown.
+
+    Returns ``MAX_VERIFIERS`` information updates, ``MAX_VERIFIERS * FIELDS`` field updates, the names."""
     ex = get_example(task, index)
-    verifiers = list(verifiers or [])[:MAX_VERIFIERS]
-    boxes = [gr.update(visible=True, label=f"{name}: {get_verifier(name).title}", value=get_verifier(name).info(ex))
-             for name in verifiers]
-    return boxes + [gr.update(visible=False, value="") for _ in range(MAX_VERIFIERS - len(verifiers))] + [verifiers]
+    names = list(verifiers or [])[:MAX_VERIFIERS]
+    slots = names + [None] * (MAX_VERIFIERS - len(names))
+    infos = [_box(n, ex, customs) if n else gr.update(visible=False, value="") for n in slots]
+    return infos + [u for n in slots for u in field_updates(n, ex, customs)] + [names]
 
 
 @readable
-def reselect_info_boxes(task: str, index, verifiers: list[str], shown: list[str], *texts: str):
-    """After the verifier selection changes: a verifier that stays chosen keeps its (possibly edited) text, a newly
-    chosen one gets its template. ``shown`` are the verifiers the boxes held, in order, ``texts`` the boxes' text."""
-    kept = dict(zip(shown or [], texts))
-    out = info_boxes(task, index, verifiers)
-    for i, name in enumerate(out[-1]):  # the verifiers the boxes now hold
+def reselect_info_boxes(task: str, index, verifiers: list[str], shown: list[str], customs, *texts: str):
+    """After the verifier selection changes: a verifier that stays chosen keeps its (possibly edited) information
+    and fields, a newly chosen one gets the example's. ``shown`` are the verifiers the boxes held, in order,
+    ``customs`` the session's custom verifiers, ``texts`` the boxes' information then their fields. More than
+    ``MAX_VERIFIERS`` are cut, with a warning.
+
+    Returns :func:`info_boxes`'s outputs and the (possibly cut) selection."""
+    verifiers = list(verifiers or [])
+    if len(verifiers) > MAX_VERIFIERS:
+        gr.Warning(f"At most {MAX_VERIFIERS} verifiers at once: {', '.join(verifiers[MAX_VERIFIERS:])} left out.")
+        verifiers = verifiers[:MAX_VERIFIERS]
+    infos, fields = texts[:MAX_VERIFIERS], texts[MAX_VERIFIERS:]
+    kept = {name: (infos[k], slot_texts(fields, k)) for k, name in enumerate(shown or [])}
+    out = info_boxes(task, index, verifiers, customs)
+    for k, name in enumerate(out[-1]):  # the verifiers the boxes now hold
         if name in kept:
-            out[i]["value"] = kept[name]
-    return out
+            out[k]["value"] = kept[name][0]
+            for j, text in enumerate(kept[name][1]):
+                out[MAX_VERIFIERS + k * FIELDS + j]["value"] = text
+    return [*out, gr.update(value=verifiers)]
+
+
+@readable
+def derive_info(k: int, task: str, index, shown: list[str], customs, *fields: str):
+    """After box ``k``'s fields change: its information derived from the typed values (or "needs input")."""
+    names = list(shown or [])
+    if k >= len(names):
+        return gr.update()
+    v = resolve(names[k], customs)
+    ex = v.with_args(get_example(task, index), typed_values(v, fields))
+    return _box(names[k], ex, customs)
 
 
 @readable
@@ -66,27 +106,43 @@ def generate(checkpoint, task, index, prompt, temperature, top_p, max_new_tokens
     policy = get_policy(checkpoint)
     n = min(int(max_new_tokens), limits().max_new_tokens)
     out = policy.generate(ex, max_new_tokens=n, temperature=float(temperature), top_p=float(top_p), seed=int(seed))
-    return out.text, f"Generated {len(out.token_ids)} tokens with `{policy.name}`."
+    return out.text, (f"Generated {len(out.token_ids)} tokens with `{policy.name}`. Press **Replay** to see their "
+                      "relevance (the results below, if any, are for the previous response).")
 
 
-def _chosen_infos(verifiers: list[str], infos: tuple[str, ...]) -> dict[str, str]:
-    if not verifiers:
+# ----------------------------------------------------------------------------------------------- replay
+
+def _chosen(verifiers, customs) -> list[str]:
+    names = list(verifiers or [])
+    if not names:
         raise ValueError("Choose at least one verifier.")
-    if len(verifiers) > MAX_VERIFIERS:
-        raise ValueError(f"At most {MAX_VERIFIERS} verifiers at once; {len(verifiers)} were chosen.")
-    for name in verifiers:
-        get_verifier(name)  # a KeyError that lists the known verifiers
-    return {name: check_text(f"information for {name}", text, limits().max_info_chars, required=False)
-            for name, text in zip(verifiers, infos)}
+    if len(names) > MAX_VERIFIERS:
+        raise ValueError(f"At most {MAX_VERIFIERS} verifiers at once; {len(names)} were chosen.")
+    for name in names:
+        resolve(name, customs)  # a KeyError that lists the known verifiers
+    return names
 
 
-def _downloads(rel) -> tuple[str, str]:
-    """Write the per-token table as CSV and the Relevance as JSON; returns their paths."""
+def _infos(example, names: list[str], texts, customs) -> dict[str, str]:
+    """Each ready verifier's information: its box's text, or (box left empty) its own for the example."""
+    cap, texts = limits().max_info_chars, list(texts) + [""] * len(names)  # an API call may give fewer boxes
+    return {n: check_text(f"information for {n}", t, cap, required=False) or information(resolve(n, customs), example)
+            for n, t in zip(names, texts)}
+
+
+@readable
+def downloads(rel):
+    """Write the per-token table as CSV and the Relevance as JSON; the two download buttons' updates.
+
+    A step after the replay (and its advantages), not inside it: on a loaded 2-core machine writing them took a
+    fifth of the replay's time before the heatmap could be drawn."""
+    if rel is None:
+        raise ValueError("Replay a response first: the downloads are its tables.")
     folder = download_folder("relevance-")
     csv, js = folder / "relevance.csv", folder / "relevance.json"
     rel.to_frame().to_csv(csv, index=False)
     js.write_text(rel.to_json(), encoding="utf-8")
-    return str(csv), str(js)
+    return gr.update(value=str(csv), interactive=True), gr.update(value=str(js), interactive=True)
 
 
 def default_group(rel) -> pd.DataFrame:
@@ -98,28 +154,47 @@ def default_group(rel) -> pd.DataFrame:
     return frame
 
 
+def _status(rel, policy, needs: dict) -> str:
+    text = (f"Replayed {rel.T} tokens against {rel.K} verifier(s) with `{policy.name}` "
+            f"({rel.metric}, control {rel.control}).")
+    if needs:
+        text += " **Needs input** (not scored, not replayed): " + "; ".join(
+            f"`{n}` ({', '.join(m)})" for n, m in needs.items()) + "."
+    return text
+
+
 @readable
 def replay_response(checkpoint, task, index, prompt, response, verifiers, position, metric, control, template,
-                    *infos):
-    """Replay the response with and without each verifier's information; render tokens, heatmaps, verdicts."""
+                    customs, *texts):
+    """Replay the response with and without each ready verifier's information; render the token view, heatmaps,
+    verdicts. ``customs``: the session's custom verifiers (a state, not an API parameter); ``texts``: the
+    ``MAX_VERIFIERS`` information boxes, then their argument fields (optional)."""
     from ..relevance import replay
 
     ex = with_prompt(get_example(task, index), prompt)
     response = check_text("response", response, limits().max_chars)
-    chosen = _chosen_infos(list(verifiers or []), infos)
+    names = _chosen(verifiers, customs)
+    ex, needs = with_typed_args(ex, names, texts[MAX_VERIFIERS:], customs)
+    infos = _infos(ex, names, texts[:MAX_VERIFIERS], customs)
+    needs.update({n: ["its arguments"] for n in names if infos[n] is None and n not in needs})
+    ready = [n for n in names if n not in needs]
+    if not ready:
+        raise ValueError("Every chosen verifier needs input: " + "; ".join(
+            f"{n} needs {', '.join(m)}" for n, m in needs.items()) + ". Fill its fields (or pick an example).")
+    infos = {n: infos[n] for n in ready}
     policy = get_policy(checkpoint)
-    check_token_count(policy, prompt_text(ex), response, *chosen.values())
-    rel = replay(policy, ex, response, list(chosen), infos=chosen, metric=metric, info_position=position,
+    check_token_count(policy, prompt_text(ex), response, *infos.values())
+    rel = replay(policy, ex, response, [resolve(n, customs) for n in ready], infos=infos, metric=metric,
+                 info_position=position,
                  control=control, template=template or DEFAULT_INFO_TEMPLATE)
     show_raw = rel.control != "none"
-    csv, js = _downloads(rel)
-    status = (f"Replayed {rel.T} tokens against {rel.K} verifier(s) with `{policy.name}` "
-              f"({rel.metric}, control {rel.control}).")
     # the raw views are only rendered when they differ from the controlled ones (control != none)
-    raw_html = gr.update(value=viz.token_rows_html(rel, raw=True) if show_raw else "", visible=show_raw)
+    raw_view = gr.update(value=view_value(viz.relevance_payload(rel, raw=True)) if show_raw else None,
+                         visible=show_raw, adv=None)
     raw_heat = gr.update(value=viz.relevance_heatmap(rel, raw=True) if show_raw else None, visible=show_raw)
-    return (rel, viz.token_rows_html(rel), raw_html, viz.relevance_heatmap(rel), raw_heat,
-            pd.DataFrame(viz.verdict_rows(rel), columns=VERDICT_HEADERS), default_group(rel), csv, js, status)
+    return (rel, gr.update(value=view_value(viz.relevance_payload(rel)), adv=None), raw_view, viz.relevance_heatmap(rel),
+            raw_heat, pd.DataFrame(viz.verdict_rows(rel, needs), columns=VERDICT_HEADERS), default_group(rel),
+            _status(rel, policy, needs))
 
 
 def _group_rewards(frame: pd.DataFrame, verifiers: list[str]):
@@ -140,135 +215,53 @@ def _group_rewards(frame: pd.DataFrame, verifiers: list[str]):
 
 @readable
 def advantages(rel, rewards, alpha, gamma, source):
-    """Per-token advantages of the replayed response under GDPO and MRTPO for the group in the table."""
+    """Per-token advantages of the replayed response under GDPO and MRTPO for the group in the table, the weight
+    diagnostics per verifier, and the token view's advantages (its panel shows both methods per token)."""
     if rel is None:
-        return None, "Replay a response first."
+        return None, "Replay a response first.", None, gr.update()
     frame = rewards if isinstance(rewards, pd.DataFrame) else pd.DataFrame(**rewards)
     values = _group_rewards(frame, rel.verifiers)
     relevance = rel.raw_scores if source == "raw" else rel.scores
     br = viz.advantage_breakdown(values, relevance, float(alpha), float(gamma))
-    per_reward = "; ".join(f"{n} {float(a):+.3f}" for n, a in zip(rel.verifiers, br.per_reward[0]))
-    group = ", ".join(f"{float(a):+.3f}" for a in br.group_gdpo)
+    diag = relevance_weight_diagnostics(rel, float(alpha), float(gamma), raw=source == "raw")
+    per_reward = "; ".join(f"{n} {viz.fmt_sig(a, signed=True)}" for n, a in zip(rel.verifiers, br.per_reward[0]))
+    group = ", ".join(viz.fmt_sig(a, signed=True) for a in br.group_gdpo)
     text = (f"**Replayed response** (row 1): GDPO advantage {br.gdpo:+.3f}; per-reward `Ahat_k`: {per_reward}.  \n"
-            f"Group GDPO advantages: {group}. MRTPO token advantages range "
-            f"{float(br.mrtpo.min()):+.3f} .. {float(br.mrtpo.max()):+.3f}, mean {float(br.mrtpo.mean()):+.3f} "
+            f"Group GDPO advantages: {group}. MRTPO token advantages range {viz.fmt_sig(br.mrtpo.min(), signed=True)}"
+            f" .. {viz.fmt_sig(br.mrtpo.max(), signed=True)}, mean {viz.fmt_sig(br.mrtpo.mean(), signed=True)} "
             f"(= GDPO's, by construction). Relevance used: {source}.")
-    return viz.advantage_bars(rel.tokens, rel.verifiers, br), text
+    adv = advantages_json({"GDPO": br.gdpo, "MRTPO": br.mrtpo}, rel.T)
+    return (viz.advantage_bars(rel.tokens, rel.verifiers, br), text,
+            viz.weight_markdown(diag), gr.update(adv=adv))
 
 
 @readable
-def sample_group(checkpoint, rel, task, index, prompt, G, temperature, top_p, max_new_tokens, seed):
-    """Sample G-1 more responses, score them with the replayed verifiers; the replayed response stays row 1."""
+def sample_group(checkpoint, rel, task, index, prompt, G, temperature, top_p, max_new_tokens, seed, customs=None,
+                 shown=None, *fields):
+    """Sample G-1 more responses, score them with the replayed verifiers; the replayed response stays row 1.
+    ``shown`` and ``fields``: the verifiers of the boxes and their argument fields (a free prompt's values)."""
     if rel is None:
         raise ValueError("Replay a response first: the group is built around it.")
     ex = with_prompt(get_example(task, index), prompt)
+    ex, _ = with_typed_args(ex, list(shown or rel.verifiers), fields if shown else [], customs)
     policy = get_policy(checkpoint)
     outs = policy.generate_group(ex, int(G) - 1, max_new_tokens=min(int(max_new_tokens), limits().max_new_tokens),
                                  temperature=float(temperature), top_p=float(top_p), seed=int(seed))
     rows = [[rel.rewards.get(n, 0.0) for n in rel.verifiers]]
-    rows += [[get_verifier(n).score(c.text, ex) for n in rel.verifiers] for c in outs]
+    rows += [[viz.round_sig(resolve(n, customs).score(c.text, ex)) for n in rel.verifiers] for c in outs]
     frame = pd.DataFrame(rows, columns=rel.verifiers)
-    frame.insert(0, "response", ["replayed"] + [c.text[:60] for c in outs])
+    labels = viz.distinct_snippets([rel.response] + [c.text for c in outs])
+    frame.insert(0, "response", [f"1 (replayed): {labels[0]}"] + [f"{i + 2}: {s}" for i, s in enumerate(labels[1:])])
     return frame
 
 
-# ----------------------------------------------------------------------------------------------- layout
+def cleared(task: str):
+    """Every result output emptied after the task or the example changed (they were for other inputs): the outputs
+    of :func:`replay_response`, then the advantage chart, its text, the weight diagnostics and the downloads."""
+    empty = gr.update(value=None, interactive=False)
+    return (None, gr.update(value=None, adv=None), gr.update(value=None, visible=False),
+            viz.placeholder_figure("Press Replay: one row per verifier, one column per token"),
+            gr.update(value=None, visible=False), pd.DataFrame(columns=VERDICT_HEADERS), pd.DataFrame(),
+            f"Inputs changed (task `{task}`): the earlier results were cleared. Press **Replay**.",
+            viz.placeholder_figure("Replay a response: per-token GDPO and MRTPO advantages"), "", "", empty, empty)
 
-def _start_values(task: str, choices) -> dict:
-    """What the inputs show when the page opens: the first example, its reference and its information."""
-    empty = {"prompt": "", "response": "", "choices": list_verifiers(task), "chosen": [],
-             "boxes": [{"visible": False, "value": ""}] * MAX_VERIFIERS}
-    if not choices:
-        return empty
-    ex = get_example(task, choices[0][1])
-    chosen = (list(ex.verifiers) or list_verifiers(task))[:MAX_VERIFIERS]
-    boxes = [{"visible": True, "label": f"{n}: {get_verifier(n).title}", "value": get_verifier(n).info(ex)}
-             for n in chosen]
-    return {**empty, "prompt": prompt_text(ex), "response": ex.reference or "", "chosen": chosen,
-            "boxes": boxes + empty["boxes"][len(boxes):]}
-
-
-def build_relevance_tab(checkpoint: gr.components.Component) -> None:
-    """The tab's layout and wiring; ``checkpoint`` is the app's shared checkpoint picker."""
-    first = example_choices(TASKS[0])
-    start = _start_values(TASKS[0], first)
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=2, min_width=360):
-            with gr.Row():
-                task = gr.Dropdown(available_tasks(), value=TASKS[0], label="Task family")
-                example = gr.Dropdown(first, value=first[0][1] if first else None, label="Example (test split)")
-            prompt = gr.Textbox(start["prompt"], label="Prompt (edit it for a free prompt; the example's verifiers "
-                                "still apply)", lines=4, max_lines=12)
-            response = gr.Textbox(start["response"], label="Response (generate one, or paste / edit)", lines=4,
-                                  max_lines=12, elem_id="response-box")
-            with gr.Row():
-                gen_btn = gr.Button("Generate", variant="secondary")
-                replay_btn = gr.Button("Replay", variant="primary", elem_id="replay-btn")
-            with gr.Accordion("Generation settings", open=False):
-                temperature = gr.Slider(0.0, 2.0, value=1.0, step=0.05, label="temperature (0 = greedy)")
-                top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="top_p")
-                max_new = gr.Slider(8, limits().max_new_tokens, value=128, step=8, label="max new tokens")
-                seed = gr.Number(0, precision=0, label="seed")
-            verifiers = gr.CheckboxGroup(start["choices"], value=start["chosen"], label="Verifiers")
-            with gr.Accordion("Verifier information (what each verifier checks; editable)", open=True):
-                infos = [gr.Textbox(**box, lines=2, max_lines=8) for box in start["boxes"]]
-                reset_btn = gr.Button("Reset information to the templates", size="sm")
-            with gr.Row():
-                position = gr.Radio(list(INFO_POSITIONS), value=INFO_POSITIONS[0], label="information position")
-                metric = gr.Dropdown(list(METRICS), value="js", label="metric")
-                control = gr.Dropdown(list(CONTROLS), value="none", label="control")
-            with gr.Accordion("Information block template", open=False):
-                template = gr.Textbox(DEFAULT_INFO_TEMPLATE, label="template ({title}, {info})", lines=2)
-        with gr.Column(scale=3, min_width=480):
-            status = gr.Markdown("Pick an example and press **Replay**.", elem_classes=["mrtpo-status"])
-            with gr.Row():
-                tokens_html = gr.HTML(label="relevance", elem_id="relevance-tokens")
-                raw_html = gr.HTML(label="raw relevance", visible=False, elem_id="relevance-tokens-raw")
-            heatmap = gr.Plot(viz.placeholder_figure("Press Replay: one row per verifier, one column per token"),
-                              label="verifiers x tokens", elem_id="relevance-heatmap")
-            raw_heatmap = gr.Plot(label="raw relevance (no control)", visible=False)
-            verdicts = gr.Dataframe(headers=VERDICT_HEADERS, label="verifier scores and reasons", interactive=False)
-            with gr.Accordion("Advantages: GDPO vs MRTPO for a group", open=True):
-                gr.Markdown("Type the group's rewards (row 1 is the replayed response) or sample a group.")
-                rewards = gr.Dataframe(label="group rewards (G x K)", interactive=True, elem_id="group-rewards")
-                with gr.Row():
-                    alpha = gr.Slider(0.0, 1.0, value=1.0, step=0.05, label="alpha")
-                    gamma = gr.Slider(0.0, 4.0, value=1.0, step=0.1, label="gamma")
-                    source = gr.Radio(list(RELEVANCE_SOURCES), value="controlled", label="relevance for MRTPO")
-                with gr.Row():
-                    G = gr.Slider(2, 8, value=4, step=1, label="group size G")
-                    sample_btn = gr.Button("Sample a group with the policy", size="sm")
-                adv_plot = gr.Plot(viz.placeholder_figure("Replay a response: per-token GDPO and MRTPO advantages"),
-                                   label="per-token advantage", elem_id="advantage-bars")
-                adv_text = gr.Markdown()
-            with gr.Row():
-                csv_file = gr.DownloadButton("Download CSV (per-token table)", value=None)
-                json_file = gr.DownloadButton("Download JSON (Relevance)", value=None)
-    rel_state = gr.State(None)
-    shown = gr.State(start["chosen"])  # the verifiers whose information the boxes hold, in order
-
-    # the example index often stays 0 across tasks, so example.change would not fire: refill the fields explicitly
-    task.change(task_examples, task, example, api_name="task_examples"
-                ).success(pick_example, [task, example], [prompt, response, verifiers], api_name=False
-                          ).success(info_boxes, [task, example, verifiers], [*infos, shown], api_name=False)
-    example.change(pick_example, [task, example], [prompt, response, verifiers], api_name="pick_example"
-                   ).success(info_boxes, [task, example, verifiers], [*infos, shown], api_name=False)
-    verifiers.input(reselect_info_boxes, [task, example, verifiers, shown, *infos], [*infos, shown], api_name=False)
-    reset_btn.click(info_boxes, [task, example, verifiers], [*infos, shown], api_name=False)
-    gen_btn.click(generate, [checkpoint, task, example, prompt, temperature, top_p, max_new, seed],
-                  [response, status], api_name="generate", concurrency_id=MODEL, concurrency_limit=1)
-    adv_in, adv_out = [rel_state, rewards, alpha, gamma, source], [adv_plot, adv_text]
-    replay_btn.click(
-        replay_response, [checkpoint, task, example, prompt, response, verifiers, position, metric, control,
-                          template, *infos],
-        [rel_state, tokens_html, raw_html, heatmap, raw_heatmap, verdicts, rewards, csv_file, json_file, status],
-        api_name="replay", concurrency_id=MODEL, concurrency_limit=1,
-        # one progress overlay (on the token view), not ten: each animated overlay costs the browser CPU that, on
-        # a small machine, the replay itself needs (profile in benchmarks/results/ui_latency.md)
-        show_progress_on=tokens_html,
-    ).success(advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden")
-    for trigger in (alpha.release, gamma.release, source.change, rewards.input):
-        trigger(advantages, adv_in, adv_out, api_name=False)
-    sample_btn.click(sample_group, [checkpoint, rel_state, task, example, prompt, G, temperature, top_p, max_new, seed],
-                     rewards, api_name="sample_group", concurrency_id=MODEL, concurrency_limit=1
-                     ).success(advantages, adv_in, adv_out, api_name=False)

@@ -1,10 +1,13 @@
-"""Rollouts tab: relevance for a whole JSONL file of rollouts, with aggregate views and a download.
+"""Rollouts tab: relevance for a whole JSONL file of rollouts, with aggregate views, one rollout's token view and a
+download.
 
-The scoring is :func:`mrtpo_viz.scoring.score_rollouts` (the CLI's ``score``); this tab streams its progress and
-renders the written table with :mod:`mrtpo_viz.viz`.
+The scoring is :func:`mrtpo_viz.relevance.scoring.score_rollouts` (the CLI's ``score``); this tab streams its
+progress and renders the written table with :mod:`mrtpo_viz.viz`. A run starts by clearing the previous run's
+views, and Stop says where it stopped, so no progress line ever sits above another run's charts.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import gradio as gr
@@ -15,6 +18,13 @@ from ..names import CONTROLS, INFO_POSITIONS, METRICS
 from ..relevance.scoring import read_rollouts, score_rollouts
 from ..tasks.data import SAMPLE_ROLLOUTS
 from .common import MODEL, download_folder, get_policy, limits, readable
+from .token_view import token_view, view_value
+
+TOP_HEADERS = ["verifier", "token", "mean relevance", "count"]
+TABLE_HEADERS = ["id", "verifier", "reward", "tokens", "mean relevance", "max relevance", "top token", "span share"]
+UPLOAD_HELP = ("One JSON object per line: `task`, `prompt`, `response`, and optionally `meta`, `verifiers`, `id`. "
+               f"Without a file, the bundled sample `{SAMPLE_ROLLOUTS.name}` is scored.")
+_PROGRESS = re.compile(r"Scoring `(?P<name>[^`]*)`: (?P<done>\d+) / (?P<total>\d+) rollouts")
 
 
 def _rollouts_file(upload) -> Path:
@@ -38,47 +48,89 @@ def _problems_md(problems) -> str:
     return f"\n\n**Skipped {len(problems)} line(s):**\n{lines}{more}"
 
 
+def _empty(status: str):
+    """The outputs of a run that has no results yet: the status, and every view emptied."""
+    return (status, viz.placeholder_figure("Scoring: mean relevance per verifier"),
+            pd.DataFrame(columns=TOP_HEADERS), pd.DataFrame(columns=TABLE_HEADERS),
+            gr.update(value=None, interactive=False), gr.update(choices=[], value=None), None, None)
+
+
 @readable
 def score_file(checkpoint, upload, metric, control, position, progress=gr.Progress()):
-    """Score every rollout (streaming progress), then show the aggregates; yields (status, bars, top, table, csv)."""
+    """Score every rollout (streaming progress), then show the aggregates and the first rollout's tokens.
+
+    Yields (status, bars, top tokens, per-rollout table, CSV, rollout picker, token view, CSV path)."""
     path = _rollouts_file(upload)
     policy = get_policy(checkpoint)
     out = download_folder("rollouts-") / "relevance.csv"
     keep = gr.update()
+    yield _empty(f"Scoring `{path.name}`: 0 / ... rollouts.")
     for step in score_rollouts(policy, path, out=out, metric=metric, control=control, info_position=position):
         progress((step.done, max(step.total, 1)), desc="replaying rollouts")
-        yield f"Scoring `{path.name}`: {step.done} / {step.total} rollouts.", keep, keep, keep, keep
+        yield (f"Scoring `{path.name}`: {step.done} / {step.total} rollouts.", *[keep] * 7)
     frame = pd.read_csv(out) if out.stat().st_size else pd.DataFrame()
     if frame.empty:
         raise ValueError(f"No rollout of {path.name} could be scored.{_problems_md(step.problems)}")
     status = (f"Scored {step.scored} rollouts of `{path.name}` ({metric}, control {control}), "
               f"{len(frame):,} token-verifier rows.{_problems_md(step.problems)}")
+    ids = [str(i) for i in dict.fromkeys(frame["id"].astype(str))]
     yield (status, viz.mean_relevance_bars(frame), viz.top_tokens(frame, n=8, min_count=2),
-           viz.rollout_summary(frame), str(out))
+           viz.rollout_summary(frame), gr.update(value=str(out), interactive=True),
+           gr.update(choices=ids, value=ids[0]), view_value(_rollout_payload(frame, ids[0])), str(out))
+
+
+def _rollout_payload(frame: pd.DataFrame, rollout: str) -> dict:
+    rows = frame[frame["id"].astype(str) == str(rollout)]
+    if rows.empty:
+        raise ValueError(f"No rollout {rollout!r} in the scored table.")
+    return viz.frame_payload(rows, title=f"rollout {rollout} ({rows['task'].iloc[0]})" if "task" in rows else None)
+
+
+@readable
+def show_rollout(table_path, rollout):
+    """One scored rollout's token view, read back from the per-token CSV of the run."""
+    if not table_path or rollout is None:
+        return None
+    return view_value(_rollout_payload(pd.read_csv(table_path), rollout))
+
+
+def stopped(status: str) -> str:
+    """The status line after Stop: where the run stopped (the views were cleared when it started)."""
+    m = _PROGRESS.search(status or "")
+    if not m:
+        return status
+    return (f"**Stopped** at {m['done']} / {m['total']} rollouts of `{m['name']}`; nothing below is from that run. "
+            "Press the button to score the file again.")
 
 
 def build_rollouts_tab(checkpoint: gr.components.Component) -> None:
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=320):
-            upload = gr.File(label="Rollouts JSONL (one object per line: task, prompt, response, meta?, "
-                                   "verifiers?, id?); empty = the bundled sample", file_types=[".jsonl"],
-                             type="filepath")
+            gr.Markdown(UPLOAD_HELP, elem_classes=["mrtpo-footnote"])
+            upload = gr.File(label="Rollouts (.jsonl)", file_types=[".jsonl"], type="filepath", height=120,
+                             elem_id="rollouts-upload")
             metric = gr.Dropdown(list(METRICS), value="js", label="metric")
             control = gr.Dropdown(list(CONTROLS), value="none", label="control")
             position = gr.Radio(list(INFO_POSITIONS), value=INFO_POSITIONS[0], label="information position")
-            run_btn = gr.Button("Compute relevance for all", variant="primary")
-            stop_btn = gr.Button("Stop", variant="stop", size="sm")
-            download = gr.DownloadButton("Download per-token CSV", value=None)
+            run_btn = gr.Button("Compute relevance for all", variant="primary", elem_id="rollouts-btn")
+            stop_btn = gr.Button("Stop", variant="stop", size="sm", elem_id="rollouts-stop")
+            download = gr.DownloadButton("Download per-token CSV", value=None, interactive=False)
         with gr.Column(scale=3, min_width=480):
             status = gr.Markdown(f"Upload a file, or press the button to score the bundled sample "
-                                 f"`{SAMPLE_ROLLOUTS.name}`.")
+                                 f"`{SAMPLE_ROLLOUTS.name}`.", elem_id="rollouts-status")
             bars = gr.Plot(viz.placeholder_figure("Score a file: mean relevance per verifier"),
-                           label="mean relevance per verifier")
-            top = gr.Dataframe(label="top tokens per verifier (mean relevance, seen at least twice)",
-                               interactive=False, max_height=320)
-            table = gr.Dataframe(label="per rollout and verifier (filter by column)", interactive=False,
-                                 show_search="filter", max_height=420)
+                           label="mean relevance per verifier", elem_id="rollouts-bars")
+            with gr.Row():
+                picker = gr.Dropdown([], label="Rollout (its tokens below)", elem_id="rollout-picker", scale=1)
+            view = token_view(elem_id="rollout-tokens", placeholder="Score a file to see a rollout's tokens.")
+            top = gr.Dataframe(pd.DataFrame(columns=TOP_HEADERS), interactive=False, max_height=320, wrap=True,
+                               label="top tokens per verifier (mean relevance, seen at least twice)")
+            table = gr.Dataframe(pd.DataFrame(columns=TABLE_HEADERS), label="per rollout and verifier (filter by "
+                                 "column)", interactive=False, show_search="filter", max_height=420, wrap=True,
+                                 column_widths=["24%", "17%", "8%", "8%", "11%", "11%", "11%", "10%"])
+    table_path = gr.State(None)
     event = run_btn.click(score_file, [checkpoint, upload, metric, control, position],
-                          [status, bars, top, table, download], api_name="rollouts", concurrency_id=MODEL,
-                          concurrency_limit=1)
-    stop_btn.click(None, cancels=[event])
+                          [status, bars, top, table, download, picker, view, table_path], api_name="rollouts",
+                          concurrency_id=MODEL, concurrency_limit=1)
+    stop_btn.click(stopped, status, status, cancels=[event], api_name=False, queue=False)
+    picker.input(show_rollout, [table_path, picker], view, api_name=False)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+import html
+
 import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
@@ -12,21 +14,40 @@ from ..relevance.results import Relevance
 from .advantages import AdvantageBreakdown
 from .colours import DIVERGING, OKABE_ITO, SCALE, visible
 
-def _token_axis(tokens: Sequence[str]) -> list[str]:
-    """Unique x labels ``"t: token"`` (tokens repeat, positions do not)."""
-    return [f"{t}: {visible(tok)}" for t, tok in enumerate(tokens)]
+TICK_FONT = dict(family="monospace", size=10)
+_GRID = "#EBF0F8"
+LIGHT = go.layout.Template(layout=dict(
+    paper_bgcolor="white", plot_bgcolor="white", font=dict(color="#2a3f5f"), colorway=list(OKABE_ITO),
+    xaxis=dict(gridcolor=_GRID, linecolor=_GRID, zerolinecolor=_GRID, automargin=True),
+    yaxis=dict(gridcolor=_GRID, linecolor=_GRID, zerolinecolor=_GRID, automargin=True)))
+"""The look of plotly's "plotly_white" in the few properties these charts use. Setting "plotly_white" itself
+deep-copies the whole template into every figure: 0.17 s per heatmap on a loaded 2-core machine, a sixth of the
+click-to-heatmap budget (benchmarks/results/ui_latency.md); this one costs a few milliseconds."""
 
 
-def _heatmap(z, tokens, rows, colorscale, zmid=None, colorbar_title="", colorbar_y=0.5, colorbar_len=1.0):
-    return go.Heatmap(z=z, x=_token_axis(tokens), y=list(rows), colorscale=colorscale, zmid=zmid,
+def plotly_text(token: str) -> str:
+    """A token for a plotly label or hover text: whitespace made visible and ``< > &`` escaped (plotly reads a
+    subset of HTML in labels: ``<b>`` would turn bold, ``<br>`` break the line)."""
+    return html.escape(visible(token), quote=False)
+
+
+def token_axis(tokens: Sequence[str]) -> list[str]:
+    """Unique x labels ``"t token"`` (tokens repeat, positions do not): a category axis that plotly thins to the
+    labels that fit, and shows more of when zoomed in."""
+    return [f"{t} {plotly_text(tok)}" for t, tok in enumerate(tokens)]
+
+
+def _heatmap(z, tokens, rows, colorscale, zmid=None, colorbar_title="", colorbar_y=0.5, colorbar_len=1.0,
+             what="relevance"):
+    return go.Heatmap(z=z, x=token_axis(tokens), y=list(rows), colorscale=colorscale, zmid=zmid,
                       colorbar=dict(title=dict(text=colorbar_title), y=colorbar_y, len=colorbar_len),
-                      hovertemplate="%{y}<br>token %{x}<br>value %{z:.4f}<extra></extra>", xgap=1, ygap=1)
+                      hovertemplate=f"%{{y}}<br>token %{{x}}<br>{what} %{{z:.3g}}<extra></extra>", xgap=1, ygap=1)
 
 
 def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
-    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=50, b=10),
-                      template="plotly_white")
-    fig.update_xaxes(showticklabels=False)
+    """Title, size and white template; token labels under the x axis (rotated, monospace)."""
+    fig.update_layout(title=dict(text=title), height=height, margin=dict(l=10, r=10, t=50, b=10), template=LIGHT)
+    fig.update_xaxes(type="category", tickangle=-90, tickfont=TICK_FONT, automargin=True, showgrid=False)
     return fig
 
 
@@ -38,7 +59,7 @@ def placeholder_figure(text: str, height: int = 200) -> go.Figure:
                        font=dict(size=14, color="#777"))
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    return fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10), template="plotly_white")
+    return fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10), template=LIGHT)
 
 
 def relevance_heatmap(rel: Relevance, raw: bool = False, title: Optional[str] = None) -> go.Figure:
@@ -49,7 +70,7 @@ def relevance_heatmap(rel: Relevance, raw: bool = False, title: Optional[str] = 
     fig.update_traces(zmin=0.0)
     fig.update_yaxes(autorange="reversed")  # first verifier on top, as in the token rows
     default = f"Relevance ({label}{'' if raw or rel.control == 'none' else ', control ' + rel.control})"
-    return _layout(fig, title or default, 140 + 45 * rel.K)
+    return _layout(fig, title or default, 200 + 45 * rel.K)  # + room for the token labels
 
 
 def difference_heatmap(rel_a: Relevance, rel_b: Relevance, verifier: str) -> go.Figure:
@@ -60,32 +81,41 @@ def difference_heatmap(rel_a: Relevance, rel_b: Relevance, verifier: str) -> go.
     b = rel_b.scores[rel_b.verifiers.index(verifier)]  # (T,)
     zmax = float(torch.maximum(a.max(), b.max())) if a.numel() else 1.0
     diff_max = float((b - a).abs().max()) if a.numel() else 1.0
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.6, 0.4], vertical_spacing=0.08,
+    # the gap leaves "B - A" its own line under A and B's cells (0.08 made the title touch them)
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.62, 0.38], vertical_spacing=0.2,
                         subplot_titles=("A and B", "B - A"))
     fig.add_trace(_heatmap([a.tolist(), b.tolist()], rel_a.tokens, ["A", "B"], SCALE, colorbar_title=rel_a.metric,
-                           colorbar_y=0.75, colorbar_len=0.5), row=1, col=1)
+                           colorbar_y=0.8, colorbar_len=0.45), row=1, col=1)
     fig.add_trace(_heatmap([(b - a).tolist()], rel_a.tokens, ["B - A"], DIVERGING, zmid=0.0,
-                           colorbar_title="B - A", colorbar_y=0.2, colorbar_len=0.4), row=2, col=1)
+                           colorbar_title="B - A", colorbar_y=0.17, colorbar_len=0.35, what="difference"),
+                  row=2, col=1)
     fig.data[0].update(zmin=0.0, zmax=zmax)
     fig.update_yaxes(autorange="reversed", row=1, col=1)  # A above B
     fig.data[1].update(zmin=-diff_max, zmax=diff_max)
-    return _layout(fig, f"{verifier}: information A vs B", 330)
+    fig = _layout(fig, f"{verifier}: information A vs B", 420)
+    fig.update_xaxes(showticklabels=False, row=1, col=1)  # the labels once, under B - A
+    return fig
 
 
 def advantage_bars(tokens: Sequence[str], verifiers: Sequence[str], br: AdvantageBreakdown) -> go.Figure:
     """Per-token advantage: MRTPO stacked per reward (bars), GDPO's uniform advantage and MRTPO's total (lines)."""
-    x = _token_axis(tokens)
+    x = token_axis(tokens)
     fig = go.Figure()
     for k, name in enumerate(verifiers):
         fig.add_bar(x=x, y=br.parts[k].tolist(), name=f"MRTPO: {name}", marker_color=OKABE_ITO[k % len(OKABE_ITO)],
-                    hovertemplate=f"{name}<br>%{{x}}<br>%{{y:.3f}}<extra></extra>")
+                    hovertemplate=f"MRTPO: {plotly_text(name)}<br>token %{{x}}<br>advantage %{{y:.3g}}<extra></extra>")
     if float(br.baseline.abs().max()) > 1e-6:
-        fig.add_bar(x=x, y=br.baseline.tolist(), name="batch centering", marker_color="#999999")
-    fig.add_scatter(x=x, y=br.mrtpo.tolist(), mode="markers", name="MRTPO total", marker=dict(color="#000", size=5))
-    fig.add_scatter(x=x, y=[br.gdpo] * len(x), mode="lines", name=f"GDPO (uniform) {br.gdpo:.3f}",
-                    line=dict(color="#D55E00", dash="dash"))
-    fig.update_layout(barmode="relative", legend=dict(orientation="h", y=-0.15), yaxis_title="advantage")
-    return _layout(fig, "Per-token advantage: GDPO (uniform) vs MRTPO (stacked per reward)", 360)
+        fig.add_bar(x=x, y=br.baseline.tolist(), name="batch centering", marker_color="#999999",
+                    hovertemplate="batch centering<br>token %{x}<br>advantage %{y:.3g}<extra></extra>")
+    fig.add_scatter(x=x, y=br.mrtpo.tolist(), mode="markers", name="MRTPO total", marker=dict(color="#000", size=5),
+                    hovertemplate="MRTPO total<br>token %{x}<br>advantage %{y:.3g}<extra></extra>")
+    fig.add_scatter(x=x, y=[br.gdpo] * len(x), mode="lines", name=f"GDPO (uniform) {br.gdpo:.3g}",
+                    line=dict(color="#D55E00", dash="dash"),
+                    hovertemplate="GDPO (uniform)<br>token %{x}<br>advantage %{y:.3g}<extra></extra>")
+    fig.update_layout(barmode="relative", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
+                      yaxis_title="advantage")
+    fig = _layout(fig, "Per-token advantage: GDPO (uniform) vs MRTPO (stacked per reward)", 420)
+    return fig.update_layout(margin=dict(t=90))  # the legend sits between the title and the bars
 
 
 def mean_relevance_bars(frame) -> go.Figure:
@@ -97,11 +127,11 @@ def mean_relevance_bars(frame) -> go.Figure:
     """
     means = frame.groupby("verifier", sort=False)[["score", "raw_score"]].mean()
     fig = go.Figure()
-    fig.add_bar(x=list(means.index), y=means["score"].tolist(), name="relevance (after control)",
-                marker_color=OKABE_ITO[0])
-    fig.add_bar(x=list(means.index), y=means["raw_score"].tolist(), name="raw relevance", marker_color=OKABE_ITO[1])
+    for col, name, colour in (("score", "relevance (after control)", OKABE_ITO[0]),
+                              ("raw_score", "raw relevance", OKABE_ITO[1])):
+        fig.add_bar(x=list(means.index), y=means[col].tolist(), name=name, marker_color=colour,
+                    hovertemplate=f"%{{x}}<br>{name} %{{y:.3g}}<extra></extra>")
     fig.update_layout(barmode="group", yaxis_title="mean relevance per token",
                       legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
     fig = _layout(fig, "Mean relevance per verifier", 340)
-    fig.update_xaxes(showticklabels=True)
-    return fig
+    return fig.update_xaxes(tickangle=-30, tickfont=dict(size=11))  # verifier names, not tokens

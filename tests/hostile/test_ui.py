@@ -45,8 +45,9 @@ def bad_folders(tiny_policy_dir, tmp_path_factory) -> dict[str, str]:
     return {"pickle": str(pickled), "remote": str(remote)}
 
 
-def replay_inputs(ckpt: str, of_task: str = "tool_calling", of_index: int = 0, **change) -> list:
-    """The positional inputs of ``replay_response`` (and /replay) for an example, with some fields changed."""
+def replay_inputs(ckpt: str, of_task: str = "tool_calling", of_index: int = 0, api: bool = False, **change) -> list:
+    """The positional inputs of ``replay_response`` for an example, with some fields changed (/replay takes the same
+    without the state)."""
     ex = get_example(of_task, of_index)
     d = dict(checkpoint=ckpt, task=of_task, index=of_index, prompt=prompt_text(ex), response=ex.reference,
              verifiers=list(ex.verifiers), position="user_end", metric="js", control="none", template=TEMPLATE)
@@ -54,7 +55,8 @@ def replay_inputs(ckpt: str, of_task: str = "tool_calling", of_index: int = 0, *
     d.update(change)
     if infos is None:
         infos = [get_verifier(n).info(ex) if n in VERIFIERS else "x" for n in d["verifiers"]]
-    return [*d.values(), *(list(infos) + [""] * 6)[:6]]
+    state = [] if api else [None]  # the session's custom verifiers: a state, so not a parameter of /replay
+    return [*d.values(), *state, *(list(infos) + [""] * 6)[:6]]
 
 
 def _error(fn, *args) -> str:
@@ -118,10 +120,12 @@ def test_bad_replay_inputs_are_readable_errors(change, says, ckpt):
 ])
 def test_odd_responses_render_escaped(response, ckpt):
     out = rt.replay_response(*replay_inputs(ckpt, response=response))
-    rel, tokens_html = out[0], out[1]
-    assert rel.T > 0 and "mrtpo-tok" in tokens_html
-    assert "<script" not in tokens_html and "<img" not in tokens_html  # markup in tokens arrives escaped
-    assert "&lt;" in tokens_html if "<" in response else True
+    rel, sent = out[0], out[1]["value"]  # the JSON text the page receives
+    payload = json.loads(sent)
+    assert rel.T > 0 and len(payload["tokens"]) == rel.T
+    assert "<script" not in sent and "<img" not in sent  # no markup travels as markup ("<" is escaped)
+    assert "\\u003c" in sent if "<" in response else True
+    assert json.loads(sent)["tokens"] == payload["tokens"]  # and the text itself arrives unchanged
 
 
 @pytest.mark.parametrize("sql, why", [
@@ -173,7 +177,7 @@ def test_bad_group_tables_are_readable_errors(rows, says, replayed):
 
 def test_a_nan_reward_means_does_not_apply_and_advantages_stay_finite(replayed):
     frame = pd.DataFrame([["a", float("nan"), 1.0], ["b", 0.0, 0.0]], columns=["response", *replayed.verifiers])
-    fig, text = rt.advantages(replayed, frame, 1.0, 1.0, "controlled")
+    fig, text, _, _ = rt.advantages(replayed, frame, 1.0, 1.0, "controlled")
     totals = next(t for t in fig.data if t.name == "MRTPO total").y
     assert len(totals) == replayed.T and all(math.isfinite(y) for y in totals)
     assert "GDPO advantage +0.707" in text  # the one reward that applies: (1 - 0.5) / std([1, 0])
@@ -212,14 +216,14 @@ def client(ckpt):
 def test_endpoints_answer_hostile_input_and_keep_serving(client, ckpt, change, says):
     change.setdefault("checkpoint", ckpt)
     checkpoint = change.pop("checkpoint")
-    inputs = replay_inputs(checkpoint, **change)
+    inputs = replay_inputs(checkpoint, api=True, **change)
     if says is None:
-        assert "mrtpo-tok" in client.predict(*inputs, api_name="/replay")[0]
+        assert '"tokens":' in client.predict(*inputs, api_name="/replay")[0]["value"]
     else:
         with pytest.raises(AppError, match=re.escape(says)) as err:
             client.predict(*inputs, api_name="/replay")
         assert "Traceback" not in str(err.value)
-    assert "mrtpo-tok" in client.predict(*replay_inputs(ckpt), api_name="/replay")[0]  # still serving
+    assert '"tokens":' in client.predict(*replay_inputs(ckpt, api=True), api_name="/replay")[0]["value"]  # serving
 
 
 def test_upload_over_the_cap_is_refused(client, ckpt, tmp_path):

@@ -37,3 +37,10 @@ def test_bad_position_and_no_user_message():
     with pytest.raises(ValueError, match="no user message"):
         with_info([{"role": "system", "content": "s"}], [("A", "x")])
     assert render_info("T", "i") == DEFAULT_INFO_TEMPLATE.format(title="T", info="i")
+
+
+@pytest.mark.parametrize("template", ["[Verifier: {title}]", "no fields at all", ""])
+def test_a_template_without_info_is_refused(template):
+    with pytest.raises(ValueError, match=r"it needs the field \{info\}"):
+        render_info("A", "x", template)
+    assert render_info("A", "x", "{info}") == "x"

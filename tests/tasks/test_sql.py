@@ -210,3 +210,21 @@ def test_rows_compare_as_multisets_unless_ordered():
     assert len(stmt) == 2 and main_verb(stmt[0]).text == "SELECT" and main_verb(stmt[1]).text == "DROP"
     with pytest.raises(ValueError, match="must name a bundled database"):
         db_path(Example("text_to_sql", "q", {"db": "../../etc/passwd"}))
+
+
+def test_execution_declares_its_arguments_and_a_free_prompt_needs_them():
+    from mrtpo_viz.tasks import MissingArguments
+
+    names = [a.name for a in EXE.arguments]
+    assert names == ["db", "gold_sql", "ordered"] and FMT.arguments == ()
+    db = EXE.arguments[0]
+    assert db.kind == "choice" and db.choices == ("company", "school", "shop")  # the bundled databases
+    free = Example(task="text_to_sql", prompt="List the products over 20.")
+    assert EXE.missing_args(free) == ["db", "gold_sql"]  # `ordered` is optional
+    with pytest.raises(MissingArguments, match="gold_sql"):
+        EXE.info(free)
+    filled = EXE.with_args(free, {"db": "shop", "gold_sql": "SELECT name FROM products WHERE price > 20"})
+    assert EXE.missing_args(filled) == [] and "shop database" in EXE.info(filled)
+    answer = block("SELECT name FROM products WHERE price > 20")
+    assert EXE.score(answer, filled) == 1.0 and EXE.score(block("SELECT name FROM products"), filled) == 0.0
+    assert FMT.missing_args(free) == [] and FMT.score(answer, free) == 1.0

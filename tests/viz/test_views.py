@@ -1,16 +1,14 @@
-"""viz renders hand-built Relevance objects: escaping, tooltips, figure data, and the advantage breakdown."""
-import re
-
+"""viz renders hand-built Relevance objects: the token view's payload, figure data (token labels, hover text), tables
+to 3 significant digits, and the advantage breakdown."""
 import pandas as pd
 import pytest
 import torch
-from plotly.colors import sample_colorscale
 
 from mrtpo_viz.advantages import gdpo_advantages, mrtpo_token_advantages
 from mrtpo_viz.relevance.results import Relevance
 from mrtpo_viz import viz
 from mrtpo_viz.viz import advantages as viz_advantages
-from mrtpo_viz.viz import colours, figures, summaries, text, tokens
+from mrtpo_viz.viz import colours, figures, numbers, summaries, text, token_view
 from mrtpo_viz.viz import training as viz_training
 from tests.training.test_loop import _hand_frame
 
@@ -32,48 +30,56 @@ def rel():
                      spans={"fmt.a": [(3, 4)], "corr.b": None})
 
 
-def test_token_html_escapes_markup_and_shows_whitespace(rel):
-    out = tokens.token_rows_html(rel)
-    assert "<b>" not in out  # the token "<b>" never appears as a tag
-    assert "&lt;b&gt;" in out
-    assert "&amp;amp;" in out  # "&amp;" as text is escaped, not interpreted
-    assert "\u21b5" in out and "<br>" in out  # newline shown as an arrow and breaks the line
-    assert "\u00b7" in out  # an all-space token shows as a middle dot
-    spans = re.findall(r'<span class="mrtpo-tok" data-score="([0-9.]+)"', out)
-    assert len(spans) == rel.K * rel.T
-    assert [float(s) for s in spans[:5]] == pytest.approx([0.1, 0.5, 0.0, 0.2, 0.9], abs=1e-4)
+def test_payload_holds_every_number_once_to_3_significant_digits(rel):
+    p = token_view.relevance_payload(rel, advantages={"GDPO": 0.123456, "MRTPO": [1.23456, -2.0, 0, 3e-7, 5]})
+    assert p["tokens"] == rel.tokens and p["ids"] == rel.token_ids and p["verifiers"] == ["fmt.a", "corr.b"]
+    assert p["scores"] == [[0.1, 0.5, 0, 0.2, 0.9], [0.3, 0, 0.4, 0.1, 0.05]]
+    assert p["vmax"] == 0.9 and p["rewards"] == [1, 0.5] and p["label"] == "js minus others control"
+    assert p["lp0"] == [-1.5, -0.25, -2, -3, -0.5] and p["lp"][1] == [-1.5, -0.3, -1, -2.5, -0.5]
+    assert p["ent"][1] == 0.5
+    vocab = p["vocab"]
+    assert [vocab[p["top0"][0][0]], p["top0"][0][1]] == ["<i>", 0.6] and vocab[p["top"][1][3][0]] == "w"
+    assert len(vocab) == 4  # "<i>", "y", "z", "w": each string once, however often it is a top prediction
+    assert p["span"] == [[[1, 2]], None]  # token 1 ("x", characters 3-4) lies in fmt.a's span; corr.b unknown
+    assert p["adv"] == [["GDPO", 0.123], ["MRTPO", [1.23, -2, 0, 3e-07, 5]]]
+    raw = token_view.relevance_payload(rel, raw=True, vmax=2.0)
+    assert raw["scores"][0][0] == 0.11 and raw["vmax"] == 2 and raw["label"] == "raw js"
+    with pytest.raises(ValueError, match="advantage 'MRTPO' has 1 values, expected 5"):
+        token_view.relevance_payload(rel, advantages={"MRTPO": [1.0]})
 
 
-def test_tooltip_has_every_verifier_logprobs_and_top_predictions(rel):
-    tip = tokens.tooltip(rel, 1)
-    assert "fmt.a: 0.5000" in tip and "corr.b: 0.0000" in tip
-    assert "without information: -0.250" in tip
-    assert "with fmt.a: -0.200" in tip and "with corr.b: -0.300" in tip
-    assert "'<i>' 0.60" in tip and "top with fmt.a: 'z' 0.70" in tip
-    out = tokens.token_rows_html(rel)
-    assert "&#x27;&lt;i&gt;&#x27; 0.60" in out  # tooltip text escaped inside the title attribute
-    assert "raw fmt" not in tokens.tooltip(rel, 1) and "raw js relevance" in tokens.tooltip(rel, 1, raw=True)
+def test_payload_text_is_safe_for_the_json_encoder_and_the_page():
+    import json
+
+    import orjson  # what Gradio's event stream encodes with
+
+    tokens = ["a\udc80", "\ud83d\ude00", "</script><b>"]  # a lone surrogate, a surrogate pair (an emoji), markup
+    p = token_view.token_view_payload(tokens, ["v"], [[0.1, float("nan"), 0.3]])
+    assert p["tokens"][:2] == ["a\\udc80", "\U0001F600"] and p["scores"] == [[0.1, None, 0.3]]
+    orjson.dumps(p)
+    text = token_view.encode(p)
+    assert "<" not in text and json.loads(text) == p  # "<" travels escaped: no "</script>" in the page
+    assert token_view.payload_bytes(p) == len(text.encode("utf-8"))
+    assert not {"lp0", "lp", "top0", "top", "span", "adv", "ids", "vocab"} & set(p)  # unknown parts left out
 
 
-def test_each_rows_tooltip_has_every_relevance_but_only_its_verifiers_predictions(rel):
-    import html as html_lib
-
-    out = tokens.token_rows_html(rel)
-    titles = [html_lib.unescape(t) for t in re.findall(r'title="([^"]*)"', out)]
-    row_fmt, row_corr = titles[1], titles[rel.T + 1]  # token 1 in the first and the second verifier's row
-    for tip in (row_fmt, row_corr):
-        assert "fmt.a: 0.5000" in tip and "corr.b: 0.0000" in tip and "without information: -0.250" in tip
-    assert "with fmt.a: -0.200" in row_fmt and "with corr.b" not in row_fmt
-    assert "with corr.b: -0.300" in row_corr and "with fmt.a" not in row_corr
-    assert row_fmt == tokens.tooltip(rel, 1, verifier=0) and row_corr == tokens.tooltip(rel, 1, verifier=1)
-    assert "\n\n" not in row_fmt
+def test_frame_payload_reads_one_rollout_back(rel):
+    p = token_view.frame_payload(rel.to_frame(), title="rollout r1")
+    assert p["tokens"] == rel.tokens and p["scores"][1][2] == 0.4 and p["lp"][0][4] == -0.1
+    assert p["rewards"] == [1, 0.5] and p["span"] == [[[1, 2]], None] and p["title"] == "rollout r1"
+    assert "top0" not in p  # the per-token table keeps no top predictions
 
 
-def test_colours_follow_scores(rel):
-    out = tokens.token_rows_html(rel, vmax=0.9)
-    bgs = re.findall(r"background:(rgb\([^)]*\))", out)
-    assert bgs[4] == sample_colorscale(colours.SCALE, [1.0])[0]  # the 0.9 token is the brightest
-    assert bgs[2] == sample_colorscale(colours.SCALE, [0.0])[0]
+def test_visible_whitespace():
+    assert colours.visible("a\tb\n") == "a\u21e5b\u21b5" and colours.visible("   ") == "\u00b7\u00b7\u00b7"
+    assert colours.visible("\x1b[2J") == "\\x1b[2J"  # control characters shown, not sent to the terminal or page
+
+
+def test_numbers_to_3_significant_digits():
+    assert [numbers.round_sig(x) for x in (0.123456, 1234.5, -0.00012345, 2.0, float("nan"), None)] == \
+        [0.123, 1230, -0.000123, 2, None, None]
+    assert numbers.fmt_sig(0.5, signed=True) == "+0.5" and numbers.fmt_sig(-1.23456) == "-1.23"
+    assert numbers.fmt_sig(None) == "n/a"
 
 
 def test_heatmap_z_shape_and_values(rel):
@@ -81,7 +87,10 @@ def test_heatmap_z_shape_and_values(rel):
     hm = fig.data[0]
     assert len(hm.z) == 2 and len(hm.z[0]) == 5
     assert hm.z[0][4] == pytest.approx(0.9) and hm.z[1][2] == pytest.approx(0.4)
-    assert list(hm.y) == ["fmt.a", "corr.b"] and hm.x[0] == "0: <b>"
+    assert list(hm.y) == ["fmt.a", "corr.b"] and list(hm.x) == ["0 &lt;b&gt;", "1 x", "2 \u00b7", "3 \u21b5",
+                                                                "4 &amp;amp;"]  # tokens on the axis, escaped
+    assert "%{x}" in hm.hovertemplate and "%{z:.3g}" in hm.hovertemplate  # the token and 3 significant digits
+    assert fig.layout.xaxis.type == "category" and fig.layout.xaxis.showticklabels is not False
     assert hm.colorbar.title.text == "js"
     raw = figures.relevance_heatmap(rel, raw=True).data[0]
     assert raw.z[0][0] == pytest.approx(0.11)
@@ -124,16 +133,40 @@ def test_breakdown_puts_reward_advantage_on_relevant_tokens(rel):
     assert float(br.parts[0, 2]) == 0.0  # zero relevance, zero share
 
 
-def test_summary_numbers(rel):
-    s = summaries.relevance_summary(rel, "fmt.a", top=2)
+def test_verdict_rows_mark_what_needs_input(rel):
+    rows = summaries.verdict_rows(rel, {"sql.execution": ["database", "gold SQL"]})
+    assert rows[1] == ["corr.b", 0.5, "half <right>", 0.17, 0.4]  # mean 0.17, to 3 significant digits
+    assert rows[2][:3] == ["sql.execution", "needs input", "not scored or replayed: give database, gold SQL"]
+    assert summaries.verdict_rows(None, {"x": ["y"]})[0][1] == "needs input"
+
+
+def test_weight_markdown_and_snippets(rel):
+    from mrtpo_viz.relevance.diagnostics import relevance_weight_diagnostics
+
+    md = summaries.weight_markdown(relevance_weight_diagnostics(rel))
+    lines = md.splitlines()
+    assert lines[0] == "| | a | b |"  # one column per verifier, names without their family where they stay apart
+    # w = 5 d / 1.7 = (0.294, 1.47, 0, 0.588, 2.65): Gini 12.9 / 25 = 0.518; Kish 25 / (5 * 9.6) = 0.521; the span
+    # (token "x") holds 1.47 / 5 = 0.294 of the credit, and one of the 5 tokens (0.2); corr.b's spans are unknown
+    assert lines[2].startswith("| Gini | 0.518 | ") and lines[3].startswith("| effective tokens | 0.521 | ")
+    assert lines[4] == "| on spans | 0.294 | n/a |" and lines[5] == "| span tokens | 0.2 | n/a |"
+    assert summaries.short_names(["tool_call.format", "sql.format"]) == ["tool_call.format", "sql.format"]
+    labels = summaries.distinct_snippets(["<tool_call>{\"name\": \"get_weather\", \"city\": \"Paris\"}",
+                                          "<tool_call>{\"name\": \"get_weather\", \"city\": \"Oslo\"}", "short"],
+                                         width=16)
+    assert labels[0].startswith("...") and "Paris" in labels[0] and "Oslo" in labels[1] and labels[2] == "short"
+
+
+def test_relevance_summary_numbers(rel):
+    from mrtpo_viz.relevance.diagnostics import relevance_summary
+
+    s = relevance_summary(rel, "fmt.a", top=2)
     total = 0.1 + 0.5 + 0.0 + 0.2 + 0.9
     assert s["span_mass"] == pytest.approx(0.5 / total)  # span (3, 4) covers token "x"
     assert s["top10_mass"] == pytest.approx(0.9 / total)
     assert s["top_tokens"] == [("&amp;", pytest.approx(0.9)), ("x", pytest.approx(0.5))]
     assert 1.0 < s["effective_tokens"] < 4.0
-    assert summaries.relevance_summary(rel, "corr.b")["span_mass"] is None
-    rows = summaries.verdict_rows(rel)
-    assert rows[1][:3] == ["corr.b", 0.5, "half <right>"]
+    assert relevance_summary(rel, "corr.b")["span_mass"] is None
 
 
 @pytest.fixture
@@ -166,7 +199,7 @@ def test_rollout_summary_one_row_per_rollout_and_verifier(frame):
     assert len(s) == 4
     assert s.loc[("r2", "fmt.a"), "max relevance"] == pytest.approx(1.8)
     assert s.loc[("r1", "fmt.a"), "top token"] == "&amp;"
-    assert s.loc[("r1", "fmt.a"), "span share"] == pytest.approx(0.5 / 1.7)  # token "x" holds the span
+    assert s.loc[("r1", "fmt.a"), "span share"] == 0.294  # token "x" holds the span: 0.5 / 1.7, 3 digits
     assert pd.isna(s.loc[("r1", "corr.b"), "span share"])  # no spans known for corr.b
     assert s.loc[("r1", "corr.b"), "reward"] == 0.5
 
@@ -190,7 +223,9 @@ def test_curves_have_one_line_per_variant_and_a_band_over_seeds():
 def test_text_table_has_a_column_per_verifier_and_the_rewards(rel):
     out = text.format_table(rel)
     lines = out.splitlines()
-    assert lines[0].split() == ["t", "token", "a", "b"]  # a column per verifier, by the last part of its name
+    assert lines[0] == ("relevance per token and verifier: js minus the 'others' control, in brackets the raw js "
+                        "(with vs without the verifier's information)")  # what 0.230(0.283) means
+    assert lines[1].split() == ["t", "token", "a", "b"]  # a column per verifier, by the last part of its name
     assert len([x for x in lines if x.strip()[:1].isdigit()]) == rel.T
     assert "fmt.a: reward" in out and "(ok)" in out
 
