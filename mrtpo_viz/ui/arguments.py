@@ -68,11 +68,17 @@ def parse_value(v: Verifier, arg: Argument, text: str) -> Any:
     return text
 
 
+API_HINT = " (through the API, an omitted field sends the page's first value: pass \"\" for the example's own)"
+
+
 def typed_values(v: Verifier, texts: Sequence[str]) -> dict[str, Any]:
     """The verifier's values from its fields (in the order of ``v.arguments``); empty fields are left out."""
     if len(v.arguments) > FIELDS:
         raise ValueError(f"{v.name} takes {len(v.arguments)} arguments; the app shows {FIELDS} fields per verifier")
-    return {a.name: parse_value(v, a, t) for a, t in zip(v.arguments, texts) if (t or "").strip()}
+    try:
+        return {a.name: parse_value(v, a, t) for a, t in zip(v.arguments, texts) if (t or "").strip()}
+    except ValueError as e:
+        raise ValueError(f"{e}{API_HINT}") from None
 
 
 def slot_texts(fields: Sequence[str], k: int) -> list[str]:

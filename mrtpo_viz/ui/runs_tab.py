@@ -17,6 +17,7 @@ from ..integrations import run_replay, trl_runs
 from ..settings import get_settings
 from ..viz.training import reward_curves_figure
 from .common import MODEL, download_folder, get_policy, limits, readable
+from .token_view import token_view, view_value
 
 ALL = "all"
 
@@ -91,7 +92,7 @@ def _view_outputs(view: run_replay.CompletionView, record: dict, note: str):
     text = (f"**Row {record['row']}** (group {record['group']}), {note}: rewards {rewards}; TRL's sequence "
             f"advantage {float(record['advantage']):+.3f}; token advantages {float(br.mrtpo.min()):+.3f} .. "
             f"{float(br.mrtpo.max()):+.3f}.  \nPrompt: {record['prompt'][:300]}")
-    return viz.token_rows_html(rel), viz.advantage_bars(rel.tokens, rel.verifiers, br), text
+    return view_value(viz.relevance_payload(rel)), viz.advantage_bars(rel.tokens, rel.verifiers, br), text
 
 
 @readable
@@ -109,7 +110,7 @@ def run_completion(state, key, row):
     lines = "\n".join(f"{n}: {infos.get(n, '')}" for n in names)
     note = ("Information found for this bundled prompt: check it and press Replay." if infos else
             "Type each reward's information (one line per reward, `reward: text`) and press Replay.")
-    return ("", viz.placeholder_figure("Replay this completion to see its token advantages"),
+    return (None, viz.placeholder_figure("Replay this completion to see its token advantages"),
             f"**Row {record['row']}**: a plain TRL run logged no tokens. {note}", lines)
 
 
@@ -162,7 +163,7 @@ def build_runs_tab(checkpoint: gr.components.Component) -> None:
     infos = gr.Textbox(label="information per reward, for a replay (reward: text)", lines=3, max_lines=8)
     replay_btn = gr.Button("Replay with the checkpoint", elem_id="run-replay")
     note = gr.Markdown(elem_id="run-note")
-    tokens = gr.HTML(label="tokens", elem_id="run-tokens")
+    tokens = token_view(elem_id="run-tokens", placeholder="Pick a completion and press Show tokens.")
     bars = gr.Plot(viz.placeholder_figure("Pick a completion: its per-token advantages"), label="token advantages",
                    elem_id="run-bars")
 

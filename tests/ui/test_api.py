@@ -183,7 +183,9 @@ def test_replay_with_a_control_shows_raw_and_controlled(client, checkpoint, exam
 
 
 def test_other_task_after_switching(client, checkpoint):
-    """Choices follow the task per session: an SQL example replays with the SQL verifiers."""
+    """Choices follow the task per session: an SQL example replays with the SQL verifiers. The argument fields are
+    passed empty (the example's own values): omitted, an API call gets the page's first values, the tool-calling
+    example's, which the SQL verifiers refuse by name."""
     from mrtpo_viz.ui.common import get_example
 
     client.predict("text_to_sql", api_name="/task_examples")
@@ -191,8 +193,10 @@ def test_other_task_after_switching(client, checkpoint):
     ex = get_example("text_to_sql", 1)
     assert response == ex.reference
     try:
-        out = client.predict(*replay_args(checkpoint, ex, task="text_to_sql", index=1), api_name="/replay")
+        out = client.predict(*replay_args(checkpoint, ex, task="text_to_sql", index=1), *[""] * 18, api_name="/replay")
         assert table(out[4])["verifier"].tolist() == list(ex.verifiers)
+        with pytest.raises(AppError, match="sql.execution: database must be one of company, school, shop"):
+            client.predict(*replay_args(checkpoint, ex, task="text_to_sql", index=1), api_name="/replay")
     finally:  # back to the first task, for the tests after this one
         client.predict("tool_calling", api_name="/task_examples")
         client.predict("tool_calling", 0, api_name="/pick_example")
@@ -397,7 +401,7 @@ def test_a_free_prompt_scores_a_lowercase_response_and_marks_what_needs_input(cl
     switch(client, "text_to_sql", FREE_PROMPT)
     sql = {**free, "task": "text_to_sql", "verifiers": ["sql.format", "sql.execution"],
            "response": "```sql\nSELECT name FROM products\n```", "prompt": "List the products."}
-    out = client.predict(*sql.values(), *[""] * 6, api_name="/replay")
+    out = client.predict(*sql.values(), *[""] * 6, *[""] * 18, api_name="/replay")  # fields: the example's own
     v = table(out[4]).set_index("verifier")
     assert v.loc["sql.format", "reward"] == 1 and v.loc["sql.execution", "reward"] == "needs input"
     assert view(out[0])["verifiers"] == ["sql.format"] and "**Needs input**" in out[6] and "gold SQL" in out[6]
@@ -405,7 +409,7 @@ def test_a_free_prompt_scores_a_lowercase_response_and_marks_what_needs_input(cl
     out = client.predict(*sql.values(), *[""] * 6, *fields, api_name="/replay")
     assert table(out[4]).set_index("verifier").loc["sql.execution", "reward"] == 1
     with pytest.raises(AppError, match="Every chosen verifier needs input: sql.execution needs database, gold SQL"):
-        client.predict(*{**sql, "verifiers": ["sql.execution"]}.values(), *[""] * 6, api_name="/replay")
+        client.predict(*{**sql, "verifiers": ["sql.execution"]}.values(), *[""] * 6, *[""] * 18, api_name="/replay")
 
 
 def test_a_template_without_info_is_refused(client, checkpoint, example):

@@ -149,7 +149,7 @@ def test_a_free_prompt_with_ifeval_lowercase_scores_a_lowercase_response_1(page)
     page.locator("#response-box textarea").fill("the sea is calm and blue today.")
     page.locator("#verifier-choice").get_by_label("ifeval.lowercase", exact=True).check()
     page.wait_for_function("() => [...document.querySelectorAll('textarea')].some(t => "
-                           "t.value.startsWith('The whole response must be in lowercase'))")
+                           "t.value.startsWith('Your entire response should be in English, and in all lowercase'))")
     page.locator("#replay-btn").click()
     verdicts = wait_for_text(page, "#verdicts", r"ifeval\.lowercase")
     assert re.search(r"ifeval\.lowercase\s+1\s", verdicts), verdicts

@@ -78,7 +78,7 @@ def test_the_runs_tab_opens_a_trl_run_and_shows_a_completions_tokens(page, trl_e
     assert tokens.count() == len(names) * len(record["tokens"])
     shown = [float(s) for s in tokens.evaluate_all("els => els.map(e => e.dataset.score)")]
     want = [float(v) for n in names for v in record[trl_log.relevance_column(n)]]
-    assert shown == pytest.approx(want, abs=1e-4)  # data-score carries 4 decimals
+    assert shown == pytest.approx(want, rel=5e-3, abs=1e-6)  # the token view carries 3 significant digits
     assert max(shown) > 0.01
     page.locator("#run-bars .barlayer path").first.wait_for()  # the token advantages, stacked per reward
     page.screenshot(path=str(tmp_path / "runs_tab.png"), full_page=True)

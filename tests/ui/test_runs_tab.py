@@ -1,5 +1,6 @@
 """The Runs tab's handlers on the example run (MRTPO) and on its TRL files alone (a plain run): what each returns,
 and a readable message for every bad input (no traceback reaches the page)."""
+import json
 import re
 import shutil
 import zipfile
@@ -28,9 +29,11 @@ def test_opening_the_example_run_by_its_folder(runs_dir):
     assert len(groups) == 2 and picker["choices"] == ["all", "0", "1"]
     table = runs_tab.run_completions(state, "train:1", "1", "", "advantage", True)
     assert table["group"].tolist() == [1] * 4 and table["advantage"].is_monotonic_decreasing
-    html, bars, note, infos = runs_tab.run_completion(state, "train:1", int(table["row"][0]))
-    tokens = re.findall(r'class="mrtpo-tok" data-score="([0-9.]+)"', html)
-    assert len(tokens) % 2 == 0 and len(tokens) > 10 and max(map(float, tokens)) > 0.01
+    view, bars, note, infos = runs_tab.run_completion(state, "train:1", int(table["row"][0]))
+    payload = json.loads(view)  # the token view's payload: one row of scores per reward
+    assert payload["verifiers"] == NAMES and len(payload["scores"]) == 2
+    assert len(payload["tokens"]) > 5 and all(len(row) == len(payload["tokens"]) for row in payload["scores"])
+    assert max(max(row) for row in payload["scores"]) > 0.01
     assert "from the run's per-token log" in note and len(bars.data) >= 3
 
 
@@ -42,11 +45,11 @@ def test_a_plain_run_uploaded_as_a_zip_is_replayed(trl_example_run, tmp_path, mo
             zf.write(p, f"run/completions/{p.name}")
     state, status, _, steps = runs_tab.open_run("", str(up))
     assert "a plain TRL run" in status and steps["value"] == "train:2"
-    html, _, note, infos = runs_tab.run_completion(state, "train:2", 0)
-    assert html == "" and "Information found for this bundled prompt" in note
+    view, _, note, infos = runs_tab.run_completion(state, "train:2", 0)
+    assert view is None and "Information found for this bundled prompt" in note
     assert infos.splitlines()[1].startswith("tool_call.correctness: The correct call is")
-    html, bars, note = runs_tab.replay_completion("tiny-mrtpo", state, "train:2", 0, infos, 1.0, 1.0)
-    assert html.count('class="mrtpo-tok"') > 10 and "replayed with `tiny-mrtpo`" in note
+    view, bars, note = runs_tab.replay_completion("tiny-mrtpo", state, "train:2", 0, infos, 1.0, 1.0)
+    assert len(json.loads(view)["tokens"]) > 10 and "replayed with `tiny-mrtpo`" in note
     with pytest.raises(gr.Error, match="not understood: 'nonsense'"):
         runs_tab.replay_completion("tiny-mrtpo", state, "train:2", 0, "nonsense: x", 1.0, 1.0)
 
