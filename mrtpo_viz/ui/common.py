@@ -144,7 +144,8 @@ def check_text(label: str, text: str | None, max_chars: int, required: bool = Tr
 
 def check_token_count(policy, *texts: str) -> None:
     """Refuse a request whose texts (prompt, response, verifier information) exceed ``limits().max_tokens``."""
-    n = sum(len(policy.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts if t)
+    n = sum(len(policy.tokenizer(t, add_special_tokens=False, split_special_tokens=True)["input_ids"])
+            for t in texts if t)  # typed specials count as the text they are replayed as
     cap = limits().max_tokens
     if n > cap:
         raise ValueError(f"The request has {n:,} tokens (prompt, response and verifier information); at most "

@@ -41,7 +41,7 @@ def _nan_weight(folder: Path):
 
 
 CRAFTED = {
-    # main: built 100,000 layers from a tiny weights file (hung, then exhausted memory)
+    # main: built 100,000 layers from a tiny weights file (4.1 GB and still building after 9 minutes; stopped)
     "layers_100k": (lambda f: _config(f, num_hidden_layers=100_000), "num_hidden_layers is 100000; it must be a "
                                                                       "whole number from 0 to 256"),
     # main: built 200 layers, all but 2 of them random (loaded without a word)
@@ -52,12 +52,13 @@ CRAFTED = {
     # main: AttributeError from transformers (torch has no attribute 'os.system')
     "dtype_not_a_dtype": (lambda f: _config(f, dtype="os.system"), "dtype is 'os.system', not a torch dtype"),
     "dtype_an_object": (lambda f: _config(f, torch_dtype={"evil": 1}), "torch_dtype is \"{'evil': 1}\", not a torch"),
-    # main: the index's entries were followed (UnpicklingError for the pickle, an OSError outside the folder)
+    # main: index entries were not checked (these loaded, transformers preferring model.safetensors; in the issue's
+    # probe an index alone led to an UnpicklingError)
     "index_outside": (lambda f: _index(f, "../../../etc/passwd.safetensors"), "must be .safetensors files in the "
                                                                               "checkpoint folder"),
     "index_pickle": (lambda f: (_index(f, "pytorch_model.bin"), torch.save({}, f / "pytorch_model.bin")),
                      "must be .safetensors files in the checkpoint folder"),
-    # main: a 2,000,000-row embedding was allocated before the weights failed to fit
+    # main: a 2,000,000-row embedding was built, then transformers' RuntimeError (ignore_mismatched_sizes)
     "vocab_2m": (lambda f: _config(f, vocab_size=2_000_000), "vocab_size is 2000000; it must be a whole number"),
     # main: these templates loaded; the first replay then hung (loops), took 10 GB ('x' * 10**10) or raised a
     # jinja TemplateError

@@ -15,7 +15,7 @@ from mrtpo_viz.relevance.scoring import read_rollouts
 from mrtpo_viz.tasks import get_verifier
 from mrtpo_viz.tasks.base import Example
 from mrtpo_viz.tasks.data import database_file
-from mrtpo_viz.tasks.sandbox import KILL_GRACE_S, run_query
+from mrtpo_viz.tasks.sandbox import run_query
 
 pytestmark = pytest.mark.usefixtures("sample_data_unchanged")
 SHOP = database_file("shop")
@@ -47,13 +47,13 @@ def test_the_issues_query_with_50_kb_patterns_is_refused_at_once():
 def test_a_query_that_outruns_its_budget_in_one_step_is_killed_and_frees_its_core():
     """120 LIKEs with patterns under the pattern cap (about 0.16 s of CPU each): the budget is 1 s of wall time.
     On main the query ran all 120 (240 ran 37 s of CPU, 189 s of wall time on the busy machine), so cancelling the
-    request did not free the core; here the worker is killed KILL_GRACE_S after the budget and nothing keeps
+    request did not free the core; here the worker is killed 1 s (KILL_GRACE_S) after the budget and nothing keeps
     running."""
     start = time.monotonic()
     res = run_query(SHOP, like_query(120, 998), timeout_s=1.0)
     elapsed = time.monotonic() - start
     assert res.rows is None and "ran past its step or time budget" in res.error
-    assert elapsed < 1.0 + KILL_GRACE_S + 3.0  # slack for a loaded machine's scheduling
+    assert elapsed < 6.0  # the 1 s budget, the sandbox's 1 s grace before the kill, slack for a loaded machine
     before = _children_cpu()
     time.sleep(1.0)
     assert _children_cpu() - before < 0.2  # no process of ours is still matching
