@@ -220,9 +220,21 @@ def run_session(i: int, url: str, checkpoint: str, load: Load) -> None:
             client.close()
 
 
+def _answer_text(api: str, out) -> str:
+    """What a hostile request got back, in a line: the status, or a replay's verdict reasons."""
+    if api == "/load_checkpoint":
+        return str(out)[:120]
+    if api == "/replay":
+        table = out[5].get("value", out[5]) if isinstance(out[5], dict) else {}
+        reasons = "; ".join(str(row[2]) for row in table.get("data", []))
+        return f"replayed ({reasons})"[:160]
+    return "answered"
+
+
 def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
     """The hostile inputs in turn, from the start of the measured window to its end. A readable refusal (the app's
     error message) is an answer; a request that fails otherwise (a timeout, a dropped connection) is not."""
+    import hostile_inputs
     from gradio_client import Client, handle_file
     from gradio_client.exceptions import AppError
 
@@ -240,8 +252,10 @@ def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
             inputs = [handle_file(x) if isinstance(x, str) and x.endswith(".jsonl") else x for x in inputs]
             start, answered, error = time.monotonic(), True, ""
             try:
-                out = client.predict(*inputs, api_name=api)
-                error = str(out)[:80] if api == "/load_checkpoint" else ""
+                if kind in hostile_inputs.SETUP:  # the session's verifier choices become that task's
+                    client.predict(hostile_inputs.SETUP[kind], 0, api_name="/pick_example")
+                    start = time.monotonic()
+                error = _answer_text(api, client.predict(*inputs, api_name=api))
             except AppError as err:  # a refusal with a message: what the app should do
                 error = str(err)[:160]
             except Exception as err:  # noqa: BLE001 -- no answer at all: a failure
@@ -254,7 +268,7 @@ def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
 # ----------------------------------------------------------------------------------------------- the run
 
 def run(sessions: int, duration_s: float, max_requests: int, threads: int, checkpoint: str, warmup: int = 2,
-        hostile: int = 0) -> dict:
+        hostile: int = 0, kinds: tuple[str, ...] = ()) -> dict:
     import tempfile
 
     import hostile_inputs
@@ -267,6 +281,7 @@ def run(sessions: int, duration_s: float, max_requests: int, threads: int, check
         wait_up(url, proc)
         prewarm(url, checkpoint)
         bad = hostile_inputs.build(checkpoint, Path(scratch.name)) if hostile else {}
+        bad = {k: v for k, v in bad.items() if k in kinds} if kinds else bad
         rss = {"start": rss_mib(proc.pid)}
         load = Load(t0=time.monotonic(), deadline=float("inf"), max_requests=max_requests, warmup_rounds=warmup)
         load.warm = threading.Barrier(sessions + hostile + 1)
@@ -303,7 +318,7 @@ def summarize_hostile(requests: list[Request], hostile: int) -> dict:
         lat = [r.latency_s for r in requests if r.kind == kind]
         out[f"hostile_{kind}"] = (f"{len(lat)} requests, {sum(not r.ok for r in requests if r.kind == kind)} "
                                   f"unanswered, p50 {median(lat):.2f} s, max {max(lat):.2f} s")
-    out["hostile_answers"] = sorted({f"{r.kind}: {r.error[:110]}" for r in requests})[:12]
+    out["hostile_answers"] = sorted({f"{r.kind}: {' '.join(r.error.split())[:150]}" for r in requests})[:14]
     return out
 
 
@@ -370,11 +385,12 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=2, help="rounds per session before the measured window")
     p.add_argument("--checkpoint", default=str(_common.BUNDLED_POLICY))
     p.add_argument("--hostile", type=int, default=0, help="hostile sessions beside --sessions benign ones")
+    p.add_argument("--kinds", default="", help="comma list of hostile_inputs.KINDS to send (default: all)")
     p.add_argument("--out", default=None, help="stem of the .csv and .md results (default results/load, or "
                                                "results/load_hostile with --hostile)")
     args = p.parse_args(argv)
     summary = run(args.sessions, args.duration, args.max_requests, args.threads, args.checkpoint, args.warmup,
-                  args.hostile)
+                  args.hostile, tuple(k for k in args.kinds.split(",") if k))
     out = Path(args.out or RESULTS / ("load_hostile" if args.hostile else "load"))
     out.parent.mkdir(parents=True, exist_ok=True)
     write(summary, out.with_suffix(".csv"), out.with_suffix(".md"), _common.machine(), _common.load_average())

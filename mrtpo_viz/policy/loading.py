@@ -203,7 +203,7 @@ def _build(folder: Path, name: str, device: torch.device, dtype: torch.dtype) ->
         raise PolicyLoadError(f"{folder} is not a causal language model (model_type {config.model_type!r})")
     described, in_weights = checks.config_param_count(config), _param_count(folder)
     checks.check_param_counts(described, in_weights, folder)
-    _check_memory(folder, device, dtype, max(described, in_weights))
+    _check_memory(folder, device, dtype, max(described or 0, in_weights))
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, local_files_only=True)
     except Exception as e:  # transformers raises many kinds here; all mean the same to the user

@@ -82,7 +82,7 @@ class Policy:
         :meth:`encode` tokenizes). Rendered in the limited sandbox of :mod:`.template`."""
         from . import specials, template
 
-        source = self.tokenizer.chat_template
+        source = self.tokenizer.chat_template or PLAIN_CHAT_TEMPLATE  # as load_policy sets it where none is given
         if isinstance(source, dict):  # named templates: transformers uses 'default'
             source = source.get("default", "")
         try:

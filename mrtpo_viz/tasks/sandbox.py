@@ -88,7 +88,10 @@ class _Worker:
         except (BrokenPipeError, OSError):
             return None
         line = self.read_line(deadline)
-        return None if line is None else json.loads(line)
+        try:
+            return None if line is None else json.loads(line)
+        except ValueError:  # a garbled answer: treat the worker as broken (the caller kills it)
+            return None
 
     def kill(self) -> None:
         self.proc.kill()
