@@ -13,7 +13,15 @@ advantage chart's x axis is this session's tokens (a leak of another session's s
 Memory: the server's RSS every 2 s, from the moment every session has finished its warm-up rounds (``--warmup``,
 default 2) to the end; goal: under 5% growth from the warm-up to the end. Goal for errors and leaks: 0.
 
+With ``--hostile H``, H more sessions send, in turn and without pause, the slowest inputs of
+``hostile_inputs.py`` (SQL that only a kill stops, replays at every cap, a 200,000-row table, a poisoned upload,
+typed specials, probed paths) beside the benign ones. Their requests are expected to be refused; what is measured
+is the benign sessions' latency and errors beside them, the hostile requests' latency per kind (a request that
+does not come back, or a server error that is not a readable refusal, counts as a hostile failure) and the
+server's memory before and after.
+
     python benchmarks/load.py --sessions 16 --duration 60     # writes benchmarks/results/load.{csv,md}
+    python benchmarks/load.py --sessions 12 --hostile 4 --duration 120   # writes load_hostile.{csv,md}
 """
 from __future__ import annotations
 
@@ -50,6 +58,8 @@ class Request:
     leak: bool = False
     """The answer held another session's response, information or tokens."""
     error: str = ""
+    kind: str = "benign"
+    """``benign``, or the hostile input's kind (``hostile_inputs.KINDS``)."""
 
 
 @dataclass
@@ -214,20 +224,75 @@ def run_session(i: int, url: str, checkpoint: str, load: Load) -> None:
             client.close()
 
 
+def _answer_text(api: str, out) -> str:
+    """What a hostile request got back, in a line: the status, or a replay's verdict reasons."""
+    if api == "/load_checkpoint":
+        return str(out)[:120]
+    if api == "/replay":
+        table = out[5].get("value", out[5]) if isinstance(out[5], dict) else {}
+        reasons = "; ".join(str(row[2]) for row in table.get("data", []))
+        return f"replayed ({reasons})"[:160]
+    return "answered"
+
+
+def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
+    """The hostile inputs in turn, from the start of the measured window to its end. A readable refusal (the app's
+    error message) is an answer; a request that fails otherwise (a timeout, a dropped connection) is not."""
+    import hostile_inputs
+    from gradio_client import Client, handle_file
+    from gradio_client.exceptions import AppError
+
+    try:
+        load.warm.wait()
+    except threading.BrokenBarrierError:
+        pass
+    client = Client(url, verbose=False, analytics_enabled=False, httpx_kwargs={"timeout": REQUEST_TIMEOUT_S})
+    try:
+        for n in range(load.max_requests):
+            if time.monotonic() > load.deadline:
+                break
+            kind = list(hostile)[(n + i) % len(hostile)]
+            api, inputs = hostile[kind]
+            inputs = [handle_file(x) if isinstance(x, str) and x.endswith(".jsonl") else x for x in inputs]
+            start, answered, error = time.monotonic(), True, ""
+            try:
+                if kind in hostile_inputs.SETUP:  # the session's verifier choices become that task's
+                    client.predict(hostile_inputs.SETUP[kind], 0, api_name="/pick_example")
+                    start = time.monotonic()
+                error = _answer_text(api, client.predict(*inputs, api_name=api))
+            except AppError as err:  # a refusal with a message: what the app should do
+                error = str(err)[:160]
+            except Exception as err:  # noqa: BLE001 -- no answer at all: a failure
+                answered, error = False, f"{type(err).__name__}: {err}"[:200]
+            load.add(Request(i, api, start - load.t0, time.monotonic() - start, answered, error=error, kind=kind))
+    finally:
+        client.close()
+
+
 # ----------------------------------------------------------------------------------------------- the run
 
-def run(sessions: int, duration_s: float, max_requests: int, threads: int, checkpoint: str, warmup: int = 2) -> dict:
+def run(sessions: int, duration_s: float, max_requests: int, threads: int, checkpoint: str, warmup: int = 2,
+        hostile: int = 0, kinds: tuple[str, ...] = ()) -> dict:
+    import tempfile
+
+    import hostile_inputs
+
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     proc = start_server(port, threads)
+    scratch = tempfile.TemporaryDirectory(prefix="mrtpo-load-")
     try:
         wait_up(url, proc)
         prewarm(url, checkpoint)
+        bad = hostile_inputs.build(checkpoint, Path(scratch.name)) if hostile else {}
+        bad = {k: v for k, v in bad.items() if k in kinds} if kinds else bad
         rss = {"start": rss_mib(proc.pid)}
         load = Load(t0=time.monotonic(), deadline=float("inf"), max_requests=max_requests, warmup_rounds=warmup)
-        load.warm = threading.Barrier(sessions + 1)
+        load.warm = threading.Barrier(sessions + hostile + 1)
         workers = [threading.Thread(target=run_session, args=(i, url, checkpoint, load), daemon=True)
                    for i in range(sessions)]
+        workers += [threading.Thread(target=run_hostile_session, args=(sessions + j, url, load, bad), daemon=True)
+                    for j in range(hostile)]
         for w in workers:
             w.start()
         try:
@@ -242,8 +307,24 @@ def run(sessions: int, duration_s: float, max_requests: int, threads: int, check
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    return {"model": _common.model_label(checkpoint),
-            **summarize(load.requests, rss, elapsed, warm_s, sessions, threads, duration_s, warmup)}
+        scratch.cleanup()
+    benign = [r for r in load.requests if r.kind == "benign"]
+    summary = {"model": _common.model_label(checkpoint),
+               **summarize(benign, rss, elapsed, warm_s, sessions, threads, duration_s, warmup)}
+    return {**summary, **summarize_hostile([r for r in load.requests if r.kind != "benign"], hostile)} if hostile \
+        else summary
+
+
+def summarize_hostile(requests: list[Request], hostile: int) -> dict:
+    """Per kind: requests, those not answered, median and max latency (the app's answer, usually a refusal)."""
+    out = {"hostile_sessions": hostile, "hostile_requests": len(requests),
+           "hostile_unanswered": sum(not r.ok for r in requests)}
+    for kind in sorted({r.kind for r in requests}):
+        lat = [r.latency_s for r in requests if r.kind == kind]
+        out[f"hostile_{kind}"] = (f"{len(lat)} requests, {sum(not r.ok for r in requests if r.kind == kind)} "
+                                  f"unanswered, p50 {median(lat):.2f} s, max {max(lat):.2f} s")
+    out["hostile_answers"] = sorted({f"{r.kind}: {' '.join(r.error.split())[:150]}" for r in requests})[:14]
+    return out
 
 
 def _stat(fn, xs: list[float]) -> float:
@@ -277,12 +358,19 @@ def write(summary: dict, requests_csv: Path, md: Path, machine: str, load_avg: s
     with requests_csv.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["metric", "value"])
-        writer.writerows([k, v] for k, v in summary.items() if k != "first_errors")
-    goals = {"errors": "0", "leaks": "0", "rss_growth_pct": "< 5", "rss_growth_second_half_pct": "~0 (plateau)"}
-    rows = "\n".join(f"| {k} | {v} | {goals.get(k, '')} |" for k, v in summary.items() if k != "first_errors")
+        writer.writerows([k, v] for k, v in summary.items() if k not in ("first_errors", "hostile_answers"))
+    goals = {"errors": "0", "leaks": "0", "rss_growth_pct": "< 5", "rss_growth_second_half_pct": "~0 (plateau)",
+             "hostile_unanswered": "0"}
+    rows = "\n".join(f"| {k} | {v} | {goals.get(k, '')} |" for k, v in summary.items()
+                     if k not in ("first_errors", "hostile_answers"))
     errors = "".join(f"\n- `{e}`" for e in summary["first_errors"]) or " none"
+    if "hostile_answers" in summary:
+        errors += "\n\nWhat the app answered the hostile sessions (one line per distinct answer):" + "".join(
+            f"\n- `{e}`" for e in summary["hostile_answers"])
+    hostile = f" beside {summary['hostile_sessions']} hostile ones" if summary.get("hostile_sessions") else ""
     md.write_text(
-        f"# Load: {summary['sessions']} concurrent gradio_client sessions for {summary['duration_s']:.0f} s\n\n"
+        f"# Load: {summary['sessions']} concurrent gradio_client sessions{hostile} for {summary['duration_s']:.0f} s"
+        "\n\n"
         f"`python benchmarks/load.py` on {machine}; 1-minute load average at the end {load_avg}. One app process "
         f"(loopback), policy `{summary['model']}`, every model call in one queue (`concurrency_limit=1`), so "
         "latency includes the wait behind the other sessions. Each session replays the same example with its own "
@@ -302,14 +390,18 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=2, help="rounds per session before the measured window")
     p.add_argument("--checkpoint", default=str(_common.BUNDLED_POLICY),
                    help="a folder or a known model's name (e.g. smollm2-135m-instruct)")
-    p.add_argument("--out", default=str(RESULTS / "load"), help="stem of the .csv and .md results")
+    p.add_argument("--hostile", type=int, default=0, help="hostile sessions beside --sessions benign ones")
+    p.add_argument("--kinds", default="", help="comma list of hostile_inputs.KINDS to send (default: all)")
+    p.add_argument("--out", default=None, help="stem of the .csv and .md results (default results/load, or "
+                                               "results/load_hostile with --hostile)")
     args = p.parse_args(argv)
-    summary = run(args.sessions, args.duration, args.max_requests, args.threads, args.checkpoint, args.warmup)
-    out = Path(args.out)
+    summary = run(args.sessions, args.duration, args.max_requests, args.threads, args.checkpoint, args.warmup,
+                  args.hostile, tuple(k for k in args.kinds.split(",") if k))
+    out = Path(args.out or RESULTS / ("load_hostile" if args.hostile else "load"))
     out.parent.mkdir(parents=True, exist_ok=True)
     write(summary, out.with_suffix(".csv"), out.with_suffix(".md"), _common.machine(), _common.load_average())
     print("\n".join(f"{k}: {v}" for k, v in summary.items()))
-    return 0 if summary["errors"] == 0 and summary["leaks"] == 0 else 1
+    return 0 if summary["errors"] == 0 and summary["leaks"] == 0 and not summary.get("hostile_unanswered") else 1
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ safetensors written by this package.
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -74,8 +75,10 @@ class Settings:
             value = getattr(self, f.name)
             if f.name in ("allowed_checkpoints", "checkpoint", "runs_dir", "mcp") or (f.name == "threads" and value is None):
                 continue
-            if not value > 0:
+            if not value > 0:  # written so that NaN fails too
                 raise SettingsError(f"{ENV_VARS[f.name][0]} must be a positive number, got {value!r}")
+            if not math.isfinite(value):  # inf passed here and crashed start-up later, with a traceback
+                raise SettingsError(f"{ENV_VARS[f.name][0]} must be a finite number, got {value!r}")
 
         if self.runs_dir and _resolved(self.runs_dir) is None:
             raise SettingsError(f"MRTPO_RUNS_DIR must be an existing folder, got {self.runs_dir!r}")
@@ -189,10 +192,18 @@ def default_checkpoint(settings: Optional[Settings] = None) -> str:
     return (settings or get_settings()).checkpoint or BUNDLED_POLICY
 
 
-def load_allowed_policy(name_or_path: str | os.PathLike, *, device=None, dtype=None, settings: Optional[Settings] = None):
+def looks_like_path(name: str) -> bool:
+    """Whether a checkpoint name is a file-system path rather than a hub id or a bundled policy's name."""
+    return name.startswith((".", "/", "~")) or "\\" in name or ".." in name or name.count("/") > 1
+
+
+def load_allowed_policy(name_or_path: str | os.PathLike, *, device=None, dtype=None, settings: Optional[Settings] = None,
+                        public: bool = False):
     """``load_policy`` under the operator's rules, read now: the allow-list, the thread count, the memory bound.
 
     This is what the app and the CLI load through; the library's ``load_policy`` applies no deployment rule.
+    ``public=True`` (the app) gives one message for every typed path that is not a usable model folder, so that
+    the answer does not tell whether a folder such as ``/root/.ssh`` exists.
 
     Raises:
         PolicyLoadError: the checkpoint is not on the allow-list, or cannot be loaded.
@@ -209,4 +220,57 @@ def load_allowed_policy(name_or_path: str | os.PathLike, *, device=None, dtype=N
 
         torch.set_num_threads(settings.threads)
     bound_freed_memory()  # the replay's freed metric temporaries go back to the OS (mrtpo_viz/policy/memory.py)
+    name = str(name_or_path).strip()
+    if public and name != BUNDLED_POLICY and _names_a_path(name) and not _is_model_folder(name):
+        raise PolicyLoadError(f"policy not found: {name[:200]!r} is not a model folder (one with config.json and "
+                              "*.safetensors weights) nor a hub id; give one, or pick the bundled policy")
     return load_policy(name_or_path, device=device, dtype=dtype)
+
+
+def _names_a_path(name: str) -> bool:
+    """A path-like name, or any name that exists on this machine (a relative folder, a file)."""
+    try:
+        return looks_like_path(name) or Path(name).expanduser().exists()
+    except (OSError, ValueError, RuntimeError):  # NUL bytes, over-long names, permission denied
+        return True
+
+
+def _is_model_folder(name: str) -> bool:
+    folder = _resolved(name)
+    try:
+        return folder is not None and (folder / "config.json").is_file()
+    except OSError:  # permission denied: the same answer as "absent"
+        return False
+
+
+def check_serving(settings: Optional[Settings] = None) -> Settings:
+    """The checks the app makes before it serves: the variables parse, and ``MRTPO_CHECKPOINT`` names a model
+    folder, a hub id or a bundled policy that the allow-list admits (``/etc/passwd`` used to serve an app whose
+    every request then failed).
+
+    Raises:
+        SettingsError: naming the variable and what to set instead.
+    """
+    from .policy.loading import _HUB_ID
+
+    settings = settings or get_settings()
+    name = settings.checkpoint
+    if not name or name == BUNDLED_POLICY:
+        return settings
+    if not (_is_model_folder(name) or (not looks_like_path(name) and not Path(name).exists() and _HUB_ID.match(name))):
+        raise SettingsError(f"MRTPO_CHECKPOINT={name!r} is neither a model folder (with config.json) nor a hub id: "
+                            "set it to a checkpoint folder or hub id, or unset it for the bundled policy")
+    if not settings.checkpoint_allowed(name):
+        raise SettingsError(f"MRTPO_CHECKPOINT={name!r} is not admitted by MRTPO_ALLOWED_CHECKPOINTS: add it there "
+                            "or choose an allowed checkpoint")
+    return settings
+
+
+def rollout_limits(settings: Optional[Settings] = None, max_verifiers: Optional[int] = None):
+    """The app's caps on an uploaded rollouts file and its rows (``MRTPO_MAX_UPLOAD_MB``, ``MRTPO_MAX_ROLLOUTS``,
+    ``MRTPO_MAX_CHARS``, ``MRTPO_MAX_TOKENS``; ``max_verifiers`` the replay's verifiers per row), read now."""
+    from .relevance.rows import RowLimits
+
+    s = settings or get_settings()
+    return RowLimits(max_bytes=s.max_upload_bytes, max_chars=s.max_chars, max_tokens=s.max_tokens,
+                     max_verifiers=max_verifiers, max_rows=s.max_rollouts)

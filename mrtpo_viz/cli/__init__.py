@@ -7,6 +7,7 @@ quick). Choices come from :mod:`mrtpo_viz.names`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .. import names
@@ -124,3 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, KeyError, OSError) as e:
         print(f"error: {e.args[0] if isinstance(e, KeyError) and e.args else e}", file=sys.stderr)
         return 2
+    except Exception as e:  # noqa: BLE001 -- never a traceback for the user; MRTPO_DEBUG=1 shows it
+        if os.environ.get("MRTPO_DEBUG"):
+            raise
+        print(f"error: {type(e).__name__}: {e} (an internal error: rerun with MRTPO_DEBUG=1 for the traceback and "
+              "report it)", file=sys.stderr)
+        return 1

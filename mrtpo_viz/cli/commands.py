@@ -24,7 +24,10 @@ def _policy(args):
 
 
 def serve(args) -> int:
+    from ..settings import check_serving
     from ..ui import launch
+
+    check_serving()  # MRTPO_CHECKPOINT must name a usable checkpoint before anything is served
 
     launch(args.host, args.port)
     return 0

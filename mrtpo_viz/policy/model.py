@@ -6,6 +6,7 @@ come back.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Optional, Union
@@ -51,6 +52,13 @@ class Policy:
     device: torch.device
     dtype: torch.dtype
 
+    @functools.cached_property
+    def max_token_chars(self) -> int:
+        """Characters of the longest token of the vocabulary (its stored form, which is at least as long as the
+        text it decodes to): a text of ``n`` characters has at least ``n / max_token_chars`` tokens."""
+        vocab = self.tokenizer.get_vocab() if hasattr(self.tokenizer, "get_vocab") else {}
+        return max((len(t) for t in vocab), default=1) or 1
+
     @property
     def n_params(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
@@ -79,13 +87,35 @@ class Policy:
         return with_default_system(self.tokenizer, as_messages(example_or_prompt), self.default_system)
 
     def chat_ids(self, messages: list[dict[str, str]]) -> list[int]:
-        """Prompt ids of ``messages`` rendered with the chat template and the generation prompt (assistant header)."""
-        text = self.render(messages)
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        """Prompt ids of ``messages`` rendered with the chat template and the generation prompt (assistant header);
+        specials typed in the messages are text (:mod:`.specials`)."""
+        return self.encode(self.render_marked(messages))
+
+    def render_marked(self, messages: list[dict[str, str]]) -> str:
+        """The chat template as text, ending with the generation prompt, with typed specials marked (what
+        :meth:`encode` tokenizes). Rendered in the limited sandbox of :mod:`.template`."""
+        from . import specials, template
+
+        source = self.tokenizer.chat_template or PLAIN_CHAT_TEMPLATE  # as load_policy sets it where none is given
+        if isinstance(source, dict):  # named templates: transformers uses 'default'
+            source = source.get("default", "")
+        try:
+            return template.render(source, specials.mark(self.tokenizer, list(messages)),
+                                   add_generation_prompt=True, **self.tokenizer.special_tokens_map)
+        except template.TemplateLimitError as e:
+            raise ValueError(f"{self.name}'s chat template: {e}") from None
 
     def render(self, messages: list[dict[str, str]]) -> str:
-        """The chat template as text, ending with the generation prompt."""
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        """The chat template as text, ending with the generation prompt (what the user typed, unmarked)."""
+        from .specials import restore
+
+        return restore(self.tokenizer, self.render_marked(messages))
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of a text from :meth:`render_marked` (typed specials as text, the template's as specials)."""
+        from .specials import encode
+
+        return encode(self.tokenizer, text)
 
     def generate(self, example_or_prompt: PromptLike, *, max_new_tokens: int = 128, temperature: float = 1.0,
                  top_p: float = 1.0, seed: Optional[int] = None) -> Completion:

@@ -14,6 +14,10 @@ from .kvcache import expand_cache, forward
 from .padding import pad_id
 
 
+MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-3, 100.0
+"""Sampling temperatures accepted besides 0 (greedy): logits of up to ~1e35 stay finite divided by 1e-3."""
+
+
 def filter_top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     """Nucleus filtering: keep the smallest set of most likely tokens whose mass reaches ``top_p``.
 
@@ -37,6 +41,9 @@ def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
     if temperature == 0:
         return logits.argmax(-1)
     probs = filter_top_p(torch.softmax(logits / temperature, dim=-1), top_p)
+    if not bool(torch.isfinite(probs).all()):
+        raise ValueError("the model's next-token probabilities are not finite (NaN or infinite logits): its weights "
+                         "are probably damaged; load another checkpoint")
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
@@ -46,8 +53,11 @@ def _check_args(prompt_ids, G: int, max_new_tokens: int, temperature: float, top
         raise ValueError("the prompt is empty: nothing to continue")
     if G < 1 or max_new_tokens < 1:
         raise ValueError(f"G and max_new_tokens must be at least 1 (got G={G}, max_new_tokens={max_new_tokens})")
-    if not 0 <= temperature < float("inf") or not 0 < top_p <= 1:  # written so that NaN fails too
-        raise ValueError(f"need temperature >= 0 and 0 < top_p <= 1 (got {temperature}, {top_p})")
+    if not (temperature == 0 or MIN_TEMPERATURE <= temperature <= MAX_TEMPERATURE):  # written so that NaN fails too
+        raise ValueError(f"the temperature must be 0 (greedy) or lie in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}], "
+                         f"got {temperature}: below that the logits divided by it overflow")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must lie in (0, 1], got {top_p}")
     if seed is not None and not -2**63 <= seed < 2**64:  # what torch.Generator.manual_seed accepts
         raise ValueError(f"the seed must lie in [-2**63, 2**64), got {seed}")
 

@@ -21,6 +21,8 @@ from typing import Sequence
 import torch
 
 from ..policy.kvcache import expand_cache, forward
+from ..guards import unpaired_surrogate
+from ..policy.specials import encode
 from ..policy.padding import right_pad
 
 
@@ -46,11 +48,16 @@ class Branches:
 
 def tokenize_response(tokenizer, response: str) -> list[int]:
     """Response ids, tokenized on their own; text like ``"<|im_end|>"`` is tokenized as text, not as a special."""
+    bad = unpaired_surrogate(response)
+    if bad >= 0:
+        raise ValueError(f"the response holds an unpaired surrogate (\\u{ord(response[bad]):04x} at character "
+                         f"{bad}), which is not valid Unicode: remove it")
     return tokenizer(response, add_special_tokens=False, split_special_tokens=True)["input_ids"]
 
 
 def _encode(tokenizer, text: str) -> list[int]:
-    return tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
+    """Ids of a piece of a rendered prompt: typed specials (marked by :mod:`mrtpo_viz.policy.specials`) as text."""
+    return encode(tokenizer, text) if text else []
 
 
 def _cut_candidates(common: str, limit: int, specials: Sequence[str]) -> list[int]:

@@ -12,6 +12,9 @@ from ..names import INFO_POSITIONS, check_choice
 
 DEFAULT_INFO_TEMPLATE = "\n\n[Verifier: {title}] {info}"
 """Appended to the last user message per verifier (``user_end``) or joined into a system message (``system``)."""
+MAX_TEMPLATE_CHARS = 1000
+"""Longest information template: it wraps a title and a text, and is rendered once per verifier and branch (a
+10 MB template took 70 s and kept 2 GB), so it is checked before anything is parsed or rendered."""
 
 
 def render_info(title: str, info: str, template: str = DEFAULT_INFO_TEMPLATE) -> str:
@@ -20,6 +23,10 @@ def render_info(title: str, info: str, template: str = DEFAULT_INFO_TEMPLATE) ->
     A template typed by a user may hold only those two plain fields: no attribute or index access
     (``{info.__class__}``) and no format spec (``{info:>100000000}`` would build a 100 MB string).
     """
+    if not isinstance(template, str) or len(template) > MAX_TEMPLATE_CHARS:
+        size = f"{len(template):,} characters" if isinstance(template, str) else type(template).__name__
+        raise ValueError(f"bad information template: {size}; it must be text of at most {MAX_TEMPLATE_CHARS:,} "
+                         "characters holding {title} and {info}")
     try:
         fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template) if name is not None]
         bad = ["{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"

@@ -15,7 +15,9 @@ import torch
 
 from ..divergence import chunked_metric, get_metric, token_stats
 from ..names import check_choice, CONTROLS as CONTROL_NAMES, INFO_POSITIONS
-from ..policy import Policy
+from ..guards import unpaired_surrogate
+from ..policy import Policy, as_messages
+from ..policy.specials import restore
 from ..tasks import Example, Verifier, get_verifier
 from .branches import Branches, branch_logits, split_branches, tokenize_response
 from .contexts import DEFAULT_INFO_TEMPLATE, with_info
@@ -45,7 +47,7 @@ def resolve_infos(verifiers: list[Verifier], example: Optional[Example],
         if v.name in infos:
             out.append(str(infos[v.name]))
         elif example is not None:
-            out.append(v.info(example))
+            out.append(_verifier_call(v, "give its information", v.info, example))
         else:
             raise ValueError(f"no information for verifier {v.name!r}: give an Example or infos={{name: text}}")
     return out
@@ -81,7 +83,8 @@ class ReplayPlan:
     extra_infos: Optional[list[str]]
     control: Control
     texts: list[str]
-    """The rendered prompt text of each branch."""
+    """The rendered prompt text of each branch (as typed: where a user typed a special, the ids are not this text's
+    plain tokenization but :func:`mrtpo_viz.policy.specials.encode`'s, with the typed special as text)."""
 
 
 def plan_replay(policy: Policy, example_or_prompt, response, verifiers: Sequence[Union[str, Verifier]], *,
@@ -93,14 +96,44 @@ def plan_replay(policy: Policy, example_or_prompt, response, verifiers: Sequence
     example = example_or_prompt if isinstance(example_or_prompt, Example) else None
     vs = resolve_verifiers(verifiers)
     info_list = resolve_infos(vs, example, infos)
+    prompt = as_messages(example_or_prompt)
+    check_texts(prompt, dict(zip((v.name for v in vs), info_list)), template)
+    check_sizes(policy, prompt, info_list, response)
     ctrl = CONTROLS[control]
     extra = ctrl.extra_infos(ControlInput(vs, info_list, example, policy.tokenizer, pool)) if ctrl.extra_infos else None
     resp_ids = _response_ids(policy, response)
     messages = _branch_messages(policy.messages(example_or_prompt), vs, info_list, extra, info_position, template)
-    texts = [policy.render(m) for m in messages]
+    texts = [policy.render_marked(m) for m in messages]  # typed specials marked: they stay text
     branches = split_branches(policy.tokenizer, texts, resp_ids)
     check_context(policy, branches)
-    return ReplayPlan(branches, vs, info_list, extra, ctrl, texts)
+    return ReplayPlan(branches, vs, info_list, extra, ctrl, [restore(policy.tokenizer, t) for t in texts])
+
+
+def check_texts(messages: list[dict], infos: dict[str, str], template: str) -> None:
+    """Refuse text that no tokenizer can take (an unpaired surrogate, e.g. JSON's ``"\\ud800"``), naming where."""
+    fields = [(f"message {i + 1} ({m.get('role', '?')})", m.get("content")) for i, m in enumerate(messages)]
+    fields += [(f"the information for {name}", text) for name, text in infos.items()] + [("the template", template)]
+    for label, text in fields:
+        if not isinstance(text, str):
+            raise ValueError(f"{label} must be text, got {type(text).__name__}")
+        bad = unpaired_surrogate(text)
+        if bad >= 0:
+            raise ValueError(f"{label} holds an unpaired surrogate (\\u{ord(text[bad]):04x} at character {bad}), "
+                             "which is not valid Unicode: remove it")
+
+
+def check_sizes(policy: Policy, messages: list[dict], infos: list[str], response) -> None:
+    """Refuse, before anything is tokenized, texts that cannot fit the model's context window: no token of the
+    vocabulary is longer than ``policy.max_token_chars`` characters, so a longest branch (prompt, one information,
+    response) of more than ``context window x max_token_chars`` characters has more tokens than the window."""
+    limit = getattr(policy.model.config, "max_position_embeddings", None) or 1_000_000
+    budget = limit * policy.max_token_chars
+    n_response = len(response) if isinstance(response, str) else 0
+    n = sum(len(m.get("content") or "") for m in messages) + max(map(len, infos), default=0) + n_response
+    if n > budget:
+        raise ValueError(f"the replay's texts have {n:,} characters (prompt, information and response); the model's "
+                         f"context window of {limit:,} tokens holds at most {budget:,} characters of this tokenizer: "
+                         "shorten the response or the information")
 
 
 def check_context(policy: Policy, br: Branches) -> None:
@@ -177,12 +210,24 @@ def _relevance(policy, br: Branches, logits, vs, info_list, extra, ctrl: Control
         logp_with=stats.logprob[1:], entropy=stats.entropy[0], top_without=top[0], top_with=top[1:])
 
 
+def _verifier_call(v: Verifier, doing: str, fn, *args):
+    """``fn(*args)`` of verifier ``v``; an example whose meta does not fit it (a list where it reads an object, a
+    number where it reads text) becomes a ValueError that names the verifier instead of raw Python text."""
+    try:
+        return fn(*args)
+    except (ValueError, KeyError, FileNotFoundError):
+        raise
+    except (TypeError, AttributeError, IndexError, RecursionError) as e:
+        raise ValueError(f"verifier {v.name!r} cannot {doing} for this example: its meta does not have the fields "
+                         f"and types {v.name} reads ({type(e).__name__}: {str(e)[:160]})") from None
+
+
 def _add_verdicts(rel: Relevance, vs: list[Verifier], example: Example) -> None:
     for v in vs:
-        verdict = v.check(rel.response, example)
+        verdict = _verifier_call(v, "score the response", v.check, rel.response, example)
         rel.rewards[v.name] = float(verdict.score)
         rel.reasons[v.name] = verdict.reason
-        rel.spans[v.name] = v.relevant_spans(rel.response, example)
+        rel.spans[v.name] = _verifier_call(v, "find its relevant spans", v.relevant_spans, rel.response, example)
     rel.example_id = example.id
 
 

@@ -16,13 +16,14 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
-MAX_ROLLOUT_BYTES = 64 * 2**20
-"""Largest rollouts file read (the app's Rollouts tab reads through the same function)."""
+from .rows import MAX_ROLLOUT_BYTES, Problem, RowLimits, read_rows
+
 OUT_FORMATS = (".jsonl", ".csv", ".parquet")
-
-Problem = tuple[int, str]
+FRAME_COLUMNS = ("id", "task", "position", "token", "token_id", "start", "end", "verifier", "score", "raw_score",
+                 "logp_with", "logp_without", "entropy", "in_span", "reward", "metric", "control")
+"""Columns an empty table output still has (the header), so that reading it back gives an empty frame."""
 
 
 @dataclass
@@ -42,61 +43,16 @@ class ScoreProgress:
     last_id: str = ""
 
 
-def _check_row(row: Any, lineno: int) -> dict:
-    """A valid rollout row (with an id) or ValueError saying what is wrong."""
-    if not isinstance(row, dict):
-        raise ValueError("not a JSON object")
-    missing = [k for k in ("task", "prompt", "response") if k not in row]
-    if missing:
-        raise ValueError(f"missing field(s) {', '.join(missing)}")
-    if not isinstance(row["prompt"], (str, list)) or not row["prompt"]:
-        raise ValueError("'prompt' must be a non-empty string or a list of chat messages")
-    if not isinstance(row["response"], str) or not row["response"]:
-        raise ValueError("'response' must be a non-empty string")
-    if not isinstance(row.get("meta") or {}, dict):
-        raise ValueError("'meta' must be an object")
-    if "db_path" in (row.get("meta") or {}):  # a file must not point the SQL verifier at any database on the machine
-        raise ValueError("'meta.db_path' is not accepted in a rollouts file; name a bundled database with 'meta.db'")
-    verifiers = row.get("verifiers") or []
-    if isinstance(verifiers, str):
-        verifiers = [v.strip() for v in verifiers.split(",") if v.strip()]
-    return {**row, "id": str(row.get("id") or f"line{lineno}"), "verifiers": list(verifiers),
-            "meta": dict(row.get("meta") or {})}
-
-
-def read_rollouts(path: str | os.PathLike, max_bytes: int = MAX_ROLLOUT_BYTES) -> tuple[list[dict], list[Problem]]:
-    """Read a rollouts JSONL file.
+def read_rollouts(path: str | os.PathLike, max_bytes: int = MAX_ROLLOUT_BYTES,
+                  limits: Optional[RowLimits] = None) -> tuple[list[dict], list[Problem]]:
+    """Read a rollouts JSONL file (the schema and limits of :mod:`.rows`; ``max_bytes`` sets ``limits.max_bytes``).
 
     Returns:
-        (rows, problems): the valid rows in file order (each with an ``id``), and ``(line number, message)`` for
-        every bad line (skipped). A repeated id is a problem too (the later row is skipped).
+        (rows, problems): the valid rows in file order (each with an ``id`` and its ``line``), and ``(line number,
+        message)`` for every bad line (skipped). A repeated id is a problem too (the later row is skipped).
     """
-    file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"no rollouts file at {file}")
-    size = file.stat().st_size
-    if size > max_bytes:
-        raise ValueError(f"{file.name} is {size / 2**20:.1f} MiB; the limit is {max_bytes / 2**20:.0f} MiB "
-                         "(split the file)")
-    rows, problems, seen = [], [], set()
-    with file.open(encoding="utf-8", errors="replace") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = _check_row(json.loads(line), lineno)
-            except json.JSONDecodeError as e:
-                problems.append((lineno, f"not valid JSON ({e.msg})"))
-                continue
-            except ValueError as e:
-                problems.append((lineno, str(e)))
-                continue
-            if row["id"] in seen:
-                problems.append((lineno, f"repeated id {row['id']!r}"))
-                continue
-            seen.add(row["id"])
-            rows.append({**row, "line": lineno})
-    return rows, problems
+    limits = limits or RowLimits(max_bytes=max_bytes)
+    return read_rows(path, limits)
 
 
 # --- output --------------------------------------------------------------------------------------------------------
@@ -114,16 +70,28 @@ def check_out(out: Path) -> str:
 
 
 def _read_existing(out: Path, suffix: str) -> list[dict]:
-    """The records already in the output (JSONL: one per rollout; tables: one per token and verifier)."""
+    """The records already in the output (JSONL: one per rollout; tables: one per token and verifier).
+
+    Raises:
+        ValueError: the existing file cannot be read back (it names the file and what to do).
+    """
     if not out.is_file():
         return []
-    if suffix == ".jsonl":
-        with out.open(encoding="utf-8") as fh:
-            return [json.loads(line) for line in fh if line.strip()]
-    import pandas as pd
+    try:
+        if suffix == ".jsonl":
+            with out.open(encoding="utf-8") as fh:
+                records = [json.loads(line) for line in fh if line.strip()]
+        else:
+            import pandas as pd
 
-    frame = pd.read_csv(out) if suffix == ".csv" else pd.read_parquet(out)
-    return frame.to_dict("records")
+            frame = pd.read_csv(out) if suffix == ".csv" else pd.read_parquet(out)
+            records = frame.to_dict("records")
+        if any(not isinstance(r, dict) or "id" not in r for r in records):
+            raise ValueError("a record without an 'id'")
+        return records
+    except Exception as e:  # noqa: BLE001 -- a damaged file raises many kinds; all mean "cannot resume from it"
+        raise ValueError(f"the existing output {out} cannot be read ({type(e).__name__}: {str(e)[:200]}); a run "
+                         "resumes from it, so move it away or delete it to start afresh") from None
 
 
 def _records(rel, row: dict, suffix: str) -> list[dict]:
@@ -147,7 +115,7 @@ def write_atomic(out: Path, records: list[dict], suffix: str) -> None:
         else:
             import pandas as pd
 
-            frame = pd.DataFrame.from_records(records)
+            frame = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=list(FRAME_COLUMNS))
             frame.to_csv(tmp, index=False) if suffix == ".csv" else frame.to_parquet(tmp, index=False)
         os.replace(tmp, out)
     finally:
@@ -157,23 +125,42 @@ def write_atomic(out: Path, records: list[dict], suffix: str) -> None:
 
 # --- scoring -------------------------------------------------------------------------------------------------------
 
-def _row_verifiers(row: dict, verifiers: Optional[Sequence[str]]) -> list[str]:
+def _row_verifiers(row: dict, verifiers: Optional[Sequence[str]], limits: RowLimits) -> list[str]:
     from ..tasks import list_verifiers
 
     names = list(verifiers or row["verifiers"] or list_verifiers(row["task"]))
     if not names:
         raise ValueError(f"no verifiers for task {row['task']!r}: give 'verifiers' in the row or --verifiers")
+    if limits.max_verifiers is not None and len(names) > limits.max_verifiers:
+        raise ValueError(f"{len(names)} verifiers to replay; at most {limits.max_verifiers} per row here (list the "
+                         "ones to score in the row's 'verifiers')")
     return names
+
+
+def _check_tokens(policy, example, response: str, names: list[str], limits: RowLimits) -> None:
+    """The row's prompt, response and information within ``limits.max_tokens`` (texts already capped in characters)."""
+    from ..tasks import get_verifier
+
+    if limits.max_tokens is None:
+        return
+    texts = [m["content"] for m in example.messages()] + [response] + [get_verifier(n).info(example) for n in names]
+    n = sum(len(policy.tokenizer(t, add_special_tokens=False, split_special_tokens=True)["input_ids"])
+            for t in texts if t)
+    if n > limits.max_tokens:
+        raise ValueError(f"{n:,} tokens (prompt, response and verifier information); at most {limits.max_tokens:,} "
+                         "per row here")
 
 
 def score_rollouts(policy, path: str | os.PathLike, verifiers: Optional[Sequence[str]] = None, *,
                    out: str | os.PathLike, metric: str = "js", control: str = "none",
-                   info_position: str = "user_end", batch_size: int = 16) -> Iterator[ScoreProgress]:
+                   info_position: str = "user_end", batch_size: int = 16,
+                   limits: RowLimits = RowLimits()) -> Iterator[ScoreProgress]:
     """Replay every rollout of ``path`` and write the relevance to ``out``; yields progress after each rollout.
 
     Rollouts already in ``out`` (by id) are skipped. Every ``batch_size`` rollouts (and at the end) the output is
-    rewritten atomically. A row whose replay fails (unknown verifier, missing information, ...) is reported in
-    ``problems`` with its line number and skipped.
+    rewritten atomically. Rows are read under ``limits`` (:mod:`.rows`); a row that breaks one, or whose replay
+    fails (unknown verifier, meta that does not fit a verifier, missing information, ...), is reported in
+    ``problems`` with its line number and skipped: the other rows are still scored.
     """
     from .. import tasks as _registry  # noqa: F401  (task modules register their verifiers on import)
     from .engine import replay
@@ -181,7 +168,7 @@ def score_rollouts(policy, path: str | os.PathLike, verifiers: Optional[Sequence
 
     out = Path(out)
     suffix = check_out(out)
-    rows, problems = read_rollouts(path)
+    rows, problems = read_rows(path, limits)
     records = _read_existing(out, suffix)
     have = {str(r["id"]) for r in records}
     todo = [r for r in rows if r["id"] not in have]
@@ -191,13 +178,18 @@ def score_rollouts(policy, path: str | os.PathLike, verifiers: Optional[Sequence
     for row in todo:
         example = Example(task=row["task"], prompt=row["prompt"], meta=row["meta"], id=row["id"])
         try:
-            rel = replay(policy, example, row["response"], _row_verifiers(row, verifiers), metric=metric,
-                         control=control, info_position=info_position)
+            names = _row_verifiers(row, verifiers, limits)
+            _check_tokens(policy, example, row["response"], names, limits)
+            rel = replay(policy, example, row["response"], names, metric=metric, control=control,
+                         info_position=info_position)
             records += _records(rel, row, suffix)
             pending += 1
             progress.scored += 1
         except (ValueError, KeyError) as e:
-            progress.problems.append((row["line"], f"id {row['id']!r}: {e}"))
+            progress.problems.append((row["line"], f"id {row['id']!r}: {e.args[0] if isinstance(e, KeyError) else e}"))
+        except Exception as e:  # noqa: BLE001 -- one row's failure must not lose the others
+            progress.problems.append((row["line"], f"id {row['id']!r} could not be scored ({type(e).__name__}: "
+                                                   f"{str(e)[:200]}); check its fields"))
         progress.done += 1
         progress.last_id = row["id"]
         if pending >= batch_size:

@@ -1,39 +1,46 @@
-"""A read-only sandbox for running untrusted SQL (a policy's query) against a bundled SQLite database.
+"""A read-only sandbox for running untrusted SQL (a policy's query, a rollout's gold query) against a SQLite file.
 
 Layers, each enough on its own for some attacks and together for all we test:
 
 1. the file is opened through a URI with ``mode=ro&immutable=1``: SQLite cannot write it, nor take locks on it;
 2. an authorizer permits only SELECT, column reads, WITH RECURSIVE and an allow-list of pure functions, so writes,
    ATTACH, PRAGMA, ``load_extension`` and blob makers are refused at compile time;
-3. limits: ``SQLITE_LIMIT_LENGTH`` caps any string or blob (a huge ``randomblob``/``printf`` fails), no attached
-   databases, a progress handler stops the virtual machine after ``max_steps`` instructions or ``timeout_s``
-   seconds (a recursive CTE without end), and at most ``max_rows`` rows are fetched.
+3. limits: ``SQLITE_LIMIT_LENGTH`` caps any string or blob, ``LIKE``/``GLOB`` patterns are capped, SQLite's heap
+   is capped, a progress handler stops the virtual machine after ``max_steps`` instructions or ``timeout_s``
+   seconds, and the rows fetched are capped by count (``max_rows``) and total size (``max_bytes``);
+4. the query runs in a separate worker process (:mod:`.sql_worker`), which is killed when it has not answered
+   ``KILL_GRACE_S`` after its wall-clock budget: one virtual-machine step can run for seconds (a ``LIKE`` of a
+   100 kB string against a long pattern), and only a kill stops it and frees the core. Idle workers are reused
+   (a query costs a round trip of about a millisecond); at most ``MAX_WORKERS`` run at once.
 
 :func:`run_query` never raises for a bad query: it returns a :class:`QueryResult` with ``error`` set.
 """
 from __future__ import annotations
 
-import sqlite3
+import atexit
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
-SAFE_FUNCTIONS = frozenset({
-    "count", "sum", "avg", "min", "max", "total", "group_concat", "string_agg",
-    "abs", "round", "lower", "upper", "length", "substr", "substring", "trim", "ltrim", "rtrim", "replace",
-    "instr", "coalesce", "ifnull", "nullif", "iif", "typeof", "like", "glob",
-    "date", "time", "datetime", "julianday", "strftime", "unixepoch", "sign", "quote", "hex", "char", "unicode",
-})
-"""Functions a query may call. Everything else (load_extension, randomblob, zeroblob, readfile, writefile,
-random, printf whose width allocates before any limit applies, sqlite_* introspection, ...) is denied."""
+from . import sql_worker
+from .sql_worker import MAX_VALUE_BYTES, SAFE_FUNCTIONS  # noqa: F401 (re-exported)
 
-_READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, getattr(sqlite3, "SQLITE_RECURSIVE", 33)})
-_STEPS_PER_CALL = 1000
-"""The progress handler runs every this many virtual-machine instructions."""
-MAX_VALUE_BYTES = 100_000
-"""Largest string or blob a query may build (``SQLITE_LIMIT_LENGTH``)."""
+MAX_RESULT_BYTES = 1 * 2**20
+"""Default cap on the total size of a result's values (strings and blobs by length, numbers as 8 bytes)."""
+KILL_GRACE_S = 1.0
+"""How long after its budget a query may take to answer before its worker is killed."""
+START_TIMEOUT_S = 30.0
+"""How long a new worker may take to start (a busy machine)."""
+MAX_WORKERS = 4
+"""Queries running at once; more wait for a free worker."""
 
 
 @dataclass(frozen=True)
@@ -50,34 +57,80 @@ class QueryResult:
         return self.error is None
 
 
-_ACTION_NAMES = {getattr(sqlite3, n): n[len("SQLITE_"):] for n in dir(sqlite3) if n.startswith((
-    "SQLITE_CREATE_", "SQLITE_DROP_", "SQLITE_INSERT", "SQLITE_UPDATE", "SQLITE_DELETE", "SQLITE_PRAGMA",
-    "SQLITE_ATTACH", "SQLITE_DETACH", "SQLITE_ALTER_TABLE", "SQLITE_TRANSACTION", "SQLITE_ANALYZE",
-    "SQLITE_REINDEX", "SQLITE_SAVEPOINT", "SQLITE_FUNCTION", "SQLITE_CREATE_VTABLE"))}
+class _Worker:
+    """One ``python -I -S sql_worker.py`` process and its pipes."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-I", "-S", sql_worker.__file__], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+        self.buffer = b""
+        if self.read_line(time.monotonic() + START_TIMEOUT_S) != b"ready":
+            self.kill()
+            raise RuntimeError("the SQL worker process did not start")
+
+    def read_line(self, deadline: float) -> Optional[bytes]:
+        """The next line from the worker, or None if none came before ``deadline`` (or the worker died)."""
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line
+
+    def ask(self, request: dict, deadline: float) -> Optional[dict]:
+        try:
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+        except (BrokenPipeError, OSError):
+            return None
+        line = self.read_line(deadline)
+        try:
+            return None if line is None else json.loads(line)
+        except ValueError:  # a garbled answer: treat the worker as broken (the caller kills it)
+            return None
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            pipe.close()
 
 
-def _make_authorizer(denied: list[str]):
-    """Permit reads only (for ``SQLITE_FUNCTION`` the function name is ``arg2``); note each denial in ``denied``."""
-    def authorize(action: int, arg1, arg2, dbname, source) -> int:
-        if action in _READ_ACTIONS:
-            return sqlite3.SQLITE_OK
-        if action == sqlite3.SQLITE_FUNCTION and str(arg2).lower() in SAFE_FUNCTIONS:
-            return sqlite3.SQLITE_OK
-        what = _ACTION_NAMES.get(action, f"action {action}")
-        denied.append(" ".join(str(a) for a in (what, arg2 if action == sqlite3.SQLITE_FUNCTION else arg1) if a))
-        return sqlite3.SQLITE_DENY
-    return authorize
+class _Pool:
+    """Idle workers for reuse; a worker that timed out or failed is killed, never returned."""
+
+    def __init__(self, size: int):
+        self.idle: list[_Worker] = []
+        self.lock = threading.Lock()
+        self.slots = threading.BoundedSemaphore(size)
+
+    def run(self, request: dict, deadline: float) -> Optional[dict]:
+        """The worker's answer, or None when it did not answer in time (it is then killed: the core is free)."""
+        with self.slots:
+            with self.lock:
+                worker = self.idle.pop() if self.idle else None
+            worker = worker or _Worker()
+            answer = worker.ask(request, deadline)
+            if answer is None:
+                worker.kill()
+                return None
+            with self.lock:
+                self.idle.append(worker)
+            return answer
+
+    def close(self) -> None:
+        with self.lock:
+            workers, self.idle = self.idle, []
+        for w in workers:
+            w.kill()
 
 
-def _connect(db_path: Path) -> sqlite3.Connection:
-    uri = f"{db_path.resolve().as_uri()}?mode=ro&immutable=1"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-    if hasattr(conn, "enable_load_extension"):
-        conn.enable_load_extension(False)
-    if hasattr(conn, "setlimit"):  # Python >= 3.11
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    return conn
+_POOL = _Pool(MAX_WORKERS)
+atexit.register(_POOL.close)
 
 
 def _check_path(db_path) -> Path:
@@ -87,61 +140,40 @@ def _check_path(db_path) -> Path:
     return path
 
 
+def _decode(value):
+    return bytes.fromhex(value["$bytes"]) if isinstance(value, dict) else value
+
+
 def run_query(db_path: str | Path, sql: str, *, max_steps: int = 2_000_000, max_rows: int = 1000,
-              timeout_s: float = 1.0) -> QueryResult:
-    """Run one untrusted statement read-only.
+              timeout_s: float = 1.0, max_bytes: int = MAX_RESULT_BYTES) -> QueryResult:
+    """Run one untrusted statement read-only, in a worker process that is killed if it overruns.
 
     Args:
         db_path: an existing SQLite file (a missing file raises FileNotFoundError: that is the caller's bug).
         sql: one statement; a second statement, a write, ATTACH or PRAGMA gives an error result.
         max_steps: virtual-machine instructions before the query is stopped.
         max_rows: more result rows than this is an error.
-        timeout_s: wall-clock budget, checked with the step budget.
+        timeout_s: wall-clock budget; the worker is killed ``KILL_GRACE_S`` after it.
+        max_bytes: total size of the result's values (see ``MAX_RESULT_BYTES``).
     Returns:
         QueryResult with ``rows`` (tuple of tuples) or ``error``.
     """
     path = _check_path(db_path)
     if not isinstance(sql, str) or not sql.strip():
         return QueryResult(None, "empty query")
-    conn = _connect(path)
-    deadline = time.monotonic() + timeout_s
-    budget = {"calls": max(1, max_steps // _STEPS_PER_CALL)}
-
-    def progress() -> int:
-        budget["calls"] -= 1
-        return int(budget["calls"] <= 0 or time.monotonic() > deadline)  # nonzero aborts the query
-
-    denied: list[str] = []
-    conn.set_authorizer(_make_authorizer(denied))
-    conn.set_progress_handler(progress, _STEPS_PER_CALL)
-    try:
-        cur = conn.execute(sql)
-        rows = cur.fetchmany(max_rows + 1)
-        if len(rows) > max_rows:
-            return QueryResult(None, f"the query returns more than {max_rows} rows")
-        return QueryResult(tuple(tuple(r) for r in rows))
-    except sqlite3.Error as e:
-        return QueryResult(None, _explain(e, denied, budget["calls"] <= 0 or time.monotonic() > deadline))
-    except (ValueError, OverflowError, MemoryError) as e:  # e.g. NUL characters, huge integers
-        return QueryResult(None, f"the query cannot run: {e}")
-    finally:
-        conn.close()
-
-
-def _explain(err: sqlite3.Error, denied: list[str], out_of_budget: bool) -> str:
-    msg = str(err)
-    if out_of_budget or "interrupted" in msg:
-        return "the query ran past its step or time budget and was stopped"
-    if denied or "not authorized" in msg or "authorization denied" in msg:
-        return f"only reading is allowed; denied: {denied[0] if denied else 'a non-read statement'}"
-    if "one statement at a time" in msg:
-        return "more than one SQL statement"
-    return f"SQL error: {msg}"
+    request = {"db": str(path.resolve()), "sql": sql, "max_steps": max_steps, "max_rows": max_rows,
+               "max_bytes": max_bytes, "timeout_s": timeout_s}
+    answer = _POOL.run(request, time.monotonic() + timeout_s + KILL_GRACE_S)
+    if answer is None:
+        return QueryResult(None, sql_worker.BUDGET_MESSAGE)
+    if "error" in answer:
+        return QueryResult(None, answer["error"])
+    return QueryResult(tuple(tuple(_decode(v) for v in row) for row in answer["rows"]))
 
 
 @lru_cache(maxsize=64)
 def _schema_cached(path: str, mtime_ns: int) -> dict[str, tuple[str, ...]]:
-    conn = _connect(Path(path))
+    conn = sql_worker.connect(path)
     try:
         tables = [r[0] for r in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
@@ -151,6 +183,6 @@ def _schema_cached(path: str, mtime_ns: int) -> dict[str, tuple[str, ...]]:
 
 
 def schema(db_path: str | Path) -> dict[str, tuple[str, ...]]:
-    """Table name -> column names of a database (trusted introspection, without the authorizer)."""
+    """Table name -> column names of a database (trusted introspection, in this process, without the authorizer)."""
     path = _check_path(db_path)
     return _schema_cached(str(path.resolve()), path.stat().st_mtime_ns)

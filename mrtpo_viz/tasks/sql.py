@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
-from functools import lru_cache
+import threading
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
@@ -198,22 +198,64 @@ def _norm_rows(rows) -> list[tuple]:
     return [tuple(_norm(v) for v in r) for r in rows]
 
 
-@lru_cache(maxsize=4096)
-def _gold_rows(path: str, mtime_ns: int, gold_sql: str) -> tuple:
-    res = run_query(path, gold_sql, max_rows=100_000)
-    if not res.ok:
-        raise ValueError(f"the gold query fails on {path}: {res.error} ({gold_sql})")
-    return res.rows
+GOLD_MAX_ROWS = 1000
+"""A gold query may return at most this many rows (as many as a policy's query): a rollouts file brings its own
+gold SQL, so it runs under the same sandbox limits as the policy's query, never with larger ones."""
+GOLD_CACHE_BYTES = 16 * 2**20
+"""Memory the cache of gold results may hold (values by size); a result over an eighth of it is not cached."""
+
+
+class _GoldCache:
+    """Least-recently-used gold results, bounded by the size of their values rather than by their number."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes, self.used, self.entries = max_bytes, 0, OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+                return self.entries[key][0]
+        return None
+
+    def put(self, key, rows: tuple) -> None:
+        size = sum(64 + sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in r) for r in rows) + len(key[2])
+        if size > self.max_bytes // 8:
+            return
+        with self.lock:
+            if key not in self.entries:
+                self.entries[key] = (rows, size)
+                self.used += size
+            while self.used > self.max_bytes:
+                _, (_, freed) = self.entries.popitem(last=False)
+                self.used -= freed
+
+
+_GOLD_CACHE = _GoldCache(GOLD_CACHE_BYTES)
 
 
 def gold_rows(example: Example) -> tuple:
-    """Result rows of the example's gold query (cached per database file and query)."""
-    if not example.meta.get("gold_sql"):
+    """Result rows of the example's gold query, run in the sandbox with a policy query's limits (cached per
+    database file and query, in a cache of bounded size)."""
+    gold = example.meta.get("gold_sql")
+    if not gold:
         raise MissingArguments("a text_to_sql example needs meta['gold_sql']")
+    if not isinstance(gold, str):
+        raise ValueError("a text_to_sql example needs meta['gold_sql'], a SQL query (a string)")
     path = db_path(example)
     if not path.is_file():
         raise FileNotFoundError(f"no database at {path}; run `python scripts/make_sample_data.py`")
-    return _gold_rows(str(path), path.stat().st_mtime_ns, example.meta["gold_sql"])
+    key = (str(path), path.stat().st_mtime_ns, gold)
+    rows = _GOLD_CACHE.get(key)
+    if rows is None:
+        res = run_query(path, gold, max_rows=GOLD_MAX_ROWS)
+        if not res.ok:
+            raise ValueError(f"the gold query fails on the {example.meta.get('db') or path.stem} database: "
+                             f"{res.error} ({gold[:200]})")
+        rows = res.rows
+        _GOLD_CACHE.put(key, rows)
+    return rows
 
 
 def compare_rows(got, want, ordered: bool) -> Verdict:

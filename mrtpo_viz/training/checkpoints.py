@@ -58,6 +58,10 @@ def save_checkpoint(out_dir: Path, model, optimizer, steps_done: int, config: An
     """
     from safetensors.torch import save_model
 
+    bad = _non_finite(model)
+    if bad:
+        raise CheckpointError(f"not saving step {steps_done}: the weight {bad} holds NaN or infinite values "
+                              f"(the previous checkpoint in {Path(out_dir) / CHECKPOINTS} is kept)")
     root = Path(out_dir) / CHECKPOINTS
     root.mkdir(parents=True, exist_ok=True)
     name = f"step-{steps_done:06d}"
@@ -105,6 +109,10 @@ def load_checkpoint(folder: Path, model, optimizer, config: Any) -> Resumed:
         if unexpected or [m for m in missing if not _is_tied(model, m)]:
             raise CheckpointError(f"{folder}: the weights do not fit the model (missing {missing[:3]}, "
                                   f"unexpected {unexpected[:3]})")
+        bad = _non_finite(model)
+        if bad:
+            raise CheckpointError(f"checkpoint {folder} holds NaN or infinite values in the weight {bad}; it cannot "
+                                  f"be resumed: {_way_out(folder)}")
         optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["rng"])
         return Resumed(steps_done=int(state["steps_done"]), folder=folder)
@@ -113,6 +121,14 @@ def load_checkpoint(folder: Path, model, optimizer, config: Any) -> Resumed:
     except Exception as e:  # truncated or garbled files raise many kinds of errors; all mean "corrupted"
         raise CheckpointError(f"checkpoint {folder} is corrupted or incomplete ({type(e).__name__}: {e}); "
                               f"{_way_out(folder)}") from None
+
+
+def _non_finite(model) -> Optional[str]:
+    """The name of the first weight holding NaN or inf, or None."""
+    for name, p in model.named_parameters():
+        if p.is_floating_point() and not bool(torch.isfinite(p).all()):
+            return name
+    return None
 
 
 def _way_out(folder: Path) -> str:

@@ -2,6 +2,7 @@
 from :mod:`mrtpo_viz.names`; the CLI's ``train`` options are generated from this dataclass's fields and docstrings."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -67,24 +68,48 @@ class TrainConfig:
         names.check_choice("control", self.control, names.CONTROLS)
         names.check_choice("metric", self.metric, names.METRICS)
         names.check_choice("info_position", self.info_position, names.INFO_POSITIONS)
-        _check_ranges(self)
         object.__setattr__(self, "reward_weights", tuple((str(k), float(w)) for k, w in dict(self.reward_weights)
                                                          .items()))
+        _check_ranges(self)
+
+
+MAX_LR = 1.0
+"""Largest learning rate: AdamW moves each weight by about ``lr`` per step, so beyond 1 (1e308 was accepted) the
+first step already makes the weights useless or infinite."""
+MAX_GAMMA = 100.0
+"""Largest sharpening exponent: relevance lies in [0, 1], and ``d ** gamma`` underflows to 0 long before this."""
+MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-2, 100.0
+"""Sampling temperatures training accepts: the loss divides the logits by it (1e-300 made them infinite)."""
+
+
+def _finite(*values: float) -> bool:
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
 
 
 def _check_ranges(c: TrainConfig) -> None:
+    floats = {"lr": c.lr, "clip_eps": c.clip_eps, "temperature": c.temperature, "top_p": c.top_p, "alpha": c.alpha,
+              "gamma": c.gamma, "kl_coef": c.kl_coef, "max_grad_norm": c.max_grad_norm}
+    floats.update({f"reward_weights[{k}]": w for k, w in dict(c.reward_weights).items()})
+    bad = [f"{name}={value!r}" for name, value in floats.items() if not _finite(value)]
+    if bad:
+        raise ValueError(f"settings must be finite numbers: {', '.join(bad)} (a NaN or infinite setting makes every "
+                         "weight NaN after one step)")
     rules = [
         (c.group_size >= 2, f"group_size must be at least 2 (group advantages need 2 samples), got {c.group_size}"),
         (c.prompts_per_step >= 1, f"prompts_per_step must be at least 1, got {c.prompts_per_step}"),
         (c.steps >= 0, f"steps must be >= 0, got {c.steps}"),
-        (c.lr > 0, f"lr must be > 0, got {c.lr}"),
+        (0 < c.lr <= MAX_LR, f"lr must lie in (0, {MAX_LR:g}], got {c.lr}"),
         (0 < c.clip_eps < 1, f"clip_eps must lie in (0, 1), got {c.clip_eps}"),
         (c.max_new_tokens >= 1, f"max_new_tokens must be at least 1, got {c.max_new_tokens}"),
-        (c.temperature > 0, f"temperature must be > 0 for policy-gradient training, got {c.temperature}"),
+        (MIN_TEMPERATURE <= c.temperature <= MAX_TEMPERATURE, f"temperature must lie in [{MIN_TEMPERATURE:g}, "
+                                                               f"{MAX_TEMPERATURE:g}] for policy-gradient training "
+                                                               f"(the loss divides the logits by it), got "
+                                                               f"{c.temperature}"),
         (0 < c.top_p <= 1, f"top_p must lie in (0, 1], got {c.top_p}"),
         (0 <= c.alpha <= 1, f"alpha must lie in [0, 1], got {c.alpha}"),
-        (c.gamma >= 0, f"gamma must be >= 0, got {c.gamma}"),
+        (0 <= c.gamma <= MAX_GAMMA, f"gamma must lie in [0, {MAX_GAMMA:g}], got {c.gamma}"),
         (c.kl_coef >= 0, f"kl_coef must be >= 0, got {c.kl_coef}"),
+        (c.max_grad_norm >= 0, f"max_grad_norm must be >= 0 (0 disables clipping), got {c.max_grad_norm}"),
         (c.save_every >= 0, f"save_every must be >= 0, got {c.save_every}"),
         (c.threads is None or c.threads >= 1, f"threads must be at least 1, got {c.threads}"),
         (c.save_every == 0 or c.out_dir, "save_every needs an out_dir to save checkpoints in"),

@@ -212,13 +212,28 @@ def update_policy(run: Run, rollouts, adv: torch.Tensor, mask: torch.Tensor,
     pg_loss = _masked_mean(torch.maximum(pg_loss1, pg_loss2), mask)
     kl = _masked_mean(_k3_kl(run, rollouts, logp, pad), mask) if run.ref_model is not None else logp.new_zeros(())
     loss = pg_loss + cfg.kl_coef * kl
+    _refuse_non_finite(torch.isfinite(loss.detach()), "the loss", cfg)
     run.optimizer.zero_grad(set_to_none=True)
     run.accelerator.backward(loss)
     if cfg.max_grad_norm > 0:
-        run.accelerator.clip_grad_norm_(run.model.parameters(), cfg.max_grad_norm)
+        norm = run.accelerator.clip_grad_norm_(run.model.parameters(), cfg.max_grad_norm)
+        _refuse_non_finite(torch.isfinite(torch.as_tensor(norm)), "the gradient", cfg)
     run.optimizer.step()
+    _refuse_non_finite(all(bool(torch.isfinite(p).all()) for p in run.model.parameters()), "the weights", cfg)
     clipped = ((ratio - 1).abs() > cfg.clip_eps).float()
     return {"loss": float(loss.detach()), "kl": float(kl.detach()), "clip_frac": float(_masked_mean(clipped, mask))}
+
+
+class TrainingDiverged(ValueError):
+    """A step produced NaN or infinite numbers; the run stops before anything of that step is saved."""
+
+
+def _refuse_non_finite(ok, what: str, cfg: TrainConfig) -> None:
+    """Stop the run when ``what`` is not finite: nothing of this step reaches a checkpoint or the metrics."""
+    if not bool(ok):
+        where = f"; the last checkpoint in {cfg.out_dir} is intact" if cfg.out_dir else ""
+        raise TrainingDiverged(f"this step made {what} NaN or infinite (lr={cfg.lr:g}, max_grad_norm="
+                               f"{cfg.max_grad_norm:g}): lower the learning rate or clip the gradients{where}")
 
 
 def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

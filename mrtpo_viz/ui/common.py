@@ -44,7 +44,9 @@ def download_folder(prefix: str, root: Path | None = None, ttl_s: float = DOWNLO
     import tempfile
     import time
 
-    root = Path(root or Path(tempfile.gettempdir()) / f"mrtpo-viz-downloads-{os.getpid()}")
+    if root is None:
+        remove_stale_download_roots(Path(tempfile.gettempdir()))
+    root = Path(root or Path(tempfile.gettempdir()) / f"{DOWNLOAD_ROOT_PREFIX}{os.getpid()}")
     root.mkdir(parents=True, exist_ok=True)
     cutoff = time.time() - ttl_s
     for old in root.iterdir():
@@ -54,6 +56,51 @@ def download_folder(prefix: str, root: Path | None = None, ttl_s: float = DOWNLO
         except FileNotFoundError:  # another request removed it first
             pass
     return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
+
+
+DOWNLOAD_ROOT_PREFIX = "mrtpo-viz-downloads-"
+_swept: list[int] = []
+
+
+def remove_stale_download_roots(tmp: Path) -> list[Path]:
+    """Remove the download roots of app processes that no longer run (once per process); returns them.
+
+    Each process writes under ``mrtpo-viz-downloads-<pid>`` and cleans only its own, so the roots of earlier
+    (stopped, killed) processes stayed in the temporary folder for ever."""
+    import shutil
+
+    import psutil
+
+    if os.getpid() in _swept:
+        return []
+    _swept.append(os.getpid())
+    gone = []
+    for old in tmp.glob(f"{DOWNLOAD_ROOT_PREFIX}*"):
+        pid = old.name[len(DOWNLOAD_ROOT_PREFIX):]
+        if old.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+            gone.append(old)
+    return gone
+
+
+MAX_GROUP_ROWS = 64
+"""Most rows of the advantages table (a group of responses) a request may send."""
+
+
+def check_rewards_table(frame) -> None:
+    """Refuse an advantages table of more than ``MAX_GROUP_ROWS`` rows before anything parses its cells (a table
+    of 1,000,000 rows took 27 s and 950 MB)."""
+    n = len(frame) if frame is not None else 0
+    if n > MAX_GROUP_ROWS:
+        raise ValueError(f"The rewards table has {n:,} rows; a group here has at most {MAX_GROUP_ROWS} responses.")
+
+
+def rollout_limits():
+    """The caps on an uploaded rollouts file and its rows, read from the operator settings now (MRTPO_MAX_UPLOAD_MB,
+    MRTPO_MAX_ROLLOUTS, MRTPO_MAX_CHARS, MRTPO_MAX_TOKENS; at most ``MAX_VERIFIERS`` verifiers per row)."""
+    from ..settings import rollout_limits as from_settings
+
+    return from_settings(get_settings(), max_verifiers=MAX_VERIFIERS)
 
 
 @dataclass(frozen=True)
@@ -100,7 +147,8 @@ def check_text(label: str, text: str | None, max_chars: int, required: bool = Tr
 
 def check_token_count(policy, *texts: str) -> None:
     """Refuse a request whose texts (prompt, response, verifier information) exceed ``limits().max_tokens``."""
-    n = sum(len(policy.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts if t)
+    n = sum(len(policy.tokenizer(t, add_special_tokens=False, split_special_tokens=True)["input_ids"])
+            for t in texts if t)  # typed specials count as the text they are replayed as
     cap = limits().max_tokens
     if n > cap:
         raise ValueError(f"The request has {n:,} tokens (prompt, response and verifier information); at most "
@@ -164,7 +212,7 @@ def get_policy(checkpoint: str | None):
     checkpoint = (checkpoint or "").strip()
     if not checkpoint:
         raise ValueError("No checkpoint given: pick the bundled policy or type a local folder or hub id.")
-    return load_allowed_policy(checkpoint)
+    return load_allowed_policy(checkpoint, public=True)  # one message for every unusable typed path
 
 
 def load_status(checkpoint: str | None) -> str:

@@ -71,7 +71,7 @@ def _error(fn, *args) -> str:
 # --------------------------------------------------------------------------------------------- handlers, directly
 CHECKPOINTS = {
     "etc_passwd": ("/etc/passwd", "policy not found: '/etc/passwd'"),
-    "traversal": ("../../../../../../../etc", "/etc is not a model folder (no config.json)"),
+    "traversal": ("../../../../../../../etc", "policy not found: '../../../../../../../etc' is not a model folder"),
     "hub_offline": ("someone/some-model", "cannot be reached (offline)"),
     "empty": ("   ", "No checkpoint given"),
     "pickle": ("{pickle}", "only pickle weights (pytorch_model.bin)"),
@@ -142,9 +142,10 @@ def test_hostile_sql_typed_as_a_response_scores_zero_in_the_verdicts(sql, why, c
 
 
 @pytest.mark.parametrize("args, says", [
-    ((-1.0, 1.0, 8, 0), "need temperature >= 0"),
-    ((float("nan"), 1.0, 8, 0), "need temperature >= 0"),
-    ((1.0, 0.0, 8, 0), "0 < top_p <= 1"),
+    ((-1.0, 1.0, 8, 0), "the temperature must be 0 (greedy) or lie in [0.001, 100], got -1.0"),
+    ((float("nan"), 1.0, 8, 0), "the temperature must be 0 (greedy) or lie in [0.001, 100], got nan"),
+    ((1e-300, 1.0, 8, 0), "the temperature must be 0 (greedy) or lie in [0.001, 100], got 1e-300"),
+    ((1.0, 0.0, 8, 0), "top_p must lie in (0, 1], got 0.0"),
     ((1.0, 1.0, 8, 2**70), "the seed must lie in"),
     ((1.0, 1.0, -3, 0), "max_new_tokens must be at least 1"),
 ])

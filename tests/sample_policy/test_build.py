@@ -175,8 +175,9 @@ def test_collate_masks_prompt_and_padding():
 
 
 def test_training_is_deterministic_and_the_same_on_one_or_two_threads(small_tokenizer):
-    """The build's weights depend on the seed only: two runs, and one or two torch threads, give the same bytes
-    (what lets ``--threads 2`` rebuild the committed one-thread policy in about an hour)."""
+    """The build's weights depend on the seed only: two runs on the same threads give the same bytes, and one or two
+    torch threads the same weights up to rounding (byte for byte on the AVX2 build machine, which is what let
+    ``--threads 2`` rebuild the committed one-thread policy)."""
     from mrtpo_viz.sample_policy.build import build_model, train
 
     data = build_sft_data({"tool_calling": 40, "text_to_sql": 0, "instruction_following": 0}, seed=0)
@@ -198,8 +199,20 @@ def test_training_is_deterministic_and_the_same_on_one_or_two_threads(small_toke
     torch.manual_seed(cfg.seed)
     start = build_model(cfg, small_tokenizer)  # the same initial weights
     assert all(not torch.equal(a, b) for a, b in zip(one, start.parameters()))  # every tensor trained
+    # Same threads, same kernels: every operation is deterministic, so the bits are the same (guaranteed).
     assert all(torch.equal(a, b) for a, b in zip(one, again))
-    assert all(torch.equal(a, b) for a, b in zip(one, two))
+    # One vs two threads: torch splits reductions (matmuls, sums) over threads as the CPU's kernels decide, so the
+    # bits may differ (they did on an AVX-512/AMX Xeon; not on the AVX2 build machine). Rounding-level differences
+    # then grow through the 4 AdamW steps, each of which moves a weight by at most about lr = 3e-3. Measured on the
+    # build machine between its AVX2 and its portable kernels (ATEN_CPU_CAPABILITY=default vs avx2, same seed):
+    # largest difference 2.9e-5, 12 of 1.09M weights beyond 1e-5, none beyond 1e-4. Allowed: a third of one step
+    # (1e-3) and 0.1% of the weights beyond 1e-5; a real divergence (another batch order or seed) moves the weights
+    # by about lr everywhere.
+    diff = torch.cat([(a - b).abs().flatten() for a, b in zip(one, two)])
+    print("1 vs 2 threads: max", diff.max().item(), "weights beyond 1e-5:", int((diff > 1e-5).sum()), "of",
+          diff.numel())
+    assert diff.max() < 1e-3
+    assert int((diff > 1e-5).sum()) < 1e-3 * diff.numel()
 
 
 def test_sft_loss_equals_the_full_logits_loss():

@@ -202,12 +202,20 @@ def test_one_verifier_alpha_zero_gives_identical_updates(tiny_policy):
     mrtpo, m_mrtpo = _one_step_params(tiny_policy, method="mrtpo", alpha=0.0)
     assert m.adv_absmax > 0.5  # the group's rewards differ: there is an update to compare
     assert (grpo - start).abs().max() > 1e-4
-    # MRTPO at alpha = 0 is GDPO to the bit. GRPO's advantages equal GDPO's up to a scale of 1 + O(eps) with one
-    # prompt per step; Adam divides that scale out, except on a handful of near-zero gradients (|g| ~ 1e-8, where
-    # Adam's own eps and rounding matter): allow 2% of the learning rate there.
+    # MRTPO at alpha = 0 is GDPO to the bit: w = 1 exactly, so the same operations run on the same numbers, on any
+    # CPU (the code guarantees it).
     assert torch.equal(mrtpo, gdpo)
-    assert (gdpo - grpo).abs().max() < 0.02 * 1e-3
-    assert int(((gdpo - grpo).abs() > 1e-7).sum()) < 1e-3 * grpo.numel()
+    # GRPO's advantages equal GDPO's up to a scale of 1 + O(eps) with one prompt per step, and AdamW's first step
+    # lr * g / (|g| + eps_adam) divides a common scale out -- except for a weight whose gradient is near Adam's eps
+    # or is float rounding noise of the backward pass. Rounding depends on the CPU's kernels (2.1e-5 on an
+    # AVX-512/AMX Xeon, 3.0e-5 with ATEN_CPU_CAPABILITY=default, under 2e-5 with AVX2), and such a weight can move by
+    # anything up to lr in each run: the only bound that holds on every CPU is 2 * lr. What the test rests on is the
+    # count: those weights are rare (under 0.1%), while a real difference (the alpha = 1 control below) moves over
+    # 5% of them by more than 1e-7, and the largest by over 0.5 * lr.
+    diff = (gdpo - grpo).abs()
+    print("gdpo vs grpo: max", diff.max().item(), "weights over 1e-7:", int((diff > 1e-7).sum()), "of", diff.numel())
+    assert diff.max() <= 2 * 1e-3
+    assert int((diff > 1e-7).sum()) < 1e-3 * grpo.numel()
     assert m_mrtpo.relevance_mean > 0  # MRTPO did replay; alpha = 0 ignores it
     # A control that the comparison can fail: relevance-weighted credit (alpha = 1) moves the parameters elsewhere.
     weighted, _ = _one_step_params(tiny_policy, method="mrtpo", alpha=1.0)
