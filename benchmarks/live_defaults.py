@@ -53,6 +53,7 @@ SEARCH: dict[str, dict] = {
     "lr 3e-3": dict(lr=3e-3),
     "lr 5e-4, 4 prompts": dict(lr=5e-4, prompts_per_step=4),
     "lr 5e-4, G 8": dict(lr=5e-4, group_size=8),
+    "lr 5e-4, T 0.7": dict(lr=5e-4, temperature=0.7),
     "lr 5e-4, own seeds": dict(lr=5e-4, shared_samples=False),
     "sql, lr 5e-4": dict(lr=5e-4, task="text_to_sql"),
     "ifeval, lr 5e-4, 96 tokens": dict(lr=5e-4, task="instruction_following", max_new_tokens=96),
@@ -83,7 +84,7 @@ def cached_run(label: str, settings: LiveSettings, seed: int, policy, work: Path
     key = hashlib.sha256(f"{trains}|{seed}|{digest}".encode()).hexdigest()[:16]
     path = work / f"{key}.csv"
     if path.is_file():
-        return pd.read_csv(path)
+        return pd.read_csv(path).assign(settings=label)
     start = time.perf_counter()
     df = run_once(settings, seed, policy).assign(settings=label)
     df.to_csv(path.with_suffix(".tmp"), index=False)
@@ -93,56 +94,91 @@ def cached_run(label: str, settings: LiveSettings, seed: int, policy, work: Path
 
 
 def run_summary(df: pd.DataFrame) -> dict:
-    """One (settings, seed) run: per method the reward at step 0, the first and last EDGE steps' mean, the rise;
-    and the first step at which the methods' mean rewards differ (None: never)."""
+    """One (settings, seed) run: per method the reward of the first and the last step, the means of the first and
+    last EDGE steps and the rise between them; the first step (1-based) at which the methods' rewards differ (None:
+    never) and the mean gap between the highest and the lowest method per step."""
     order = list(dict.fromkeys(df["variant"]))
     curves = df.pivot_table(index="step", columns="variant", values="reward/mean")[order]  # (steps, methods)
     methods = {}
     for v in curves.columns:
         c = curves[v]
         start, end = float(c.iloc[:EDGE].mean()), float(c.iloc[-EDGE:].mean())
-        methods[v] = {"step0": float(c.iloc[0]), "start": start, "end": end, "rise": end - start,
-                      "last": float(c.iloc[-1])}
+        methods[v] = {"first": float(c.iloc[0]), "last": float(c.iloc[-1]), "start": start, "end": end,
+                      "rise": end - start}
     gap = curves.max(axis=1) - curves.min(axis=1)  # (steps,)
-    first = int(gap.gt(1e-9).idxmax()) if gap.gt(1e-9).any() else None
+    first = int(gap.gt(1e-9).idxmax()) + 1 if gap.gt(1e-9).any() else None
     return {"methods": methods, "first_differ": first, "mean_gap": float(gap.mean())}
 
 
+def _spread(xs: list[float]) -> dict:
+    mean = sum(xs) / len(xs)
+    return {"mean": mean, "std": math.sqrt(sum((x - mean) ** 2 for x in xs) / len(xs)), "min": min(xs),
+            "max": max(xs)}
+
+
 def summarize(df: pd.DataFrame) -> dict:
-    """Per settings: each seed's run summary and, per method, mean and spread (min, max) over seeds."""
+    """Per settings: each seed's run summary; per method the spread over seeds (mean, std, min, max) of each
+    number; how many (method, seed) runs rose; and the end-of-run difference of MRTPO to the other methods."""
     out = {}
     for label, runs in df.groupby("settings", sort=False):
         seeds = {int(s): run_summary(r) for s, r in runs.groupby("run_seed")}
-        per_method = {}
-        for v in next(iter(seeds.values()))["methods"]:
-            stats = {}
-            for key in ("step0", "start", "end", "rise"):
-                xs = [s["methods"][v][key] for s in seeds.values()]
-                stats[key] = {"mean": sum(xs) / len(xs), "min": min(xs), "max": max(xs)}
-            per_method[v] = stats
-        out[label] = {"seeds": seeds, "methods": per_method, "s_per_step": float(runs[[c for c in runs.columns
-                                                                                     if c.startswith("time/")]]
-                                                                              .sum(axis=1).mean())}
+        methods = list(next(iter(seeds.values()))["methods"])
+        per_method = {v: {k: _spread([r["methods"][v][k] for r in seeds.values()])
+                          for k in ("first", "last", "start", "end", "rise")} for v in methods}
+        rises = [r["methods"][v]["rise"] for r in seeds.values() for v in methods]
+        vs = {f"mrtpo - {v}": _spread([r["methods"]["mrtpo"]["end"] - r["methods"][v]["end"] for r in seeds.values()])
+              for v in methods if v != "mrtpo" and "mrtpo" in methods}
+        times = runs[[c for c in runs.columns if c.startswith("time/")]].sum(axis=1)
+        out[label] = {"seeds": seeds, "methods": per_method, "rose": sum(x > 0 for x in rises), "runs": len(rises),
+                      "smallest_rise": min(rises), "end_difference": vs, "s_per_step": float(times.mean())}
     return out
 
 
 def markdown(summary: dict, settings: dict[str, LiveSettings], header: str) -> str:
-    lines = [header, "", f"Start = mean reward of the first {EDGE} steps, end = of the last {EDGE} steps "
-             f"(one step: prompts x G samples); rise = end - start. 'differ from' = first step at which the methods' "
-             "rewards are not all equal (shared samples make step 0 equal by design).", ""]
+    lines = [header, "", f"Per method and seed: the mean reward of the first step (the starting policy's samples, "
+             f"before any update) and of the last; start and end = means over the first and the last {EDGE} steps "
+             f"(one step's reward is prompts x G samples and swings by about +-0.2); rise = end - start. 'Differ "
+             "from' = first step at which the methods' rewards are not all equal (shared samples make the first step "
+             "equal by design); gap = mean over steps of the highest minus the lowest method.", ""]
+    if len(summary) > 1:
+        lines += ["| settings | runs that rose | mean rise | smallest rise | end: highest - lowest method (mean over "
+                  "seeds) | differ from step (per seed) | gap | s per method-step |", "|---|---|---|---|---|---|---|---|"]
+        for label, s in summary.items():
+            ends = [m["end"]["mean"] for m in s["methods"].values()]
+            rise = sum(m["rise"]["mean"] for m in s["methods"].values()) / len(s["methods"])
+            gaps = sum(r["mean_gap"] for r in s["seeds"].values()) / len(s["seeds"])
+            differ = ", ".join(str(r["first_differ"]) for r in s["seeds"].values())
+            lines.append(f"| {label} | {s['rose']}/{s['runs']} | {rise:+.3f} | {s['smallest_rise']:+.3f} | "
+                         f"{max(ends) - min(ends):.3f} | {differ} | {gaps:.3f} | {s['s_per_step']:.2f} |")
+        lines.append("")
     for label, s in summary.items():
-        cfg = settings[label]
-        lines += [f"### {label}", "", f"`{_settings_text(cfg)}`; {s['s_per_step']:.2f} s per method-step (wall).", "",
-                  "| method | step 0 (per seed) | start | end | rise (mean; min..max over seeds) |", "|---|---|---|---|---|"]
-        for v, st in s["methods"].items():
-            step0 = ", ".join(f"{r['methods'][v]['step0']:.3f}" for r in s["seeds"].values())
-            lines.append(f"| {v} | {step0} | {st['start']['mean']:.3f} | {st['end']['mean']:.3f} | "
-                         f"{st['rise']['mean']:+.3f} ({st['rise']['min']:+.3f}..{st['rise']['max']:+.3f}) |")
-        per_seed = "; ".join(f"seed {k}: ends " + ", ".join(f"{v} {m['end']:.3f}" for v, m in r["methods"].items())
-                             + f", differ from step {r['first_differ']}, mean gap {r['mean_gap']:.3f}"
-                             for k, r in s["seeds"].items())
-        lines += ["", per_seed, ""]
+        lines += _settings_section(label, s, settings[label])
     return "\n".join(lines) + "\n"
+
+
+def _settings_section(label: str, s: dict, cfg: LiveSettings) -> list[str]:
+    n = cfg.steps
+    lines = [f"### {label}", "", f"`{_settings_text(cfg)}`; {s['s_per_step']:.2f} s per method-step (wall, this "
+             "load).", "", f"**The mean reward rose in {s['rose']} of {s['runs']} runs (method x seed); smallest rise "
+             f"{s['smallest_rise']:+.3f}.**", "",
+             f"| method | seed | step 1 | step {n} | start (steps 1-{EDGE}) | end (steps {n - EDGE + 1}-{n}) | rise |",
+             "|---|---|---|---|---|---|---|"]
+    for v in s["methods"]:
+        for seed, r in s["seeds"].items():
+            m = r["methods"][v]
+            lines.append(f"| {v} | {seed} | {m['first']:.3f} | {m['last']:.3f} | {m['start']:.3f} | {m['end']:.3f} | "
+                         f"{m['rise']:+.3f} |")
+    lines += ["", "Spread over seeds (mean ± std, min..max):", "",
+              f"| method | step 1 | step {n} | start | end | rise |", "|---|---|---|---|---|---|"]
+    for v, st in s["methods"].items():
+        cells = [f"{st[k]['mean']:.3f} ± {st[k]['std']:.3f} ({st[k]['min']:.3f}..{st[k]['max']:.3f})"
+                 for k in ("first", "last", "start", "end", "rise")]
+        lines.append(f"| {v} | " + " | ".join(cells) + " |")
+    lines += [""] + [f"- End of run, {k}: {d['mean']:+.3f} (per-seed range {d['min']:+.3f}..{d['max']:+.3f})"
+                     for k, d in s["end_difference"].items()]
+    lines += [f"- Seed {k}: methods differ from step {r['first_differ']}; gap {r['mean_gap']:.3f}"
+              for k, r in s["seeds"].items()]
+    return lines + [""]
 
 
 def _settings_text(s: LiveSettings) -> str:

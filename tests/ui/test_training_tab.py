@@ -73,7 +73,10 @@ def test_the_benchmark_results_are_for_the_current_defaults():
     results = json.loads((REPO / "benchmarks" / "results" / "live_defaults.json").read_text())
     (label, measured), = results["settings"].items()
     assert label == "defaults"
-    assert measured == json.loads(json.dumps(dataclasses.asdict(LIVE)))
+    display_only = ("smoothing", "max_steps")  # change the plot and the slider's range, not the training
+    current = json.loads(json.dumps(dataclasses.asdict(LIVE)))
+    assert {k: v for k, v in measured.items() if k not in display_only} == \
+        {k: v for k, v in current.items() if k not in display_only}
     per_seed = results["results"][label]["seeds"]
     assert sorted(per_seed) == ["0", "1", "2"]
     for seed in per_seed.values():
