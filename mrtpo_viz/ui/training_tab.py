@@ -1,7 +1,10 @@
 """Live training tab: train GRPO, GDPO and MRTPO side by side, one step of each in turn, and watch the curves.
 
 Each click trains private copies of the chosen checkpoint (never the shared, cached policy). The handler is a
-generator, so the Stop button cancels it between steps and the curves stay as they were. A process-wide cap
+generator, so the Stop button cancels it between steps and the curves stay as they were; Stop's own handler writes
+"Stopped at step n" from the session's :class:`LiveProgress`, which the generator also reads, so a step that
+finishes after the click cannot overwrite it. The defaults are :data:`LIVE` (checked by
+``benchmarks/live_defaults.py``). A process-wide cap
 (env ``MRTPO_MAX_TRAININGS``, default 1, read when a training starts) limits concurrent runs; a click beyond it gets a
 readable message.
 """
