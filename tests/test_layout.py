@@ -192,10 +192,12 @@ COVERED_BY = {
     **{f"mrtpo_viz.sample_policy.{m}": BUILD for m in ("data", "evaluate", "violations")},
     # the views, on one hand-built Relevance and frame
     "mrtpo_viz.viz.*": VIEWS,
+    "mrtpo_viz.viz.training": "tests/viz/test_training.py",
     # the app: one launched server serves every tab's endpoints; the Runs tab's handlers have their own file
     "mrtpo_viz.ui.*": APP, "mrtpo_viz.ui.runs_tab": "tests/ui/test_runs_tab.py",
     # MRTPOTrainer's batch handling, tested through the trainer on real TRL runs
     "mrtpo_viz.integrations.trl_batch": "tests/integrations/test_trl.py",
+    "mrtpo_viz.ui.training_tab": "tests/ui/test_training_tab.py",
     "mrtpo_viz.cli.*": CLI,
 }
 """Modules whose tests live in a sibling's test file, and why; ``pkg.*`` covers a package and all its modules."""

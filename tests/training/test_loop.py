@@ -1,4 +1,6 @@
-"""The training loop on the tiny random-init policy: learning, method equivalence, resume, the UI generator."""
+"""The training loop on the tiny random-init policy: learning, method equivalence, resume, the comparison report.
+
+The Live training tab's generator is tested in tests/ui/test_training_tab.py."""
 import csv
 import math
 
@@ -266,45 +268,6 @@ def test_corrupted_or_foreign_checkpoint_is_reported(tiny_policy, tmp_path):
     weights.write_bytes(weights.read_bytes()[:1000])
     with pytest.raises(CheckpointError, match="corrupted"):
         next(train(_config(tmp_path, steps=2, save_every=1), examples=_examples(), policy=tiny_policy))
-
-
-# --- the Live training tab's generator -------------------------------------------------------------------------------
-
-def test_live_training_generator_streams_and_stops_when_cancelled(tiny_policy_dir):
-    import threading
-
-    from mrtpo_viz.ui import training_tab as tab
-
-    threads_before = set(threading.enumerate())
-    free = tab.SLOTS.free()
-    gen = tab.run_live_training(str(tiny_policy_dir), "tool_calling", ["gdpo", "mrtpo"], 5, 1e-3, 2, 8, "none")
-    first = next(gen)  # before any step: no curves yet
-    assert first[0] is None and "Preparing" in first[3]
-    assert tab.SLOTS.free() == free - 1  # the run holds a slot
-    fig, sample_html, times_md, status = next(gen)  # gdpo step 1
-    fig, sample_html, times_md, status = next(gen)  # mrtpo step 1
-    assert "Step 1/5" in status and "gdpo" in status and "mrtpo" in status
-    names = {t.name for t in fig.data if t.showlegend}
-    assert names == {"gdpo", "mrtpo"}
-    assert "<span" in sample_html and "mrtpo" in sample_html  # the MRTPO sample, token by token
-    assert "| mrtpo |" in times_md and "replay" in times_md
-    gen.close()  # what a Stop (cancel) does to the handler
-    assert tab.SLOTS.free() == free  # slot released at once
-    left = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
-    assert left == []  # no training thread left behind (threads of earlier tests may end meanwhile)
-
-
-def test_live_training_reports_a_full_cap(tiny_policy_dir):
-    from mrtpo_viz.ui import training_tab as tab
-
-    held = [tab.SLOTS.acquire() for _ in range(tab.SLOTS.free())]
-    try:
-        assert held and all(held) and tab.SLOTS.free() == 0
-        out = list(tab.run_live_training(str(tiny_policy_dir), "tool_calling", ["gdpo"], 2, 1e-3, 2, 8, "none"))
-        assert len(out) == 1 and "busy" in out[0][3]
-    finally:
-        for _ in held:
-            tab.SLOTS.release()
 
 
 # --- the comparison report -----------------------------------------------------------------------------------------

@@ -9,8 +9,6 @@ from mrtpo_viz.relevance.results import Relevance
 from mrtpo_viz import viz
 from mrtpo_viz.viz import advantages as viz_advantages
 from mrtpo_viz.viz import colours, figures, numbers, summaries, text, token_view
-from mrtpo_viz.viz import training as viz_training
-from tests.training.test_loop import _hand_frame
 
 
 @pytest.fixture
@@ -204,22 +202,6 @@ def test_rollout_summary_one_row_per_rollout_and_verifier(frame):
     assert s.loc[("r1", "corr.b"), "reward"] == 0.5
 
 
-def test_advantage_html_escapes_tokens():
-    html = viz_training.advantage_tokens_html({"tokens": ["<b>", "x"], "adv": [1.0, -0.5], "rewards": {"a<": 1.0},
-                                  "relevance": {"v": [0.2, 0.1]}})
-    assert "<b>" not in html.replace("<b>Latest", "") and "&lt;b&gt;" in html and "a&lt;" in html
-    assert "advantage +1.000" in html and "relevance to v: 0.200" in html
-
-
-def test_curves_have_one_line_per_variant_and_a_band_over_seeds():
-    fig = viz_training.reward_curves_figure(_hand_frame(), columns=["reward/mean", "reward/a"])
-    lines = [t for t in fig.data if t.mode == "lines"]
-    bands = [t for t in fig.data if t.fill == "toself"]
-    assert len(lines) == 4 and len(bands) == 4  # 2 variants x 2 panels
-    fast = next(t for t in lines if t.name == "fast" and t.xaxis == "x")
-    assert list(fast.y) == pytest.approx([0.15, 0.55, 0.95, 0.95])  # mean over the two seeds
-
-
 def test_text_table_has_a_column_per_verifier_and_the_rewards(rel):
     out = text.format_table(rel)
     lines = out.splitlines()
@@ -228,9 +210,3 @@ def test_text_table_has_a_column_per_verifier_and_the_rewards(rel):
     assert lines[1].split() == ["t", "token", "a", "b"]  # a column per verifier, by the last part of its name
     assert len([x for x in lines if x.strip()[:1].isdigit()]) == rel.T
     assert "fmt.a: reward" in out and "(ok)" in out
-
-
-def test_phase_times_table_lists_every_phase():
-    md = viz_training.phase_times_markdown({"gdpo": {"sample": 1.0, "update": 0.5}})
-    assert "| method | sample | score | replay | advantages | update | total |" in md
-    assert "| gdpo | 1.00 | 0.00 | 0.00 | 0.00 | 0.50 | 1.50 |" in md
