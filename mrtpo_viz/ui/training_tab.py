@@ -18,7 +18,7 @@ import gradio as gr
 import pandas as pd
 
 from .. import viz
-from ..names import CONTROLS, METHODS, TASKS
+from ..names import CONTROLS, DEFAULT_METHODS, METHODS, TASKS
 from ..settings import default_checkpoint, get_settings
 from ..tasks import available_tasks
 from ..viz.training import (advantage_tokens_html, phase_times_markdown, reward_curves_figure,
@@ -62,8 +62,8 @@ class LiveSettings:
 
     task: str = "tool_calling"
     """Task family preselected in the tab."""
-    methods: tuple[str, ...] = METHODS
-    """Methods ticked by default."""
+    methods: tuple[str, ...] = DEFAULT_METHODS
+    """Methods ticked by default (the paper's three; the oracle and the entropy baseline can be ticked too)."""
     steps: int = 30
     group_size: int = 4
     """G: completions per prompt."""

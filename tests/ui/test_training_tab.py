@@ -215,7 +215,7 @@ def test_live_training_reports_a_full_cap(tiny_policy_dir):
     (dict(steps=LIVE.max_steps + 1), "Steps must lie between"),
     (dict(seed=-1), "seed must be a whole number"),
     (dict(seed=1.5), "seed must be a whole number"),
-    (dict(temperature=0.0), "temperature must be > 0"),
+    (dict(temperature=0.0), r"temperature must lie in \[0.01, 100\]"),
 ])
 def test_bad_live_inputs_are_readable_errors(tiny_policy_dir, kw, words):
     free = tab.SLOTS.free()
