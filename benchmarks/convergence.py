@@ -1,213 +1,161 @@
-"""Convergence of GRPO, GDPO and MRTPO (raw and controlled relevance) on the bundled policy, three task families.
+"""Does token credit help? GRPO, GDPO, MRTPO (raw and best control), the span oracle and an entropy baseline.
 
-Usage: python benchmarks/convergence.py [--cpu-budget-min 35] [--deadline-min 60] [--seeds 3] [--control others]
-[--checkpoint DIR_OR_NAME] [--out benchmarks/results]
+One command per phase (each resumes where the last sitting stopped; CPU time is what the budgets mean)::
 
-``--checkpoint`` trains another policy (a folder or a known model's name) instead of the bundled one; its results
-name it (the ``model`` column, the title).
+    python benchmarks/convergence.py pilot  [--cpu-budget-min M]   # short runs -> results/convergence_pilot.*
+    python benchmarks/convergence.py power  [--budget-cpu-h 8]      # pilot -> convergence_power.md + the plan
+    python benchmarks/convergence.py run    [--cpu-budget-min M]   # the plan (results/convergence_plan.json)
+    python benchmarks/convergence.py report                          # the study -> results/convergence.{md,csv,...}
 
-All runs (3 tasks x 4 variants x seeds, each a private copy of the policy) advance one step at a time, in turn,
-so that every run has the same number of steps whenever the benchmark stops: after ``--max-steps``, or when this
-process has used ``--cpu-budget-min`` of CPU time (one thread), or at the wall-clock ``--deadline-min`` (the
-machine is shared; CPU time is what the budget means). Every method of a seed sees the same prompts and sampling
-seeds. Step time is measured as this process's CPU time per step (robust to other load) and as wall time per phase.
+Runs (arm, variant, seed) live under ``runs/convergence/<study>/`` (gitignored; ``--runs-dir``); see
+``_convergence_runs.py`` for the order (seed-major, one run at a time), the checkpoints and the CPU ledger. Every
+variant of a seed sees the same prompts and sampling seeds (``Run.prompts_for`` depends on the seed and the step
+only), so differences are paired by seed. ``run`` stops cleanly at ``--cpu-budget-min`` (this sitting's process
+CPU time, one torch thread), at ``--max-steps`` steps, or on SIGINT/SIGTERM, and the same command continues.
 
-Writes ``benchmarks/results/convergence.csv`` (one row per step), ``convergence.md`` (outcome, spread over seeds,
-step-time cost of MRTPO over GDPO, sizes), ``convergence.json``, ``convergence.html`` and ``convergence.png``
-(with matplotlib).
+Variants: ``grpo``, ``gdpo``, ``mrtpo`` (raw JS), ``mrtpo:others`` (the best control: the only one whose span AUROC
+beats raw JS in benchmarks/results/localization.md, 0.70 vs 0.62 over all span tokens and 0.77 vs 0.71 on first
+tokens, with the same reward specificity 0.75; placebo and corrupted are below raw JS), ``mrtpo:oracle`` (weights
+from the verifiers' relevant spans: the headroom) and ``entropy`` (uncertainty only).
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(ROOT / "benchmarks"))
+for _k, _v in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
+    os.environ.setdefault(_k, _v)
 
-import torch  # noqa: E402
-
-torch.set_num_threads(1)
-
-from mrtpo_viz.names import TASKS  # noqa: E402
-from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR  # noqa: E402
-from mrtpo_viz.training.config import TrainConfig  # noqa: E402
-from mrtpo_viz.training.loop import train  # noqa: E402
-from mrtpo_viz.training.report import parse_variant, summarize  # noqa: E402
-from mrtpo_viz.viz.training import reward_curves_figure, write_png  # noqa: E402
+import _convergence_runs as runs  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-POLICY = BUNDLED_POLICY_DIR
-BASE = TrainConfig(checkpoint=str(POLICY), group_size=4, prompts_per_step=2, max_new_tokens=40, lr=5e-4,
-                   threads=1, save_every=0)
-"""Shared settings of every run (method, control, task, seed and steps vary)."""
+RUNS = ROOT / "runs" / "convergence"
+PLAN_FILE = RESULTS / "convergence_plan.json"
+REAL_MODEL = "~/.cache/mrtpo-viz/models/smollm2-135m-instruct"
+"""SmolLM2-135M-Instruct as converted by ``mrtpo-viz get-model`` (the path is kept literally in the plans)."""
+VARIANTS = ["grpo", "gdpo", "mrtpo", "mrtpo:others", "mrtpo:oracle", "entropy"]
+TINY = dict(checkpoint="tiny-mrtpo", prompts_per_step=2, group_size=4, max_new_tokens=40, lr=5e-4)
+"""The bundled policy's settings (those of the earlier 57-step convergence runs)."""
+REAL = dict(checkpoint=REAL_MODEL, prompts_per_step=1, group_size=4, max_new_tokens=64, lr=1e-5)
+"""The real model's: one prompt per step (a 96-token step of 2 x 4 completions cost 56-75 CPU s here)."""
 
 
-def policy_copy(dest: Path, source: Path = POLICY) -> str:
-    """Copy the policy to ``dest`` (the bundled one may be rebuilt while the benchmark runs); returns its sha256."""
-    import hashlib
-    import shutil
-
-    shutil.rmtree(dest, ignore_errors=True)
-    shutil.copytree(source, dest)
-    return hashlib.sha256((dest / "model.safetensors").read_bytes()).hexdigest()[:16]
-
-
-def interleaved(runs: dict, max_steps: int, cpu_budget: float, deadline: float, log) -> tuple[list, dict, int]:
-    """Advance every run one step in turn until a limit; returns metrics rows, CPU seconds per step, steps done."""
-    rows, cpu, wall0, cpu0 = [], {k: [] for k in runs}, time.perf_counter(), time.process_time()
-    steps = 0
-    for step in range(max_steps):
-        round_cpu = time.process_time()
-        for key, gen in runs.items():
-            t = time.process_time()
-            m = next(gen)
-            cpu[key].append(time.process_time() - t)
-            rows.append({**m.to_row(), "task": key[0], "variant": key[1], "seed": key[2]})
-        steps = step + 1
-        used, round_cpu = time.process_time() - cpu0, time.process_time() - round_cpu
-        elapsed = time.perf_counter() - wall0
-        log(f"[{elapsed:6.0f}s wall, {used:6.0f}s cpu] step {step} done; mean reward "
-            + " ".join(f"{k[0][:4]}/{k[1]}/{k[2]}={r['reward/mean']:.2f}" for k, r in zip(runs, rows[-len(runs):])
-                       if k[2] == 0))
-        round_wall = elapsed / steps
-        if used + round_cpu > cpu_budget or elapsed + round_wall > deadline:
-            break
-    for gen in runs.values():
-        gen.close()
-    return rows, cpu, steps
+def pilot_plan() -> dict:
+    """3 seeds x 40 steps on the tiny policy, 2 seeds x 6 steps on the real model: ~1 CPU hour."""
+    tiny = [dict(key=t, task=t, seeds=3, steps=40, window=10, save_every=20, **TINY)
+            for t in ("tool_calling", "text_to_sql", "instruction_following")]
+    real = dict(key="instruction_following@smollm2", task="instruction_following", seeds=2, steps=6, window=3,
+                save_every=3, **REAL)
+    return {"study": "pilot", "variants": VARIANTS, "arms": tiny + [real]}
 
 
-def verdict(s: dict, a: str, b: str) -> str:
-    """One honest sentence comparing variant ``a`` with ``b`` on final mean reward and steps to threshold."""
-    va, vb = s["variants"][a], s["variants"][b]
-    fa, fb = va["final"]["reward/mean"], vb["final"]["reward/mean"]
-    spread = max(fa["std"], fb["std"], 1e-9)
-    diff = fa["mean"] - fb["mean"]
-    if abs(diff) <= spread:
-        final = f"final mean reward {fa['mean']:.3f} vs {fb['mean']:.3f}: within the spread over seeds (±{spread:.3f})"
-    else:
-        final = (f"final mean reward {fa['mean']:.3f} vs {fb['mean']:.3f}: {a} {'higher' if diff > 0 else 'lower'} "
-                 f"by more than the spread over seeds (±{spread:.3f})")
-    sa, sb = va["steps_to_threshold"], vb["steps_to_threshold"]
-    pa, pb = sa["per_seed"], sb["per_seed"]
-    faster = sum(1 for x, y in zip(pa, pb) if x is not None and (y is None or x < y))
-    slower = sum(1 for x, y in zip(pa, pb) if y is not None and (x is None or y < x))
-    return (f"{a} vs {b}: {final}; reached the threshold first in {faster} of {len(pa)} seeds, later in "
-            f"{slower} (steps: {a} {pa}, {b} {pb}).")
+def check_policies(plan: dict) -> None:
+    for arm in runs.arms_of(plan):
+        if not (runs.policy_folder(arm.checkpoint).expanduser() / "model.safetensors").is_file():
+            raise SystemExit(f"arm {arm.key}: no policy at {arm.checkpoint}; convert the real model with "
+                             "`python -m mrtpo_viz get-model smollm2-135m-instruct`, or edit the plan")
 
 
-def task_section(task: str, s: dict, control: str) -> list[str]:
-    ctrl = f"mrtpo:{control}"
-    lines = [f"### {task}", "", f"Threshold: mean reward {s['threshold']:.3f} (half-way from the start to the best "
-             f"final reward; trailing mean over {s['window']} steps).", "",
-             "| variant | final mean reward (± std over seeds) | final all-pass | steps to threshold (per seed) "
-             "| s/step (wall) |", "|---|---|---|---|---|"]
-    for name, v in s["variants"].items():
-        f, ap, st = v["final"]["reward/mean"], v["final"]["all_pass"], v["steps_to_threshold"]
-        lines.append(f"| {name} | {f['mean']:.3f} ± {f['std']:.3f} (min {f['min']:.3f}, max {f['max']:.3f}) | "
-                     f"{ap['mean']:.3f} ± {ap['std']:.3f} | {st['per_seed']} | {v['step_seconds']:.2f} |")
-    lines += [""] + [f"- {verdict(s, a, b)}" for a, b in (("mrtpo", "gdpo"), ("mrtpo", "grpo"), (ctrl, "gdpo"))
-                     if a in s["variants"] and b in s["variants"]]
-    return lines + [""]
+def sitting(plan: dict, study_root: Path, args) -> str:
+    """One sitting of a study: train until it is finished or the budget, step cap or a signal stops it."""
+    import torch
+
+    torch.set_num_threads(1)
+    check_policies(plan)
+    study = runs.Study(study_root, plan)
+    stop = runs.Stop(budget_s=args.cpu_budget_min * 60, max_steps=args.max_steps)
+    outcome = runs.run_study(study, stop, log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(progress(study))
+    return outcome
 
 
-def step_time_section(cpu: dict, summaries: dict) -> list[str]:
-    """MRTPO's step time over GDPO's: CPU time of this process (first step, which carries the setup, left out)."""
-    def mean_cpu(task, variant):
-        xs = [x for (t, v, _), steps in cpu.items() if t == task and v == variant for x in steps[1:]]
-        return sum(xs) / max(len(xs), 1)
+def progress(study) -> str:
+    """How far the study is: runs finished per arm, CPU hours so far."""
+    lines = [f"study {study.root}:"]
+    for arm in runs.arms_of(study.plan):
+        specs = [s for s in runs.schedule(study.plan) if s.arm.key == arm.key]
+        done = sum(study.steps_done(s) >= arm.steps for s in specs)
+        lines.append(f"  {arm.key}: {done} of {len(specs)} runs finished")
+    cpu = sum(e["cpu_s"] for e in study.ledger["runs"].values())
+    return "\n".join(lines + [f"  CPU so far: {cpu / 3600:.2f} h over {len(study.ledger['sittings'])} sitting(s)"])
 
-    lines = ["## Step time: MRTPO over GDPO (target <= 1.25x)", "",
-             "CPU seconds of this process per step (one thread; the first step of each run, which carries the "
-             "setup, left out), mean over seeds and steps. Wall time per phase is in the CSV (`time/*`).", "",
-             "| task | GRPO | GDPO | MRTPO | MRTPO (controlled) | MRTPO / GDPO | controlled / GDPO "
-             "| replay share of MRTPO's wall step |", "|---|---|---|---|---|---|---|---|"]
-    for task, s in summaries.items():
-        names = list(s["variants"])
-        c = {v: mean_cpu(task, v) for v in names}
-        ctrl = next(v for v in names if v.startswith("mrtpo:"))
-        m = s["variants"]["mrtpo"]
-        share = m["seconds_per_step"].get("replay", 0) / max(m["step_seconds"], 1e-9)
-        lines.append(f"| {task} | {c['grpo']:.2f} | {c['gdpo']:.2f} | {c['mrtpo']:.2f} | {c[ctrl]:.2f} | "
-                     f"{c['mrtpo'] / c['gdpo']:.2f}x | {c[ctrl] / c['gdpo']:.2f}x | {share:.0%} |")
-    return lines + [""]
+
+def load_study(study_root: Path, plan: dict):
+    """The study's rows and ledger, for the report."""
+    ledger_path = study_root / "ledger.json"
+    ledger = json.loads(ledger_path.read_text(encoding="utf-8")) if ledger_path.is_file() else {"runs": {}}
+    return runs.study_rows(study_root, plan), ledger
+
+
+def phase_pilot(args) -> int:
+    import _convergence_report as report
+
+    plan = pilot_plan()
+    root = Path(args.runs_dir) / plan["study"]
+    outcome = sitting(plan, root, args)
+    rows, ledger = load_study(root, plan)
+    report.write_report(rows, ledger, plan, RESULTS / "convergence_pilot", title="Convergence pilot",
+                        digests=json.loads((root / "plan.json").read_text())["digests"])
+    print(f"pilot {outcome}; wrote {RESULTS / 'convergence_pilot'}.{{md,csv,json}}")
+    return 0
+
+
+def phase_power(args) -> int:
+    import _convergence_power as power
+
+    pilot = json.loads((RESULTS / "convergence_pilot.json").read_text(encoding="utf-8"))
+    import pandas as pd
+
+    rows = pd.read_csv(RESULTS / "convergence_pilot.csv")
+    plan, text = power.propose(rows, pilot, budget_cpu_h=args.budget_cpu_h, variants=VARIANTS)
+    (RESULTS / "convergence_power.md").write_text(text, encoding="utf-8")
+    PLAN_FILE.write_text(json.dumps(plan, indent=1) + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+def phase_run(args) -> int:
+    plan = json.loads(Path(args.plan).read_text(encoding="utf-8"))
+    outcome = sitting(plan, Path(args.runs_dir) / args.study, args)
+    print(f"run {outcome}; continue with the same command, report with `python benchmarks/convergence.py report`")
+    return 0
+
+
+def phase_report(args) -> int:
+    import _convergence_report as report
+
+    plan = json.loads(Path(args.plan).read_text(encoding="utf-8"))
+    root = Path(args.runs_dir) / args.study
+    if not (root / "plan.json").is_file():
+        raise SystemExit(f"no study at {root}; run `python benchmarks/convergence.py run` first")
+    rows, ledger = load_study(root, plan)
+    out = Path(args.out) if args.out else RESULTS / "convergence"
+    report.write_report(rows, ledger, plan, out, title="Does token credit help? Convergence study",
+                        digests=json.loads((root / "plan.json").read_text())["digests"],
+                        power_md=RESULTS / "convergence_power.md")
+    print(f"wrote {out}.{{md,csv,json,html}}")
+    return 0
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cpu-budget-min", type=float, default=35.0, help="CPU time of the training (one thread)")
-    ap.add_argument("--deadline-min", type=float, default=60.0, help="wall-clock limit (a shared machine)")
-    ap.add_argument("--max-steps", type=int, default=60)
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--control", default="others", help="relevance control of the controlled MRTPO variant")
-    ap.add_argument("--runs-dir", default="/tmp/mrtpo_convergence", help="policy copy and per-run metrics")
-    ap.add_argument("--checkpoint", default="tiny-mrtpo", help="the policy trained: a folder or a known name")
-    ap.add_argument("--out", default=str(RESULTS), help="results folder")
+    ap.add_argument("phase", choices=["pilot", "power", "run", "report"])
+    ap.add_argument("--cpu-budget-min", type=float, default=float("inf"),
+                    help="stop this sitting cleanly once it has used this much CPU time (pilot, run)")
+    ap.add_argument("--max-steps", type=int, default=None, help="stop this sitting after this many steps")
+    ap.add_argument("--runs-dir", default=str(RUNS), help="where the studies' runs live (gitignored)")
+    ap.add_argument("--study", default="main", help="study name (run, report)")
+    ap.add_argument("--plan", default=str(PLAN_FILE), help="the study's plan (run, report)")
+    ap.add_argument("--budget-cpu-h", type=float, default=8.0, help="CPU hours the study may use (power)")
+    ap.add_argument("--out", default=None, help="report: output stem (default benchmarks/results/convergence)")
     args = ap.parse_args(argv)
-    start = time.perf_counter()
-    runs_dir = Path(args.runs_dir)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _common import checkpoint_folder
-
-    digest = policy_copy(runs_dir / "policy", checkpoint_folder(args.checkpoint))
-    variants = ["grpo", "gdpo", "mrtpo", f"mrtpo:{args.control}"]
-    runs = {}
-    for task in TASKS:
-        for spec in variants:
-            method, control = parse_variant(spec)
-            for seed in range(args.seeds):
-                cfg = dataclasses.replace(BASE, checkpoint=str(runs_dir / "policy"), task=task, method=method,
-                                          control=control, seed=seed, steps=args.max_steps)
-                runs[(task, spec, seed)] = train(cfg)
-    log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
-    rows, cpu, steps = interleaved(runs, args.max_steps, args.cpu_budget_min * 60, args.deadline_min * 60, log)
-    write_results(rows, cpu, steps, args, digest, time.perf_counter() - start)
-    return 0
-
-
-def write_results(rows, cpu, steps, args, digest, elapsed) -> None:
-    import pandas as pd
-    from _common import model_label
-
-    results = Path(args.out)
-    results.mkdir(parents=True, exist_ok=True)
-    model = model_label(args.checkpoint)
-    df = pd.DataFrame([{"model": model, **r} for r in rows])
-    df.to_csv(results / "convergence.csv", index=False)
-    frames = {t: df[df["task"] == t].dropna(axis=1, how="all") for t in TASKS}
-    summaries = {t: summarize(f, window=5) for t, f in frames.items()}
-    html = "".join(reward_curves_figure(f, columns=["reward/mean", "all_pass"], window=3, title=t)
-                   .to_html(full_html=False, include_plotlyjs=("cdn" if i == 0 else False))
-                   for i, (t, f) in enumerate(frames.items()))  # plotly.js from its CDN keeps the file small
-    (results / "convergence.html").write_text(f"<html><body>{html}</body></html>", encoding="utf-8")
-    by_task = df.pivot_table(index=["variant", "seed", "step"], columns="task", values="reward/mean").reset_index()
-    png = write_png(by_task, results / "convergence.png", columns=list(TASKS), window=3)  # a panel per task
-    total_cpu = sum(sum(v) for v in cpu.values())
-    lines = [f"# Convergence: GRPO, GDPO, MRTPO (raw) and MRTPO (controlled) on `{model}`", "",
-             f"Produced by `python benchmarks/convergence.py`: {total_cpu / 60:.1f} min of CPU time on one thread, "
-             f"{elapsed / 60:.1f} min wall on a shared 2-core machine. Policy: `{model}` "
-             f"(model.safetensors sha256 {digest}...). Sizes: {steps} steps per run (all runs advance in turn, so "
-             f"every run has the same number of steps when the budget ends), {args.seeds} seeds, "
-             f"{BASE.prompts_per_step} prompts x G = {BASE.group_size} completions per step from the train split, "
-             f"max {BASE.max_new_tokens} new tokens, temperature 1, lr {BASE.lr}, AdamW, clip 0.2, no KL, "
-             f"alpha = gamma = 1; controlled variant: relevance control `{args.control}`. Every method of a seed "
-             "sees the same prompts and sampling seeds. Curves: `convergence.html`"
-             + (", `convergence.png`." if png else "."), ""]
-    for task in TASKS:
-        lines += task_section(task, summaries[task], args.control)
-    lines += step_time_section(cpu, summaries)
-    (results / "convergence.md").write_text("\n".join(lines), encoding="utf-8")
-    (results / "convergence.json").write_text(json.dumps({"steps": steps, "summaries": summaries,
-                                                          "cpu_per_step": {"/".join(map(str, k)): v
-                                                                           for k, v in cpu.items()}}, indent=1),
-                                              encoding="utf-8")
-    print("\n".join(lines))
+    return {"pilot": phase_pilot, "power": phase_power, "run": phase_run, "report": phase_report}[args.phase](args)
 
 
 if __name__ == "__main__":

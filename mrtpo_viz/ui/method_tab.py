@@ -1,7 +1,17 @@
-"""Method tab: the formulas the app computes, marked as our reading of the paper."""
+"""Method tab: the formulas the app computes, marked as our reading of the paper, and the convergence study's
+result ("Does token credit help?") from ``benchmarks/results/convergence.json`` when that file is present."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Optional
+
 import gradio as gr
+
+from ..viz.study import is_study, study_figure, study_markdown
+
+STUDY_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "convergence.json"
+"""Written by ``python benchmarks/convergence.py report`` (in a checkout; an installed wheel has no benchmarks)."""
 
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
 
@@ -55,5 +65,30 @@ by default.
 """
 
 
-def build_method_tab() -> None:
+STUDY_MD = """## Does token credit help?
+
+GRPO, GDPO, MRTPO (raw JS and the `others` control), an **oracle** that weights each reward's advantage by its
+verifier's relevant spans (the most token credit could give) and an **entropy** baseline that knows no verifier,
+trained on every task family, several seeds each, paired by seed (`benchmarks/convergence.py`)."""
+
+
+def study_results(path: Path = STUDY_RESULTS) -> Optional[dict]:
+    """The study's results, or None when the file is missing, unreadable or of another format (the tab then
+    says "not run yet")."""
+    try:
+        results = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return results if is_study(results) else None
+
+
+def build_method_tab(results_path: Path = STUDY_RESULTS) -> None:
     gr.Markdown(METHOD_MD, latex_delimiters=LATEX, elem_classes=["mrtpo-method"])
+    results = study_results(results_path)
+    try:
+        text, figure = study_markdown(results), (study_figure(results) if results is not None else None)
+    except (KeyError, TypeError, ValueError, IndexError) as e:  # a damaged file must not stop the app
+        text, figure = f"**{Path(results_path).name} could not be shown** ({type(e).__name__}: {e}).", None
+    gr.Markdown(STUDY_MD + "\n\n" + text, elem_classes=["mrtpo-method"])
+    if figure is not None:
+        gr.Plot(figure, label="Final mean reward minus GDPO's")
