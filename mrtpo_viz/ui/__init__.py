@@ -96,5 +96,10 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     get_settings()  # an invalid MRTPO_* variable stops the app here, with its name, before anything is served
     options = {**launch_options(), **kw}
     demo = build_app()
+    from ..settings import default_checkpoint
+    from .common import get_policy
+    from .zerogpu import preload
+
+    preload(lambda: get_policy(default_checkpoint()))  # ZeroGPU: the weights go to CUDA now, not in a request
     return demo.launch(server_name=host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                        server_port=port or int(os.environ.get("GRADIO_SERVER_PORT", "7860")), **options)

@@ -19,6 +19,7 @@ from .common import (FREE_PROMPT, MODEL, check_text, check_token_count, example_
                      get_policy, limits, prompt_text, readable, with_prompt)
 from .relevance_tab import task_examples
 from .token_view import token_view, view_value
+from .zerogpu import gpu
 
 SUMMARY_ROWS = (
     ("mean", "mean relevance"), ("max", "max relevance"),
@@ -58,6 +59,7 @@ def _title(text: str) -> str:
     return f"information: {one_line[:90]}{'...' if len(one_line) > 90 else ''}" if one_line else "no information"
 
 
+@gpu("replay")
 @readable
 def compare(checkpoint, task, index, prompt, response, verifier, info_a, info_b, position, metric, control):
     """Replay the response twice (information A, then B) and compare one verifier's relevance."""

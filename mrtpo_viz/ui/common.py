@@ -212,7 +212,10 @@ def get_policy(checkpoint: str | None):
     checkpoint = (checkpoint or "").strip()
     if not checkpoint:
         raise ValueError("No checkpoint given: pick the bundled policy or type a local folder or hub id.")
-    return load_allowed_policy(checkpoint, public=True)  # one message for every unusable typed path
+    from .zerogpu import startup_device
+
+    # one message for every unusable typed path; on ZeroGPU the weights live on CUDA (None: the library's default)
+    return load_allowed_policy(checkpoint, public=True, device=startup_device())
 
 
 def load_status(checkpoint: str | None) -> str:

@@ -21,6 +21,7 @@ from .custom_verifiers import resolve, task_choices
 from .common import (FREE_PROMPT, MAX_VERIFIERS, check_text, check_token_count, download_folder, example_choices,
                      first_example, get_example, get_policy, limits, prompt_text, readable, with_prompt)
 from .token_view import advantages_json, view_value
+from .zerogpu import gpu
 
 RELEVANCE_SOURCES = ("controlled", "raw")
 """Which relevance MRTPO's weights use in the advantage panel: after the control, or the paper's raw signal."""
@@ -99,6 +100,7 @@ def derive_info(k: int, task: str, index, shown: list[str], customs, *fields: st
     return _box(names[k], ex, customs)
 
 
+@gpu("replay")
 @readable
 def generate(checkpoint, task, index, prompt, temperature, top_p, max_new_tokens, seed):
     """Sample a response from the policy; returns the text and a status line."""
@@ -163,6 +165,7 @@ def _status(rel, policy, needs: dict) -> str:
     return text
 
 
+@gpu("replay")
 @readable
 def replay_response(checkpoint, task, index, prompt, response, verifiers, position, metric, control, template,
                     customs, *texts):
@@ -235,6 +238,7 @@ def advantages(rel, rewards, alpha, gamma, source):
             viz.weight_markdown(diag), gr.update(adv=adv))
 
 
+@gpu("replay")
 @readable
 def sample_group(checkpoint, rel, task, index, prompt, G, temperature, top_p, max_new_tokens, seed, customs=None,
                  shown=None, *fields):

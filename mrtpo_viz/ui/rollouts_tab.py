@@ -19,6 +19,7 @@ from ..relevance.scoring import read_rollouts, score_rollouts
 from ..tasks.data import SAMPLE_ROLLOUTS
 from .common import MODEL, download_folder, get_policy, limits, readable
 from .token_view import token_view, view_value
+from .zerogpu import gpu
 
 TOP_HEADERS = ["verifier", "token", "mean relevance", "count"]
 TABLE_HEADERS = ["id", "verifier", "reward", "tokens", "mean relevance", "max relevance", "top token", "span share"]
@@ -55,6 +56,7 @@ def _empty(status: str):
             gr.update(value=None, interactive=False), gr.update(choices=[], value=None), None, None)
 
 
+@gpu("score")
 @readable
 def score_file(checkpoint, upload, metric, control, position, progress=gr.Progress()):
     """Score every rollout (streaming progress), then show the aggregates and the first rollout's tokens.

@@ -18,6 +18,7 @@ from ..settings import get_settings
 from ..viz.training import reward_curves_figure
 from .common import MODEL, download_folder, get_policy, limits, readable
 from .token_view import token_view, view_value
+from .zerogpu import gpu
 
 ALL = "all"
 
@@ -114,6 +115,7 @@ def run_completion(state, key, row):
             f"**Row {record['row']}**: a plain TRL run logged no tokens. {note}", lines)
 
 
+@gpu("replay")
 @readable
 def replay_completion(checkpoint, state, key, row, infos_text, alpha, gamma):
     """Replay a completion of a plain run with the checkpoint and the typed information."""

@@ -18,6 +18,7 @@ from ..tasks import get_verifier
 from .arguments import information, with_values
 from .common import (MAX_VERIFIERS, check_text, check_token_count, get_example, get_policy, limits, prompt_text,
                      readable, with_prompt)
+from .zerogpu import gpu
 
 TOP = 5
 """Most relevant tokens listed per verifier."""
@@ -47,6 +48,7 @@ def _example(task: str, example: int, prompt: str, verifiers: list[str], argumen
     return with_values(ex, names, arguments or {})
 
 
+@gpu("replay")
 @readable
 def token_relevance(response: str, verifiers: list[str], task: str = "tool_calling", example: int = 0,
                     prompt: str = "", arguments: Optional[dict] = None, metric: str = "js", control: str = "none",

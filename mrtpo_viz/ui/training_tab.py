@@ -24,6 +24,7 @@ from ..tasks import available_tasks
 from ..viz.training import (advantage_tokens_html, phase_times_markdown, reward_curves_figure,
                              run_summary_markdown)
 from .common import get_policy, readable
+from .zerogpu import gpu
 
 
 class TrainingSlots:
@@ -178,6 +179,7 @@ def _check_inputs(methods, steps, seed, smoothing) -> tuple[list[str], int, int,
     return methods, steps, int(seed), max(1, int(smoothing or 1))
 
 
+@gpu("train")
 @readable
 def run_live_training(checkpoint: str, task: str, methods: list[str], steps, lr, group_size, max_new_tokens,
                       control: str, seed=LIVE.seed, shared_samples: bool = LIVE.shared_samples,

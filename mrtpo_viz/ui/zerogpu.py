@@ -63,6 +63,10 @@ def estimate_seconds(kind: str, args: tuple, kwargs: dict) -> int:
     return int(min(MAX_S, max(MIN_S, round(seconds))))
 
 
+HANDLERS: dict[str, str] = {}
+"""``module.function`` -> kind of every handler that :func:`gpu` wrapped (the app's model-running handlers)."""
+
+
 def gpu(kind: str) -> Callable[[Callable], Callable]:
     """Decorator for a handler that runs the model: ``spaces.GPU(duration=<estimate for this request>)`` where the
     ``spaces`` package is installed, the handler itself otherwise. Generators stay generators (``spaces`` wraps
@@ -71,6 +75,7 @@ def gpu(kind: str) -> Callable[[Callable], Callable]:
         return estimate_seconds(kind, args, kwargs)
 
     def wrap(fn: Callable) -> Callable:
+        HANDLERS[f"{fn.__module__}.{fn.__name__}"] = kind
         try:
             import spaces
         except ImportError:
@@ -78,3 +83,13 @@ def gpu(kind: str) -> Callable[[Callable], Callable]:
         return spaces.GPU(duration=duration)(fn)
 
     return wrap
+
+
+def preload(load: Callable[[], Any]) -> bool:
+    """On ZeroGPU, call ``load`` (the default checkpoint onto :func:`startup_device`) at start-up, outside any
+    request, as ZeroGPU requires; elsewhere nothing (the app loads on the first request). Returns whether it
+    loaded."""
+    if not on_zerogpu():
+        return False
+    load()
+    return True

@@ -82,3 +82,47 @@ def test_zerogpu_places_the_model_on_cuda_at_start_up(monkeypatch):
     assert zerogpu.on_zerogpu() and zerogpu.startup_device() == "cuda"
     monkeypatch.delenv("SPACES_ZERO_GPU")
     assert not zerogpu.on_zerogpu() and zerogpu.startup_device() is None
+
+
+def test_the_app_wraps_every_handler_that_runs_the_model():
+    """Generate, replay, group sampling, A/B, scoring, live training, the Runs replay and the MCP replay: each asks
+    ZeroGPU for a slice of the right kind; the handlers without a model (scoring a response, tables) do not."""
+    from mrtpo_viz.ui import build_app  # noqa: F401  (imports every tab)
+    from mrtpo_viz.ui import ab_tab, relevance_tab, rollouts_tab, runs_tab, tools, training_tab  # noqa: F401
+
+    assert {k: v for k, v in zerogpu.HANDLERS.items() if k.startswith("mrtpo_viz.")} == {
+        "mrtpo_viz.ui.ab_tab.compare": "replay", "mrtpo_viz.ui.relevance_tab.generate": "replay",
+        "mrtpo_viz.ui.relevance_tab.replay_response": "replay", "mrtpo_viz.ui.relevance_tab.sample_group": "replay",
+        "mrtpo_viz.ui.rollouts_tab.score_file": "score", "mrtpo_viz.ui.runs_tab.replay_completion": "replay",
+        "mrtpo_viz.ui.tools.token_relevance": "replay", "mrtpo_viz.ui.training_tab.run_live_training": "train"}
+
+
+def test_real_handlers_ask_for_their_durations_through_the_decorator(monkeypatch):
+    """With a fake ``spaces`` in place the tabs' own handlers (re-imported) ask for the estimate of their request:
+    a generation of the bundled policy and a one-step live training (a generator)."""
+    import importlib
+
+    from mrtpo_viz.ui import relevance_tab, training_tab
+
+    fake = FakeSpaces()
+    monkeypatch.setitem(sys.modules, "spaces", fake)
+    try:
+        gen_tab, train_tab = importlib.reload(relevance_tab), importlib.reload(training_tab)
+        args = ("tiny-mrtpo", "tool_calling", 0, "What is the weather in Paris?", 0.0, 1.0, 8, 0)
+        response, status = gen_tab.generate(*args)
+        assert isinstance(response, str) and "Generated" in status
+        out = list(train_tab.run_live_training("tiny-mrtpo", "tool_calling", ["gdpo"], 1, 5e-4, 2, 8, "none"))
+        assert out and out[-1][3].startswith("**Done**: 1 steps of gdpo")
+    finally:
+        monkeypatch.delitem(sys.modules, "spaces")
+        importlib.reload(relevance_tab), importlib.reload(training_tab)  # back to the undecorated handlers
+    assert fake.asked == [zerogpu.estimate_seconds("replay", args, {}), zerogpu.MIN_S + 1 * zerogpu.PER_STEP_S]
+    assert fake.asked[0] == zerogpu.MIN_S  # a short prompt asks for the minimum
+
+
+def test_the_default_checkpoint_is_loaded_at_start_up_only_on_zerogpu(monkeypatch):
+    calls = []
+    monkeypatch.delenv("SPACES_ZERO_GPU", raising=False)
+    assert zerogpu.preload(lambda: calls.append("load")) is False and calls == []
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+    assert zerogpu.preload(lambda: calls.append("load")) is True and calls == ["load"]
