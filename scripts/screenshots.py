@@ -1,6 +1,7 @@
 """Take the README's screenshots of the app on the bundled policy (Debian chromium through playwright):
 
-    python scripts/screenshots.py            # writes assets/screenshot_{relevance,free_prompt,ab,rollouts}.png
+    python scripts/screenshots.py            # writes assets/screenshot_{relevance,free_prompt,ab,rollouts}.png,
+                                             # and screenshot_smollm2.png where that model is downloaded
     python scripts/screenshots.py --out DIR  # somewhere else
 
 The app runs in this process on a free local port. Each shot is a state a user reaches by clicking: a replay with a
@@ -115,6 +116,36 @@ def rollouts(page, out: Path) -> None:
     shot(page, out / "screenshot_rollouts.png", 1250)
 
 
+REAL_MODEL = "smollm2-135m-instruct"
+
+
+def real_model(page, out: Path) -> None:
+    """SmolLM2-135M-Instruct (``python -m mrtpo_viz get-model smollm2-135m-instruct``): a free instruction-following
+    prompt, the model's own sampled response (seed 0), replayed with two IFEval constraints, a token pinned."""
+    page.get_by_role("tab", name="Token relevance").click()
+    box = page.get_by_label(re.compile(r"^Checkpoint"))
+    box.fill(REAL_MODEL)
+    box.press("Enter")
+    page.get_by_role("button", name="Load", exact=True).click()
+    page.wait_for_function("() => document.body.innerText.includes('Loaded')")
+    choose(page, "Task family", "instruction_following")
+    page.wait_for_timeout(1500)
+    choose(page, "Example (test split)", re.compile(r"^free prompt"))
+    page.wait_for_function("() => document.querySelector('#prompt-box textarea').value === ''")
+    page.locator("#prompt-box textarea").fill("Describe the sea in two short sentences. Use only lowercase letters "
+                                              "and no commas.")
+    page.locator("#generate-btn").click()
+    page.wait_for_function("() => document.querySelector('#response-box textarea').value.length > 10")
+    page.wait_for_function("() => !document.querySelector('#replay-btn').disabled")
+    for name in ("ifeval.lowercase", "ifeval.no_comma"):
+        page.locator("#verifier-choice").get_by_label(name, exact=True).check()
+        page.wait_for_timeout(1000)
+    page.locator("#replay-btn").click()
+    page.locator("#relevance-heatmap .heatmaplayer").wait_for()
+    page.locator("#relevance-tokens .tv-tok[data-k='0'][data-t='2']").click()
+    shot(page, out / "screenshot_smollm2.png", 1500)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "assets"))
@@ -136,7 +167,10 @@ def main(argv=None) -> int:
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(url)
             page.locator("#replay-btn").wait_for()
-            for take in (relevance, free_prompt, ab, rollouts):
+            from mrtpo_viz.policy.known import list_downloaded
+
+            real = [real_model] if REAL_MODEL in list_downloaded() else []  # last: it switches the checkpoint
+            for take in (relevance, free_prompt, ab, rollouts, *real):
                 take(page, out)
             ctx.close()
     finally:
