@@ -162,10 +162,6 @@ def score_rollouts(policy, path: str | os.PathLike, verifiers: Optional[Sequence
     fails (unknown verifier, meta that does not fit a verifier, missing information, ...), is reported in
     ``problems`` with its line number and skipped: the other rows are still scored.
     """
-    from .. import tasks as _registry  # noqa: F401  (task modules register their verifiers on import)
-    from .engine import replay
-    from ..tasks.base import Example
-
     out = Path(out)
     suffix = check_out(out)
     rows, problems = read_rows(path, limits)
@@ -173,8 +169,25 @@ def score_rollouts(policy, path: str | os.PathLike, verifiers: Optional[Sequence
     have = {str(r["id"]) for r in records}
     todo = [r for r in rows if r["id"] not in have]
     progress = ScoreProgress(total=len(todo), resumed=len(rows) - len(todo), problems=problems)
-    pending = 0
     yield progress
+    yield from score_rows(policy, todo, records, progress, verifiers, out=out, suffix=suffix, metric=metric,
+                          control=control, info_position=info_position, batch_size=batch_size, limits=limits)
+
+
+def score_rows(policy, todo: list[dict], records: list[dict], progress: ScoreProgress,
+               verifiers: Optional[Sequence[str]] = None, *, out: Path, suffix: str, metric: str = "js",
+               control: str = "none", info_position: str = "user_end", batch_size: int = 16,
+               limits: RowLimits = RowLimits(), file_suffix: Optional[str] = None) -> Iterator[ScoreProgress]:
+    """Replay ``todo`` (rows of :func:`read_rows`) in order, appending to ``records`` (shaped for an output of
+    format ``suffix``) and rewriting ``out`` (in format ``file_suffix``, default ``suffix``) atomically every
+    ``batch_size`` scored rows and at the end; updates and yields ``progress`` after each row. A row that fails goes
+    to ``progress.problems`` with its line number (the others are still scored)."""
+    from .. import tasks as _registry  # noqa: F401  (task modules register their verifiers on import)
+    from .engine import replay
+    from ..tasks.base import Example
+
+    file_suffix = file_suffix or suffix
+    pending = 0
     for row in todo:
         example = Example(task=row["task"], prompt=row["prompt"], meta=row["meta"], id=row["id"])
         try:
@@ -193,8 +206,8 @@ def score_rollouts(policy, path: str | os.PathLike, verifiers: Optional[Sequence
         progress.done += 1
         progress.last_id = row["id"]
         if pending >= batch_size:
-            write_atomic(out, records, suffix)
+            write_atomic(out, records, file_suffix)
             pending = 0
         yield progress
     if pending or not out.exists():
-        write_atomic(out, records, suffix)
+        write_atomic(out, records, file_suffix)
