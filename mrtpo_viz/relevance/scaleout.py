@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from .rows import RowLimits, read_rows
-from .scoring import ScoreProgress, _read_existing, check_out, score_rows, write_atomic
+from .scoring import ScoreProgress, read_existing, check_out, score_rows, write_atomic
 
 PART_SUFFIX = ".jsonl"
 """The format of the part files (exact float round trip, see the module's docstring)."""
@@ -83,7 +83,7 @@ def part_paths(out: Path) -> list[Path]:
 
 def read_parts(out: Path) -> dict[Path, list[dict]]:
     """Every part file's records (a damaged part raises the same ValueError as a damaged output)."""
-    return {p: _read_existing(p, PART_SUFFIX) for p in part_paths(out)}
+    return {p: read_existing(p, PART_SUFFIX) for p in part_paths(out)}
 
 
 def split_rows(todo: list, shard: Shard) -> list:
@@ -127,7 +127,7 @@ def score_sharded(policy, path: str | os.PathLike, verifiers: Optional[Sequence[
     out, shard = Path(out), shard_of(state)
     suffix = check_out(out)
     rows, problems = read_rows(path, limits)
-    have = {str(r["id"]) for r in _read_existing(out, suffix)}
+    have = {str(r["id"]) for r in read_existing(out, suffix)}
     parts = read_parts(out)
     have |= {str(r["id"]) for records in parts.values() for r in records}
     todo = [r for r in rows if r["id"] not in have]
@@ -156,6 +156,6 @@ def score_sharded(policy, path: str | os.PathLike, verifiers: Optional[Sequence[
 def merge_into(out: Path, suffix: str, rows: list[dict]) -> None:
     """Merge ``out``'s records and all its parts into ``out`` (atomically), then delete the parts."""
     parts = read_parts(out)
-    write_atomic(out, merge_records(rows, _read_existing(out, suffix), list(parts.values())), suffix)
+    write_atomic(out, merge_records(rows, read_existing(out, suffix), list(parts.values())), suffix)
     for p in parts:
         p.unlink()

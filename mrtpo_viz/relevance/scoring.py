@@ -69,7 +69,7 @@ def check_out(out: Path) -> str:
     return suffix
 
 
-def _read_existing(out: Path, suffix: str) -> list[dict]:
+def read_existing(out: Path, suffix: str) -> list[dict]:
     """The records already in the output (JSONL: one per rollout; tables: one per token and verifier).
 
     Raises:
@@ -165,7 +165,7 @@ def score_rollouts(policy, path: str | os.PathLike, verifiers: Optional[Sequence
     out = Path(out)
     suffix = check_out(out)
     rows, problems = read_rows(path, limits)
-    records = _read_existing(out, suffix)
+    records = read_existing(out, suffix)
     have = {str(r["id"]) for r in records}
     todo = [r for r in rows if r["id"] not in have]
     progress = ScoreProgress(total=len(todo), resumed=len(rows) - len(todo), problems=problems)
