@@ -72,23 +72,38 @@ def replay(args) -> int:
 
 
 def score(args) -> int:
-    """A rollouts file -> per-token relevance; progress bar, then a summary; bad lines listed with their numbers."""
+    """A rollouts file -> per-token relevance; progress bar, then a summary; bad lines listed with their numbers.
+
+    Under ``accelerate launch`` / ``torchrun`` each process scores its share (:mod:`mrtpo_viz.relevance.scaleout`);
+    only the first prints the bar (its share) and the summary (all of them).
+    """
     from tqdm import tqdm
 
+    from ..relevance.scaleout import part_paths, process_state, score_sharded, shard_of
     from ..relevance.scoring import check_out, score_rollouts
 
     check_out(Path(args.out))
+    state = process_state()  # before the policy loads: it goes to this process's device
+    shard = shard_of(state)
     policy = _policy(args)
     names = args.verifiers.split(",") if args.verifiers else None
+    kwargs = dict(out=args.out, metric=args.metric, control=args.control, info_position=args.info_position)
+    if shard.world > 1 or part_paths(Path(args.out)):  # parts left by a killed multi-process run are merged too
+        run = score_sharded(policy, args.rollouts, names, state=state, **kwargs)
+    else:
+        run = score_rollouts(policy, args.rollouts, names, **kwargs)
+    desc = "score" if shard.world == 1 else f"score (process 1 of {shard.world}: its share)"
     bar = progress = None
-    for progress in score_rollouts(policy, args.rollouts, names, out=args.out, metric=args.metric,
-                                   control=args.control, info_position=args.info_position):
-        bar = bar or tqdm(total=progress.total, unit="rollout", desc="score")
-        bar.update(progress.done - bar.n)
+    for progress in run:
+        bar = bar or tqdm(total=progress.total, unit="rollout", desc=desc, disable=not shard.is_main)
+        bar.update(min(progress.done, bar.total) - bar.n)
     bar.close()
+    if not shard.is_main:
+        return 0
     for lineno, message in progress.problems:
         print(f"{args.rollouts}:{lineno}: skipped: {message}")
-    print(f"scored {progress.scored} rollouts, {progress.resumed} already in the output, "
+    across = f" in {shard.world} processes" if shard.world > 1 else ""
+    print(f"scored {progress.scored} rollouts{across}, {progress.resumed} already in the output, "
           f"skipped {len(progress.problems)}; wrote {args.out}")
     return 0
 

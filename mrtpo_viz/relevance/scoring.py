@@ -69,7 +69,7 @@ def check_out(out: Path) -> str:
     return suffix
 
 
-def _read_existing(out: Path, suffix: str) -> list[dict]:
+def read_existing(out: Path, suffix: str) -> list[dict]:
     """The records already in the output (JSONL: one per rollout; tables: one per token and verifier).
 
     Raises:
@@ -162,19 +162,32 @@ def score_rollouts(policy, path: str | os.PathLike, verifiers: Optional[Sequence
     fails (unknown verifier, meta that does not fit a verifier, missing information, ...), is reported in
     ``problems`` with its line number and skipped: the other rows are still scored.
     """
+    out = Path(out)
+    suffix = check_out(out)
+    rows, problems = read_rows(path, limits)
+    records = read_existing(out, suffix)
+    have = {str(r["id"]) for r in records}
+    todo = [r for r in rows if r["id"] not in have]
+    progress = ScoreProgress(total=len(todo), resumed=len(rows) - len(todo), problems=problems)
+    yield progress
+    yield from score_rows(policy, todo, records, progress, verifiers, out=out, suffix=suffix, metric=metric,
+                          control=control, info_position=info_position, batch_size=batch_size, limits=limits)
+
+
+def score_rows(policy, todo: list[dict], records: list[dict], progress: ScoreProgress,
+               verifiers: Optional[Sequence[str]] = None, *, out: Path, suffix: str, metric: str = "js",
+               control: str = "none", info_position: str = "user_end", batch_size: int = 16,
+               limits: RowLimits = RowLimits(), file_suffix: Optional[str] = None) -> Iterator[ScoreProgress]:
+    """Replay ``todo`` (rows of :func:`read_rows`) in order, appending to ``records`` (shaped for an output of
+    format ``suffix``) and rewriting ``out`` (in format ``file_suffix``, default ``suffix``) atomically every
+    ``batch_size`` scored rows and at the end; updates and yields ``progress`` after each row. A row that fails goes
+    to ``progress.problems`` with its line number (the others are still scored)."""
     from .. import tasks as _registry  # noqa: F401  (task modules register their verifiers on import)
     from .engine import replay
     from ..tasks.base import Example
 
-    out = Path(out)
-    suffix = check_out(out)
-    rows, problems = read_rows(path, limits)
-    records = _read_existing(out, suffix)
-    have = {str(r["id"]) for r in records}
-    todo = [r for r in rows if r["id"] not in have]
-    progress = ScoreProgress(total=len(todo), resumed=len(rows) - len(todo), problems=problems)
+    file_suffix = file_suffix or suffix
     pending = 0
-    yield progress
     for row in todo:
         example = Example(task=row["task"], prompt=row["prompt"], meta=row["meta"], id=row["id"])
         try:
@@ -193,8 +206,8 @@ def score_rollouts(policy, path: str | os.PathLike, verifiers: Optional[Sequence
         progress.done += 1
         progress.last_id = row["id"]
         if pending >= batch_size:
-            write_atomic(out, records, suffix)
+            write_atomic(out, records, file_suffix)
             pending = 0
         yield progress
     if pending or not out.exists():
-        write_atomic(out, records, suffix)
+        write_atomic(out, records, file_suffix)
