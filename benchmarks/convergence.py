@@ -113,11 +113,23 @@ def phase_power(args) -> int:
     import pandas as pd
 
     rows = pd.read_csv(RESULTS / "convergence_pilot.csv")
-    plan, text = power.propose(rows, pilot, budget_cpu_h=args.budget_cpu_h, variants=VARIANTS)
+    horizons = dict(_key_value(h) for h in args.horizon)
+    if args.arms:  # a study of some arms only (the others' pilot rows stay in the power text)
+        keep = [a.strip() for a in args.arms.split(",") if a.strip()]
+        pilot = {**pilot, "arms": {k: v for k, v in pilot["arms"].items() if k in keep}}
+    plan, text = power.propose(rows, pilot, budget_cpu_h=args.budget_cpu_h, variants=VARIANTS, horizons=horizons)
     (RESULTS / "convergence_power.md").write_text(text, encoding="utf-8")
     PLAN_FILE.write_text(json.dumps(plan, indent=1) + "\n", encoding="utf-8")
     print(text)
     return 0
+
+
+def _key_value(text: str) -> tuple[str, int]:
+    """``tool_calling=60`` -> ("tool_calling", 60)."""
+    key, _, value = text.partition("=")
+    if not key or not value.isdigit():
+        raise SystemExit(f"--horizon takes ARM=STEPS, got {text!r}")
+    return key, int(value)
 
 
 def phase_run(args) -> int:
@@ -153,6 +165,9 @@ def main(argv=None) -> int:
     ap.add_argument("--study", default="main", help="study name (run, report)")
     ap.add_argument("--plan", default=str(PLAN_FILE), help="the study's plan (run, report)")
     ap.add_argument("--budget-cpu-h", type=float, default=8.0, help="CPU hours the study may use (power)")
+    ap.add_argument("--horizon", action="append", default=[], metavar="ARM=STEPS",
+                    help="power: steps of an arm instead of the default horizon (repeatable)")
+    ap.add_argument("--arms", default="", help="power: comma-separated arms the study runs (default: all)")
     ap.add_argument("--out", default=None, help="report: output stem (default benchmarks/results/convergence)")
     args = ap.parse_args(argv)
     return {"pilot": phase_pilot, "power": phase_power, "run": phase_run, "report": phase_report}[args.phase](args)
