@@ -287,7 +287,8 @@ def write_results(rows: list[dict], stem: Path, title: str, notes: Sequence[str]
         raise ValueError("no rows to write")
     stem.parent.mkdir(parents=True, exist_ok=True)
     fields = list(dict.fromkeys(k for r in rows for k in r))
-    csv_path, md_path = stem.with_suffix(".csv"), stem.with_suffix(".md")
+    # the name plus a suffix, not with_suffix: a stem such as "slice_t0.7" has a dot of its own
+    csv_path, md_path = stem.with_name(stem.name + ".csv"), stem.with_name(stem.name + ".md")
     with csv_path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()

@@ -100,9 +100,10 @@ def write(rows: list[dict], out: Path, argv) -> Path:
              f"{totals['stopped_at_length']} stopped at the length limit. Sampling: {totals['tokens']} tokens in "
              f"{totals['seconds']:.0f} s ({totals['tokens_per_s']:.1f} tokens/s, one thread, with the scoring).",
              "", f"Responses: `{out.name}` (exact token ids, text, every verifier's score and reason)."]
-    _common.write_results(table, out.with_suffix(""), "Capable slice: the model's own responses", notes,
+    stem = out.with_name(out.name.removesuffix(".jsonl"))  # "..._t0.7": with_suffix would eat the ".7"
+    _common.write_results(table, stem, "Capable slice: the model's own responses", notes,
                           ["verifier", "n", "pass_rate", "mean_score"])
-    return out.with_suffix(".md")
+    return stem.with_name(stem.name + ".md")
 
 
 def main(argv=None) -> int:

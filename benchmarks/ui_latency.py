@@ -38,8 +38,8 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 TASK = "instruction_following"
-EXAMPLE = 4
-"""Its test example 4 has three verifiers."""
+EXAMPLE = 5
+"""Its test example 5 has three verifiers (the replay uses the first K)."""
 K = 3
 RESPONSE_TOKENS = 128
 HEATMAP = "#relevance-heatmap .js-plotly-plot .main-svg .heatmaplayer"
