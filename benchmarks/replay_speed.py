@@ -228,7 +228,7 @@ def bench_policy(policy, name: str, texts, prompts, Ks, repeats: int, methods, w
 
 def write_csv(rows: list[dict], path: Path) -> None:
     with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(fh, fieldnames=list(dict.fromkeys(k for r in rows for k in r)), restval="")
         writer.writeheader()
         writer.writerows(rows)
 
