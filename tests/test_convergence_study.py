@@ -183,6 +183,7 @@ def test_relevance_table_reads_the_localization_numbers():
         synthetic_plan(5)["arms"][0]]))
     row = res["relevance_vs_outcome"][0]
     loc = pd.read_csv(report.LOCALIZATION)
+    loc = loc[loc["model"] == "tiny-mrtpo"] if "model" in loc else loc  # the file also holds a real model's rows
     want = loc[(loc["view"] == "span_all") & (loc["method"] == "js_others")
                & loc["verifier"].str.startswith("tool_call.")]["value"].mean()
     assert row["span_auroc_others"] == pytest.approx(want) and row["gain/mrtpo:oracle"] == pytest.approx(0.1, abs=0.01)

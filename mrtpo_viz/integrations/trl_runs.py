@@ -206,11 +206,13 @@ def _groups(prompts: list[str]) -> list[int]:
 
 def reward_curves(run: RunFiles) -> pd.DataFrame:
     """Per (mode, step), each reward's mean over the step's completions: columns ``variant`` (the mode), ``seed``
-    (0), ``step``, ``reward/<name>`` (the frame :func:`mrtpo_viz.viz.training.reward_curves_figure` draws)."""
+    (0), ``step`` (TRL's global step minus 1: the figure shows step + 1), ``reward/<name>`` (the frame
+    :func:`mrtpo_viz.viz.training.reward_curves_figure` draws)."""
     names, rows = reward_names(run), []
     for mode, step in run.steps():
         df = step_frame(run, step, mode)
-        rows.append({"variant": mode, "seed": 0, "step": step,
+        # the figure counts steps from 0 and shows step + 1 (the live tab's frames); TRL's global steps start at 1
+        rows.append({"variant": mode, "seed": 0, "step": step - 1,
                      **{trl_log.reward_column(n): float(df[trl_log.reward_column(n)].mean()) for n in names}})
     return pd.DataFrame(rows)
 

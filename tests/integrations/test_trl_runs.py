@@ -147,4 +147,4 @@ def test_the_example_run_opens_with_its_token_log(trl_example_run):
     assert (means - frame["advantage"]).abs().max() <= 1e-5  # the token mean is TRL's sequence advantage
     spread = trl_runs.completions_table(frame, names, sort_by="token advantage spread", descending=True)
     assert spread["token advantage spread"].iloc[0] > 0.1  # MRTPO's advantages vary along a completion
-    assert trl_runs.reward_curves(run)["step"].tolist() == [1, 2]
+    assert trl_runs.reward_curves(run)["step"].tolist() == [0, 1]  # TRL steps 1, 2 (the figure shows step + 1)
