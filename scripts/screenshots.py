@@ -1,6 +1,6 @@
 """Take the README's screenshots of the app on the bundled policy (Debian chromium through playwright):
 
-    python scripts/screenshots.py            # writes assets/screenshot_{relevance,free_prompt,ab,rollouts}.png,
+    python scripts/screenshots.py            # writes assets/screenshot_{relevance,free_prompt,ab,rollouts,method}.png,
                                              # and screenshot_smollm2.png where that model is downloaded
     python scripts/screenshots.py --out DIR  # somewhere else
 
@@ -116,6 +116,20 @@ def rollouts(page, out: Path) -> None:
     shot(page, out / "screenshot_rollouts.png", 1250)
 
 
+def method(page, out: Path) -> None:
+    """The Method tab's summary of the convergence study (benchmarks/results/convergence.json) and its plot."""
+    page.get_by_role("tab", name="Method").click()
+    plot = page.locator("#study-plot .main-svg")
+    plot.first.wait_for()
+    plot.first.scroll_into_view_if_needed()
+    page.wait_for_timeout(800)
+    box = page.locator("#study-plot").bounding_box()  # in the viewport: add the scroll for page coordinates
+    top = box["y"] + page.evaluate("window.scrollY")
+    page.screenshot(path=str(out / "screenshot_method.png"), full_page=True,
+                    clip={"x": 0, "y": max(top - 560, 0), "width": 1440, "height": box["height"] + 600})
+    print(f"wrote {out / 'screenshot_method.png'}")
+
+
 REAL_MODEL = "smollm2-135m-instruct"
 
 
@@ -170,7 +184,7 @@ def main(argv=None) -> int:
             from mrtpo_viz.policy.known import list_downloaded
 
             real = [real_model] if REAL_MODEL in list_downloaded() else []  # last: it switches the checkpoint
-            for take in (relevance, free_prompt, ab, rollouts, *real):
+            for take in (relevance, free_prompt, ab, rollouts, method, *real):
                 take(page, out)
             ctx.close()
     finally:

@@ -91,4 +91,4 @@ def build_method_tab(results_path: Path = STUDY_RESULTS) -> None:
         text, figure = f"**{Path(results_path).name} could not be shown** ({type(e).__name__}: {e}).", None
     gr.Markdown(STUDY_MD + "\n\n" + text, elem_classes=["mrtpo-method"])
     if figure is not None:
-        gr.Plot(figure, label="Final mean reward minus GDPO's")
+        gr.Plot(figure, label="Final mean reward minus GDPO's", elem_id="study-plot")
