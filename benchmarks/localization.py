@@ -44,9 +44,9 @@ from mrtpo_viz.tasks.loading import load_examples  # noqa: E402
 
 METHODS = ("js_raw", "js_placebo", "js_corrupted", "js_others", "kl", "entropy", "uniform")
 """Relevance signals compared; the first five come from the replay, the last two are baselines."""
-REPLAYS = {"js_placebo": ("js", "placebo"), "js_corrupted": ("js", "corrupted"), "js_others": ("js", "others"),
-           "kl": ("kl", "none")}
-"""Replays run per response: (metric, control); ``js_raw`` is the raw score of any JS replay."""
+REPLAYS = {"js_raw": ("js", "none"), "js_placebo": ("js", "placebo"), "js_corrupted": ("js", "corrupted"),
+           "js_others": ("js", "others"), "kl": ("kl", "none")}
+"""Replays run per response: (metric, control), all from one batched forward."""
 
 
 def auroc(scores, labels) -> float:
@@ -68,34 +68,25 @@ def mean_rank(scores, index: int) -> float:
 
 
 def signals(policy, ex, response, verifiers: list[str]) -> tuple[dict[str, np.ndarray], object]:
-    """Every method's (K, T) relevance for one response (text or token ids), and one Relevance (offsets, spans)."""
-    from mrtpo_viz.relevance.engine import replay
+    """Every method's (K, T) relevance for one response (text or token ids), and one Relevance (offsets, spans):
+    all replays from one batched forward (:func:`replay_variants`)."""
+    from mrtpo_viz.relevance.engine import replay_variants
 
-    out, rel = {}, None
-    for method, (metric, control) in REPLAYS.items():
-        if control == "corrupted":  # per verifier: a verifier whose information never varies has no corruption
-            out[method] = np.stack([_corrupted_row(policy, ex, response, v) for v in verifiers])
-            continue
-        rel = replay(policy, ex, response, verifiers, metric=metric, control=control)
-        out[method] = rel.scores.numpy()
-        if metric == "js":
-            out["js_raw"] = rel.raw_scores.numpy()
+    variants = list(REPLAYS.values())
+    try:
+        rels = replay_variants(policy, ex, response, verifiers, variants)
+    except ValueError:  # a verifier whose information never varies has no corruption: the others', row by row
+        rels = replay_variants(policy, ex, response, verifiers, [x for x in variants if x[1] != "corrupted"])
+        rels[("js", "corrupted")] = None
+    out = {}
+    for method, key in REPLAYS.items():
+        out[method] = (rels[key].scores.numpy() if rels[key] is not None
+                       else np.stack([_corrupted_row(policy, ex, response, v) for v in verifiers]))
+    rel = rels[("js", "none")]
     K, T = out["js_raw"].shape
     out["entropy"] = np.broadcast_to(rel.entropy.numpy(), (K, T))
     out["uniform"] = np.zeros((K, T))
     return out, rel
-
-
-def _corrupted_row(policy, ex, response, verifier: str) -> np.ndarray:
-    """(T,) relevance under the ``corrupted`` control, NaN where the verifier's information is the same for all."""
-    from mrtpo_viz.relevance.engine import replay
-
-    try:
-        return replay(policy, ex, response, [verifier], control="corrupted").scores[0].numpy()
-    except ValueError:
-        ids = response if isinstance(response, list) else policy.tokenizer(response, add_special_tokens=False)[
-            "input_ids"]
-        return np.full(len(ids), np.nan)
 
 
 def token_masks(rel, verifier: str) -> tuple[np.ndarray, np.ndarray]:

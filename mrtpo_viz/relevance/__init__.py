@@ -3,8 +3,8 @@ prefix (:mod:`.branches`), the controls (:mod:`.controls`), the replay itself (:
 result (:mod:`.results`: :class:`Relevance`) and scoring a file of rollouts (:mod:`.scoring`)."""
 from .contexts import DEFAULT_INFO_TEMPLATE, render_info, with_info
 from .controls import CONTROLS, get_control
-from .engine import plan_replay, replay
+from .engine import plan_replay, replay, replay_variants
 from .results import Relevance
 
 __all__ = ["CONTROLS", "DEFAULT_INFO_TEMPLATE", "Relevance", "get_control", "plan_replay", "render_info", "replay",
-           "with_info"]
+           "replay_variants", "with_info"]

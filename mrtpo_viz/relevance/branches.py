@@ -101,6 +101,14 @@ def split_branches(tokenizer, texts: Sequence[str], response_ids: list[int]) -> 
     return Branches(prefix_ids, suffixes, list(response_ids))
 
 
+def shared_branches(prompts: Sequence[list[int]], response_ids: list[int]) -> Branches:
+    """Branches from each branch's whole prompt ids (already cut and joined by :func:`split_branches`): the longest
+    common id prefix runs once, and each suffix keeps at least one id (the one predicting response token 0)."""
+    n = min(len(p) for p in prompts) - 1
+    common = next((i for i in range(n) if len({p[i] for p in prompts}) > 1), n)
+    return Branches(list(prompts[0][:common]), [list(p[common:]) for p in prompts], list(response_ids))
+
+
 def _suffix_batch(br: Branches, pad_id: int, device) -> tuple[torch.Tensor, ...]:
     """Right-padded suffix ids (B, L), attention mask (B, P + L), position ids (B, L), kept positions (B, T)."""
     P, T = len(br.prefix_ids), len(br.response_ids)

@@ -19,7 +19,7 @@ from ..guards import unpaired_surrogate
 from ..policy import Policy, as_messages
 from ..policy.specials import restore
 from ..tasks import Example, Verifier, get_verifier
-from .branches import Branches, branch_logits, split_branches, tokenize_response
+from .branches import Branches, branch_logits, shared_branches, split_branches, tokenize_response
 from .contexts import DEFAULT_INFO_TEMPLATE, with_info
 from .controls import CONTROLS, Control, ControlInput
 from .results import Relevance
@@ -185,6 +185,48 @@ def replay(policy: Policy, example_or_prompt, response, verifiers: Sequence[Unio
     timings["verify"] = time.perf_counter() - clock
     rel.timings = timings
     return rel
+
+
+def replay_variants(policy: Policy, example_or_prompt, response, verifiers: Sequence[Union[str, Verifier]],
+                    variants: Sequence[tuple[str, str]], **options) -> dict[tuple[str, str], Relevance]:
+    """Several ``(metric, control)`` replays of one response from ONE batched forward: the without and with
+    branches run once for all of them, and each control's extra branches once. ``options``: :func:`replay`'s
+    keywords (``infos``, ``info_position``, ``template``, ``chunk_size``, ``topk``, ``pool``).
+
+    Returns:
+        ``(metric, control) -> Relevance``, equal to ``replay(..., metric=metric, control=control)`` up to the
+        float rounding of a different batch (the logits of a branch do not depend on the others in the batch).
+    """
+    variants = list(dict.fromkeys((m, c) for m, c in variants))
+    if not variants:
+        raise ValueError("give at least one (metric, control) variant")
+    for metric, _ in variants:
+        get_metric(metric)
+    planned = {k: options[k] for k in ("infos", "info_position", "template", "pool") if k in options}
+    plans = {c: plan_replay(policy, example_or_prompt, response, verifiers, control=c, **planned)
+             for c in dict.fromkeys(c for _, c in variants)}
+    first = next(iter(plans.values()))
+    K, base = len(first.verifiers), first.branches
+    prompts = [base.prefix_ids + base.suffix_ids[b] for b in range(K + 1)]
+    rows = {}  # control -> its extra branches' rows in the merged batch
+    for c, plan in plans.items():
+        if plan.extra_infos is not None:
+            rows[c] = list(range(len(prompts), len(prompts) + K))
+            prompts += [plan.branches.prefix_ids + plan.branches.suffix_ids[b] for b in range(K + 1, 2 * K + 1)]
+    br = base if len(prompts) == base.B else shared_branches(prompts, base.response_ids)
+    logits = branch_logits(policy.model, br, policy.pad_id, policy.device)  # (B, T, V)
+    example = example_or_prompt if isinstance(example_or_prompt, Example) else None
+    out = {}
+    for metric, c in variants:
+        plan = plans[c]
+        mine = logits[list(range(K + 1)) + rows.get(c, [])]  # [without, with_1..K, its extra_1..K]
+        rel = _relevance(policy, br, mine, plan.verifiers, plan.infos, plan.extra_infos, plan.control, metric,
+                         options.get("chunk_size"), options.get("topk", 5))
+        rel.info_position = options.get("info_position", "user_end")
+        if example is not None:
+            _add_verdicts(rel, plan.verifiers, example)
+        out[(metric, c)] = rel
+    return out
 
 
 def _relevance(policy, br: Branches, logits, vs, info_list, extra, ctrl: Control, metric, chunk_size,

@@ -6,8 +6,8 @@ import torch
 
 from mrtpo_viz.relevance.controls import CONTROLS, _corrupted_infos, ControlInput
 from mrtpo_viz.relevance.tokens import display_tokens
-from mrtpo_viz.relevance.engine import plan_replay, replay
-from mrtpo_viz.relevance.branches import branch_logits, reference_logits, tokenize_response
+from mrtpo_viz.relevance.engine import plan_replay, replay, replay_variants
+from mrtpo_viz.relevance.branches import branch_logits, reference_logits, shared_branches, tokenize_response
 from mrtpo_viz.relevance.results import Relevance
 from mrtpo_viz.tasks.base import Example, get_verifier
 from mrtpo_viz.tasks.loading import load_examples
@@ -95,6 +95,33 @@ def test_k_verifiers_at_once_equal_one_at_a_time(tiny_policy):
         assert torch.allclose(both.raw_scores[k], one.raw_scores[0], atol=1e-5)
         assert torch.allclose(both.logp_with[k], one.logp_with[0], atol=1e-4)
     assert both.raw_scores.mean() > 0.05  # the information really changes the sharp model's predictions
+
+
+def test_variants_from_one_forward_equal_separate_replays(tiny_policy):
+    """replay_variants shares the without/with branches between controls and metrics; each result equals its own
+    replay. Tolerance 1e-5: the same logits from a batch of another size (a different padding and prefix cut),
+    float32 rounding of the attention sums, whatever the CPU's kernels; the JS values here are ~0.1-0.9."""
+    ex = load_examples("tool_calling", "test")[0]
+    variants = [("js", "none"), ("js", "placebo"), ("js", "others"), ("kl", "none"), ("js", "corrupted")]
+    many = replay_variants(tiny_policy, ex, ex.reference, list(ex.verifiers), variants + [("js", "none")])
+    assert list(many) == variants  # a repeated variant is run once
+    for metric, control in variants:
+        one = replay(tiny_policy, ex, ex.reference, list(ex.verifiers), metric=metric, control=control)
+        got = many[(metric, control)]
+        assert (got.metric, got.control, got.token_ids) == (metric, control, one.token_ids)
+        assert (got.scores - one.scores).abs().max() < 1e-5 and (got.raw_scores - one.raw_scores).abs().max() < 1e-5
+        assert (got.logp_with - one.logp_with).abs().max() < 1e-4 and got.rewards == one.rewards
+    assert many[("js", "none")].raw_scores.max() > 0.1  # the comparison is not between zeros
+    assert not torch.equal(many[("js", "placebo")].scores, many[("js", "none")].scores)
+    with pytest.raises(ValueError, match="at least one"):
+        replay_variants(tiny_policy, ex, ex.reference, list(ex.verifiers), [])
+
+
+def test_shared_branches_keeps_one_id_per_suffix():
+    br = shared_branches([[1, 2, 3, 4], [1, 2, 3, 9, 9], [1, 2, 3, 4]], [7, 8])
+    assert br.prefix_ids == [1, 2, 3] and br.suffix_ids == [[4], [9, 9], [4]]
+    same = shared_branches([[1, 2], [1, 2]], [7])  # identical prompts: the last id still predicts the response
+    assert same.prefix_ids == [1] and same.suffix_ids == [[2], [2]]
 
 
 def test_empty_information_gives_zero_relevance(tiny_policy):
