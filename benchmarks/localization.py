@@ -231,10 +231,11 @@ def run(checkpoint: str, n: int, seed: int = 0, slice_path=None, tasks=TASKS, ca
     for task, items in cases.items():
         options = {"category": category} if task == "bfcl" and category else {}
         data_pools = DataPools.from_examples(load_examples(task, "train", **options))
-        for ex, response, passing in items:
+        for i, (ex, response, passing) in enumerate(items):
             sig, rel = signals(policy, ex, response, list(ex.verifiers))
             spans_and_specificity(pools, sig, rel)
             error_localization(pools, policy, ex, rng, data_pools, passing)
+            print(f"{task}: {i + 1}/{len(items)} examples, {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
         counts[task] = len(items)
     model = model_label(checkpoint)
     rows = [{"model": model, **r} for r in summarize(pools)]
