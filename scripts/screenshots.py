@@ -1,7 +1,7 @@
 """Take the README's screenshots of the app on the bundled policy (Debian chromium through playwright):
 
     python scripts/screenshots.py            # writes assets/screenshot_{relevance,free_prompt,ab,rollouts,method}.png,
-                                             # and screenshot_smollm2.png where that model is downloaded
+                                             # and screenshot_smollm2{,_ab}.png where that model is downloaded
     python scripts/screenshots.py --out DIR  # somewhere else
 
 The app runs in this process on a free local port. Each shot is a state a user reaches by clicking: a replay with a
@@ -160,6 +160,24 @@ def real_model(page, out: Path) -> None:
     shot(page, out / "screenshot_smollm2.png", 1500)
 
 
+def real_model_ab(page, out: Path) -> None:
+    """SmolLM2-135M-Instruct in the A/B tab (after :func:`real_model` switched the checkpoint): held-out
+    instruction-following example 2's gold response, ``ifeval.ends_with`` with its own information (A) against
+    its generic description (B); ``benchmarks/ab_compare.py`` measures this comparison on 19 examples."""
+    page.get_by_role("tab", name="Verifier information A/B").click()
+    page.locator("#ab-task input").click()
+    page.get_by_role("option", name="instruction_following", exact=True).first.click()
+    page.wait_for_timeout(1500)
+    page.locator("#ab-example input").click()
+    page.get_by_role("option", name=re.compile(r"^2: ")).first.click()
+    page.wait_for_function("() => document.querySelector('#info-b textarea').value.length > 0 && "
+                           "document.querySelector('#ab-verifier input').value === 'ifeval.ends_with'")
+    page.wait_for_timeout(1000)
+    page.locator("#ab-btn").click()
+    page.locator("#ab-diff .heatmaplayer").first.wait_for()
+    shot(page, out / "screenshot_ab_smollm2.png", 1250)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "assets"))
@@ -183,7 +201,7 @@ def main(argv=None) -> int:
             page.locator("#replay-btn").wait_for()
             from mrtpo_viz.policy.known import list_downloaded
 
-            real = [real_model] if REAL_MODEL in list_downloaded() else []  # last: it switches the checkpoint
+            real = [real_model, real_model_ab] if REAL_MODEL in list_downloaded() else []  # last: it switches the checkpoint
             for take in (relevance, free_prompt, ab, rollouts, method, *real):
                 take(page, out)
             ctx.close()

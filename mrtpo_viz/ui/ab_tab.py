@@ -107,11 +107,13 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
     with gr.Row(equal_height=False):
         with gr.Column(scale=2, min_width=360):
             with gr.Row():
-                task = gr.Dropdown(available_tasks(), value=TASKS[0], label="Task family")
-                example = gr.Dropdown(example_choices(TASKS[0]), value=start["example"], label="Example (test split)")
+                task = gr.Dropdown(available_tasks(), value=TASKS[0], label="Task family", elem_id="ab-task")
+                example = gr.Dropdown(example_choices(TASKS[0]), value=start["example"], label="Example (test split)",
+                                      elem_id="ab-example")
             prompt = gr.Textbox(start["prompt"], label="Prompt", lines=3, max_lines=10)
             response = gr.Textbox(start["response"], label="Response", lines=3, max_lines=10)
-            verifier = gr.Dropdown(list_verifiers(TASKS[0]), value=start["verifier"], label="Verifier")
+            verifier = gr.Dropdown(list_verifiers(TASKS[0]), value=start["verifier"], label="Verifier",
+                                   elem_id="ab-verifier")
             info_a = gr.Textbox(start["a"], label="Information A", lines=4, max_lines=12, elem_id="info-a")
             info_b = gr.Textbox(start["b"], label="Information B", lines=4, max_lines=12, elem_id="info-b")
             with gr.Row():
