@@ -171,6 +171,27 @@ def summarize(pools: Pools) -> list[dict]:
     return rows
 
 
+def with_means(rows: list[dict]) -> list[dict]:
+    """``rows`` without their mean rows, and the means over verifiers recomputed per (model, view, method): how the
+    runs of one model's families (``--tasks``, in parallel processes) join into one table."""
+    rows = [r for r in rows if r["verifier"] != "mean"]
+    means = {}
+    for r in rows:
+        if not np.isnan(r["value"]):
+            means.setdefault((r["model"], r["view"], r["method"]), []).append(r["value"])
+    return rows + [{"model": model, "view": view, "verifier": "mean", "method": m, "value": float(np.mean(x)),
+                    "n": len(x)} for (model, view, m), x in sorted(means.items())]
+
+
+def merge(paths: list[str]) -> list[dict]:
+    """The rows of several ``localization*.csv`` files (one model's families), means recomputed."""
+    import csv
+
+    rows = [{**r, "value": float(r["value"]), "n": int(r["n"])} for path in paths
+            for r in csv.DictReader(open(path, newline=""))]
+    return with_means(rows)
+
+
 VIEWS = {"span_all": "(a) span AUROC, all span tokens", "span_first": "(a) span AUROC, first token of each span",
          "specificity": "(b) reward specificity AUROC of rel_k - rel_j", "error_top1": "(c) error localization, top-1",
          "error_top3": "(c) error localization, top-3"}
@@ -255,7 +276,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--tasks", default=",".join(TASKS), help="comma-separated task families (bfcl too)")
     ap.add_argument("--category", default=None, help="BFCL category for --tasks bfcl (default simple_python)")
+    ap.add_argument("--merge", default=None,
+                    help="comma-separated localization CSVs of one model's families (runs of --tasks in parallel): "
+                         "write localization_merged.{csv,md} from them with the means recomputed, run nothing")
     args = ap.parse_args(argv)
+    if args.merge:
+        rows = merge(args.merge.split(","))
+        info = {"model": rows[0]["model"], "slice": None, "merged": args.merge}
+        write(rows, info, Path(args.out), suffix="_merged")
+        return 0
     import torch
 
     torch.set_num_threads(args.threads)
@@ -281,7 +310,9 @@ def write(rows: list[dict], info: dict, out: Path, suffix: str = "") -> None:
 
     header = (f"# Localization benchmark\n\nCommand: `{command('localization.py', sys.argv[1:])}` · policy "
               f"`{info['model']}` · "
-              f"held-out examples per family: {info['examples']} · {info['seconds']:.0f} s on one CPU thread. "
+              + (f"merged from `{info['merged']}` (each written by its own `--tasks` run), means over all their "
+                 "verifiers. " if info.get("merged") else
+                 f"held-out examples per family: {info['examples']} · {info['seconds']:.0f} s on one CPU thread. ")
               + (own if info["slice"] else "Gold responses (views a, b) and one injected error per verifier (view c)")
               + ". AUROC 0.5 = chance; n = positive tokens (a, b) or responses (c); on the mean row, n = "
               f"verifiers averaged. Verifiers whose spans are empty on a passing response (no_comma, lowercase, "
