@@ -166,78 +166,71 @@ def replay(policy: Policy, example_or_prompt, response, verifiers: Sequence[Unio
     Returns:
         A :class:`Relevance` with ``scores`` and ``raw_scores`` of shape (K, T).
     """
-    timings, clock = {}, time.perf_counter()
-    get_metric(metric)
-    example = example_or_prompt if isinstance(example_or_prompt, Example) else None
-    plan = plan_replay(policy, example_or_prompt, response, verifiers, infos=infos, info_position=info_position,
-                       control=control, template=template, pool=pool)
-    br, vs, info_list, extra, ctrl = plan.branches, plan.verifiers, plan.infos, plan.extra_infos, plan.control
-    timings["tokenize"], clock = time.perf_counter() - clock, time.perf_counter()
-
-    logits = branch_logits(policy.model, br, policy.pad_id, policy.device)  # (B, T, V)
-    timings["forward"], clock = time.perf_counter() - clock, time.perf_counter()
-
-    rel = _relevance(policy, br, logits, vs, info_list, extra, ctrl, metric, chunk_size, topk)
-    timings["metric"], clock = time.perf_counter() - clock, time.perf_counter()
-    rel.info_position = info_position
-    if example is not None:
-        _add_verdicts(rel, vs, example)
-    timings["verify"] = time.perf_counter() - clock
-    rel.timings = timings
-    return rel
+    return replay_variants(policy, example_or_prompt, response, verifiers, [(metric, control)], infos=infos,
+                           info_position=info_position, template=template, chunk_size=chunk_size, topk=topk,
+                           pool=pool)[(metric, control)]
 
 
 def replay_variants(policy: Policy, example_or_prompt, response, verifiers: Sequence[Union[str, Verifier]],
-                    variants: Sequence[tuple[str, str]], **options) -> dict[tuple[str, str], Relevance]:
+                    variants: Sequence[tuple[str, str]], *, infos: Optional[dict[str, str]] = None,
+                    info_position: str = "user_end", template: str = DEFAULT_INFO_TEMPLATE,
+                    chunk_size: Optional[int] = None, topk: int = 5,
+                    pool: Optional[Sequence[Example]] = None) -> dict[tuple[str, str], Relevance]:
     """Several ``(metric, control)`` replays of one response from ONE batched forward: the without and with
-    branches run once for all of them, and each control's extra branches once. ``options``: :func:`replay`'s
-    keywords (``infos``, ``info_position``, ``template``, ``chunk_size``, ``topk``, ``pool``).
+    branches run once for all of them, and each control's extra branches once (:func:`replay` is the case of one).
+    Keywords as in :func:`replay`.
 
     Returns:
-        ``(metric, control) -> Relevance``, equal to ``replay(..., metric=metric, control=control)`` up to the
-        float rounding of a different batch (the logits of a branch do not depend on the others in the batch).
+        ``(metric, control) -> Relevance``, each equal to its own ``replay(..., metric=metric, control=control)`` up
+        to the float rounding of a batch of another size (a branch's logits do not depend on the other branches).
     """
+    timings, clock = {}, time.perf_counter()
     variants = list(dict.fromkeys((m, c) for m, c in variants))
     if not variants:
         raise ValueError("give at least one (metric, control) variant")
     for metric, _ in variants:
         get_metric(metric)
-    planned = {k: options[k] for k in ("infos", "info_position", "template", "pool") if k in options}
-    plans = {c: plan_replay(policy, example_or_prompt, response, verifiers, control=c, **planned)
-             for c in dict.fromkeys(c for _, c in variants)}
+    plans = {c: plan_replay(policy, example_or_prompt, response, verifiers, infos=infos, info_position=info_position,
+                            control=c, template=template, pool=pool) for c in dict.fromkeys(c for _, c in variants)}
     first = next(iter(plans.values()))
     K, base = len(first.verifiers), first.branches
     prompts = [base.prefix_ids + base.suffix_ids[b] for b in range(K + 1)]
-    rows = {}  # control -> its extra branches' rows in the merged batch
+    extra_rows = {}  # control -> first row of its K extra branches in the batch
     for c, plan in plans.items():
         if plan.extra_infos is not None:
-            rows[c] = list(range(len(prompts), len(prompts) + K))
+            extra_rows[c] = len(prompts)
             prompts += [plan.branches.prefix_ids + plan.branches.suffix_ids[b] for b in range(K + 1, 2 * K + 1)]
     br = base if len(prompts) == base.B else shared_branches(prompts, base.response_ids)
+    timings["tokenize"], clock = time.perf_counter() - clock, time.perf_counter()
+
     logits = branch_logits(policy.model, br, policy.pad_id, policy.device)  # (B, T, V)
+    timings["forward"] = time.perf_counter() - clock
     example = example_or_prompt if isinstance(example_or_prompt, Example) else None
     out = {}
     for metric, c in variants:
-        plan = plans[c]
-        mine = logits[list(range(K + 1)) + rows.get(c, [])]  # [without, with_1..K, its extra_1..K]
-        rel = _relevance(policy, br, mine, plan.verifiers, plan.infos, plan.extra_infos, plan.control, metric,
-                         options.get("chunk_size"), options.get("topk", 5))
-        rel.info_position = options.get("info_position", "user_end")
+        plan, clock = plans[c], time.perf_counter()
+        row = extra_rows.get(c)
+        extra_logits = None if row is None else logits[row:row + K]  # views, not copies: (K, T, V)
+        rel = _relevance(policy, br, logits[:K + 1], extra_logits, plan, metric, chunk_size, topk)
+        rel.info_position = info_position
+        own = {**timings, "metric": time.perf_counter() - clock}
+        clock = time.perf_counter()
         if example is not None:
             _add_verdicts(rel, plan.verifiers, example)
+        rel.timings = {**own, "verify": time.perf_counter() - clock}
         out[(metric, c)] = rel
     return out
 
 
-def _relevance(policy, br: Branches, logits, vs, info_list, extra, ctrl: Control, metric, chunk_size,
-               topk) -> Relevance:
-    """Metrics and per-token columns from the (B, T, V) branch logits: [without, with_1..K, extra_1..K]."""
+def _relevance(policy, br: Branches, logits, extra_k, plan: ReplayPlan, metric, chunk_size, topk) -> Relevance:
+    """Metrics and per-token columns from the (K + 1, T, V) logits [without, with_1..K] and the control's (K, T, V)
+    extra branches' logits (None without extra branches)."""
+    vs, info_list, ctrl = plan.verifiers, plan.infos, plan.control
     K, T = len(vs), len(br.response_ids)
     without, with_k = logits[:1], logits[1:K + 1]  # (1, T, V), (K, T, V)
     raw = chunked_metric(with_k, without, metric, chunk_size)  # (K, T)
     with_vs_extra = extra_vs_without = None
-    if extra is not None:
-        extra_k = logits[K + 1:]  # (K, T, V)
+    if extra_k is not None:
         with_vs_extra = chunked_metric(with_k, extra_k, metric, chunk_size)  # (K, T)
         extra_vs_without = chunked_metric(extra_k, without, metric, chunk_size)  # (K, T)
     scores = ctrl.combine(raw, with_vs_extra, extra_vs_without)
