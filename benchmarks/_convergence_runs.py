@@ -33,7 +33,8 @@ from mrtpo_viz.training.config import TrainConfig
 from mrtpo_viz.training.report import parse_variant
 
 STUDY_KEYS = ("variants", "arms")
-"""Plan fields a study keeps for life: a continued study must name the same (budget notes may change)."""
+"""Plan fields a study keeps for life: a continued study must name the same, except that an arm may get more seeds
+(budget notes may change)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,13 @@ def policy_digest(checkpoint: str) -> str:
 
 # --- the study folder ----------------------------------------------------------------------------------------------
 
+def _without_seeds(value):
+    """A plan field with the arms' seed counts left out: a study may be continued with more seeds per arm."""
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return [{k: v for k, v in a.items() if k != "seeds"} for a in value]
+    return value
+
+
 class Study:
     """A study folder: its plan (checked against the one given), the ledger, and which runs are finished."""
 
@@ -126,12 +134,15 @@ class Study:
         saved = self.root / "plan.json"
         if saved.is_file():
             old = json.loads(saved.read_text(encoding="utf-8"))
-            changed = [k for k in STUDY_KEYS if old.get(k) != plan.get(k)]
+            changed = [k for k in STUDY_KEYS if _without_seeds(old.get(k)) != _without_seeds(plan.get(k))]
+            fewer = [a["key"] for a, b in zip(old["arms"], plan["arms"]) if b["seeds"] < a["seeds"]]
             moved = {c: (old["digests"].get(c), d) for c, d in digests.items() if old["digests"].get(c) != d}
-            if changed or moved:
-                raise SystemExit(f"{self.root} was started with another plan ({changed or ''}) or policy "
+            if changed or fewer or moved:
+                raise SystemExit(f"{self.root} was started with another plan ({changed or fewer or ''}) or policy "
                                  f"({moved or ''}); continue it with its own plan ({saved}) or start a new study "
-                                 "with --study NAME")
+                                 "with --study NAME (a plan may only add seeds)")
+            if plan["arms"] != old["arms"]:  # more seeds: the finished runs stay valid (seed-major order)
+                atomic_write_text(saved, json.dumps({**old, "arms": plan["arms"]}, indent=1))
         else:
             atomic_write_text(saved, json.dumps({**plan, "digests": digests}, indent=1))
         self.digests = digests

@@ -251,6 +251,12 @@ def test_a_study_refuses_another_plan_or_a_changed_policy(tiny_policy_dir, tmp_p
     runs.Study(tmp_path / "s", plan)
     with pytest.raises(SystemExit, match="another plan"):
         runs.Study(tmp_path / "s", dict(plan, variants=["gdpo"]))
+    more = dict(plan, arms=[dict(plan["arms"][0], seeds=3)])  # more seeds extend the study
+    assert [s.seed for s in runs.schedule(runs.Study(tmp_path / "s", more).plan)] == [0, 0, 1, 1, 2, 2]
+    assert json.loads((tmp_path / "s" / "plan.json").read_text())["arms"][0]["seeds"] == 3
+    for changed in (dict(plan["arms"][0], seeds=2), dict(plan["arms"][0], steps=3, seeds=3)):
+        with pytest.raises(SystemExit, match="another plan"):  # fewer seeds, or another step count
+            runs.Study(tmp_path / "s", dict(plan, arms=[changed]))
     (tmp_path / "s" / "plan.json").write_text(json.dumps({**plan, "digests": {str(tiny_policy_dir): "0" * 16}}))
     with pytest.raises(SystemExit, match="policy"):
         runs.Study(tmp_path / "s", plan)
