@@ -89,6 +89,19 @@ def signals(policy, ex, response, verifiers: list[str]) -> tuple[dict[str, np.nd
     return out, rel
 
 
+def _corrupted_row(policy, ex, response, verifier: str) -> np.ndarray:
+    """(T,) relevance of one verifier under the ``corrupted`` control, NaN where it has no corruption (its
+    information is the same for every example and no other verifier's can be borrowed)."""
+    from mrtpo_viz.relevance.engine import replay
+
+    try:
+        return replay(policy, ex, response, [verifier], control="corrupted").scores[0].numpy()
+    except ValueError:
+        ids = response if isinstance(response, list) else policy.tokenizer(response, add_special_tokens=False)[
+            "input_ids"]
+        return np.full(len(ids), np.nan)
+
+
 def token_masks(rel, verifier: str) -> tuple[np.ndarray, np.ndarray]:
     """(T,) bool: tokens overlapping a span of the verifier, and tokens holding the first character of a span."""
     spans = rel.spans.get(verifier) or []
@@ -150,7 +163,7 @@ def error_localization(pools: Pools, policy, ex, rng: random.Random, data_pools,
 
 
 def summarize(pools: Pools) -> list[dict]:
-    """Long rows: view, verifier, method, value, n (pooled over responses), plus the mean over verifiers."""
+    """Long rows: view, verifier, method, value, n (pooled over responses); :func:`with_means` adds the means."""
     rows = []
     for (view, v, method), (s, l) in sorted(pools.pairs.items()):
         labels = np.concatenate(l)
@@ -162,12 +175,6 @@ def summarize(pools: Pools) -> list[dict]:
                      "n": len(r)})
         rows.append({"view": "error_top3", "verifier": v, "method": method, "value": float((r <= 3).mean()),
                      "n": len(r)})
-    means = {}
-    for r in rows:
-        if not np.isnan(r["value"]):
-            means.setdefault((r["view"], r["method"]), []).append(r["value"])
-    rows += [{"view": view, "verifier": "mean", "method": m, "value": float(np.mean(x)), "n": len(x)}
-             for (view, m), x in sorted(means.items())]
     return rows
 
 
@@ -259,7 +266,7 @@ def run(checkpoint: str, n: int, seed: int = 0, slice_path=None, tasks=TASKS, ca
             print(f"{task}: {i + 1}/{len(items)} examples, {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
         counts[task] = len(items)
     model = model_label(checkpoint)
-    rows = [{"model": model, **r} for r in summarize(pools)]
+    rows = with_means([{"model": model, **r} for r in summarize(pools)])
     return rows, {"examples": counts, "seconds": round(time.time() - t0, 1), "checkpoint": checkpoint,
                   "model": model, "slice": str(slice_path) if slice_path else None}
 
