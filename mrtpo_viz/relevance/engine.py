@@ -215,8 +215,12 @@ def replay_variants(policy: Policy, example_or_prompt, response, verifiers: Sequ
         rel.info_position = info_position
         own = {**timings, "metric": time.perf_counter() - clock}
         clock = time.perf_counter()
-        if example is not None:
+        if example is not None and not out:
             _add_verdicts(rel, plan.verifiers, example)
+        elif example is not None:  # the same response and verifiers: the first variant's verdicts, not re-run
+            done = next(iter(out.values()))
+            rel.rewards, rel.reasons, rel.spans = dict(done.rewards), dict(done.reasons), dict(done.spans)
+            rel.example_id = done.example_id
         rel.timings = {**own, "verify": time.perf_counter() - clock}
         out[(metric, c)] = rel
     return out
