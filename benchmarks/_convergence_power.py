@@ -77,9 +77,10 @@ def cost_per_seed(pilot_arm: dict, steps: int, pg_factor: float = 1.0) -> float:
 
 
 def propose(rows: pd.DataFrame, pilot: dict, budget_cpu_h: float, variants: list[str],
-            horizons: dict | None = None) -> tuple[dict, str]:
-    """The study's plan and the text of ``convergence_power.md``."""
-    horizons = horizons or {}
+            horizons: dict | None = None, floor: dict | None = None) -> tuple[dict, str]:
+    """The study's plan and the text of ``convergence_power.md``; ``floor``: seeds an arm keeps (a study under way
+    has run them: they are in the budget, and a plan may not take them back)."""
+    horizons, floor = horizons or {}, floor or {}
     est = {}
     for key, a in pilot["arms"].items():
         arm_rows = rows[rows["arm"] == key]
@@ -99,7 +100,7 @@ def propose(rows: pd.DataFrame, pilot: dict, budget_cpu_h: float, variants: list
                           "prompts_per_step": a["prompts_per_step"], "group_size": a["group_size"],
                           "max_new_tokens": a["max_new_tokens"], "lr": a["lr"], "window": window,
                           "save_every": max(5, steps // 5) if a["checkpoint"] != "tiny-mrtpo" else 25})
-    seeds = affordable_seeds(power, costs, budget_cpu_h)
+    seeds = affordable_seeds(power, costs, budget_cpu_h, floor=floor)
     for arm in plan_arms:
         k = arm["key"]
         arm["seeds"] = seeds[k]
@@ -117,10 +118,12 @@ def default_horizon(a: dict) -> int:
     return int(a["steps"] * (2.5 if a["checkpoint"] == "tiny-mrtpo" else 4))
 
 
-def affordable_seeds(power: dict, costs: dict, budget_cpu_h: float, minimum: int = 5) -> dict:
-    """Seeds per arm: everyone gets ``minimum``; the rest of the budget raises the arms whose need is largest
-    relative to what they have, one seed at a time, never past what 80% power needs."""
-    seeds = {k: minimum for k in power}
+def affordable_seeds(power: dict, costs: dict, budget_cpu_h: float, minimum: int = 5,
+                     floor: dict | None = None) -> dict:
+    """Seeds per arm: everyone gets ``minimum`` (or its ``floor``, the seeds a study under way has run, if more);
+    the rest of the budget raises the arms whose need is largest relative to what they have, one seed at a time,
+    never past what 80% power needs."""
+    seeds = {k: max(minimum, (floor or {}).get(k, 0)) for k in power}
     spent = sum(seeds[k] * costs[k] for k in seeds) / 3600
     while True:
         open_ = [k for k in seeds if seeds[k] < power[k]["seeds_needed"]
@@ -159,7 +162,8 @@ def text(pilot: dict, est: dict, power: dict, budget: float, rows: pd.DataFrame)
                      + f" | {f['noise']:.4f} | {f['tau2']:.5f} | {share:.0%} | {s_sd:.1f}; {s_mean:.1f} |")
     lines += ["", "## Seeds for 80% power, and the plan", "",
               f"Budget: {budget:.1f} CPU hours for the whole study (2 cores; one run at a time on one thread). "
-              "Every arm gets at least 5 seeds; the rest of the budget adds seeds where the need is largest.", "",
+              "Every arm gets at least 5 seeds (or the seeds a study under way has run, `--keep-seeds`); the rest "
+              "of the budget adds seeds where the need is largest.", "",
               "| arm | steps | window | predicted sd | seeds for 80% power | CPU h for those | seeds planned | "
               "minimum detectable difference | CPU h planned |", "|---|---|---|---|---|---|---|---|---|"]
     for key, p in power.items():

@@ -98,17 +98,17 @@ def analyze(rows: pd.DataFrame, ledger: dict, plan: dict, digests: Optional[dict
 
 
 def relevance_table(arms: dict) -> list[dict]:
-    """Per arm: the localization numbers of its task (mean over the task's verifiers; bundled policy only) next
-    to the training gain of each variant over GDPO."""
+    """Per arm: the localization numbers of its task on its policy (mean over the task's verifiers) next to the
+    training gain of each variant over GDPO."""
     loc = pd.read_csv(LOCALIZATION) if LOCALIZATION.is_file() else None
     out = []
     for key, a in arms.items():
-        row = {"arm": key}
-        tiny = a["checkpoint"] == "tiny-mrtpo"
+        model = localization_model(a["checkpoint"])
+        row = {"arm": key, "model": model}
         for view, method, name in (("span_all", "js_raw", "span_auroc_raw"), ("span_all", "js_others", "span_auroc_others"),
                                    ("specificity", "js_raw", "specificity_raw"),
                                    ("specificity", "js_others", "specificity_others")):
-            row[name] = _loc_mean(loc, a["task"], view, method) if tiny and loc is not None else None
+            row[name] = _loc_mean(loc, a["task"], view, method, model) if loc is not None else None
         for v, d in a["vs_gdpo"].items():
             row[f"gain/{v}"] = d["final"]["mean"]
         s = a["oracle_share"].get("mrtpo", {})
@@ -117,10 +117,19 @@ def relevance_table(arms: dict) -> list[dict]:
     return out
 
 
-def _loc_mean(loc: pd.DataFrame, task: str, view: str, method: str) -> Optional[float]:
+def localization_model(checkpoint: str) -> str:
+    """The ``model`` column of localization.csv for an arm's policy: ``tiny-mrtpo``, or the converted model's folder
+    name (``~/.cache/mrtpo-viz/models/smollm2-135m-instruct`` -> ``smollm2-135m-instruct``, the name
+    ``localization.py --checkpoint`` was given)."""
+    return checkpoint if checkpoint == "tiny-mrtpo" else Path(checkpoint).expanduser().name
+
+
+def _loc_mean(loc: pd.DataFrame, task: str, view: str, method: str, model: str = "tiny-mrtpo") -> Optional[float]:
     prefix = next(p for p, t in FAMILY.items() if t == task)
-    if "model" in loc:  # the bundled policy's rows (the file also holds a real model's)
-        loc = loc[loc["model"] == "tiny-mrtpo"]
+    if "model" in loc:  # the arm's policy's rows (the file holds the bundled policy's and a real model's)
+        loc = loc[loc["model"] == model]
+    elif model != "tiny-mrtpo":
+        return None
     sel = loc[(loc["view"] == view) & (loc["method"] == method) & loc["verifier"].str.startswith(prefix)]
     vals = sel["value"].dropna()
     return float(vals.mean()) if len(vals) else None
@@ -238,9 +247,9 @@ def relevance_markdown(table: list[dict]) -> list[str]:
     f = lambda x: "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"  # noqa: E731
     g = lambda x: "—" if x is None else f"{x:+.3f}"  # noqa: E731
     lines = ["## Relevance quality vs training gain", "",
-             "Localization numbers of the arm's task (benchmarks/results/localization.csv, bundled policy, mean over "
-             "the task's verifiers; rerun `python benchmarks/localization.py` after a policy rebuild) next to the "
-             "gain in final mean reward over GDPO.", "",
+             "Localization numbers of the arm's task on the arm's policy (benchmarks/results/localization.csv, "
+             "mean over the task's verifiers; rerun `python benchmarks/localization.py` after a policy rebuild) next "
+             "to the gain in final mean reward over GDPO.", "",
              "| arm | span AUROC raw / others | specificity raw / others | oracle gain | MRTPO raw gain | "
              "MRTPO others gain | entropy gain | MRTPO share of oracle |", "|---|---|---|---|---|---|---|---|"]
     for r in table:

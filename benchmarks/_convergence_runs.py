@@ -15,9 +15,12 @@ most ``save_every`` steps. A finished run's checkpoints are deleted (its metrics
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
+import fcntl
 import hashlib
+import os
 import json
 import shutil
 import signal
@@ -34,7 +37,7 @@ from mrtpo_viz.training.report import parse_variant
 
 STUDY_KEYS = ("variants", "arms")
 """Plan fields a study keeps for life: a continued study must name the same, except that an arm may get more seeds
-(budget notes may change)."""
+and new arms may follow the old ones (budget notes may change)."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,24 @@ def schedule(plan: dict) -> list[RunSpec]:
             for v in plan["variants"]]
 
 
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"0/2"`` -> (0, 2): this process trains every second run of the schedule, starting with the first."""
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit()) or not 0 <= int(k) < int(n):
+        raise ValueError(f"a shard is K/N with 0 <= K < N, got {text!r}")
+    return int(k), int(n)
+
+
+def shard_of(specs: list[RunSpec], shard: tuple[int, int], skip: Callable[[RunSpec], bool]) -> list[RunSpec]:
+    """Shard ``K/N``'s runs: every N-th run of the schedule from the K-th, less those ``skip`` drops (finished).
+
+    The deal is over the whole schedule, so it does not change when a shard restarts after the others finished
+    runs (no run is dealt to two shards); each arm's variants alternate between the shards, which keeps their work
+    even, and each shard goes seed-major."""
+    k, n = shard
+    return [s for s in specs[k::n] if not skip(s)]
+
+
 def policy_folder(checkpoint: str) -> Path:
     return BUNDLED_POLICY_DIR if checkpoint == names.BUNDLED_POLICY else Path(checkpoint).expanduser()
 
@@ -123,6 +144,16 @@ def _without_seeds(value):
     return value
 
 
+def _plan_change(old: dict, plan: dict) -> list[str]:
+    """What a continued study's plan changes that it may not: a study may only add seeds and append arms."""
+    changed = [k for k in STUDY_KEYS if k != "arms" and old.get(k) != plan.get(k)]
+    kept = plan["arms"][:len(old["arms"])]
+    if len(kept) < len(old["arms"]) or _without_seeds(kept) != _without_seeds(old["arms"]):
+        changed.append("arms")
+    changed += [f"fewer seeds of {a['key']}" for a, b in zip(old["arms"], kept) if b["seeds"] < a["seeds"]]
+    return changed
+
+
 class Study:
     """A study folder: its plan (checked against the one given), the ledger, and which runs are finished."""
 
@@ -134,20 +165,35 @@ class Study:
         saved = self.root / "plan.json"
         if saved.is_file():
             old = json.loads(saved.read_text(encoding="utf-8"))
-            changed = [k for k in STUDY_KEYS if _without_seeds(old.get(k)) != _without_seeds(plan.get(k))]
-            fewer = [a["key"] for a, b in zip(old["arms"], plan["arms"]) if b["seeds"] < a["seeds"]]
-            moved = {c: (old["digests"].get(c), d) for c, d in digests.items() if old["digests"].get(c) != d}
-            if changed or fewer or moved:
-                raise SystemExit(f"{self.root} was started with another plan ({changed or fewer or ''}) or policy "
+            changed = _plan_change(old, plan)
+            moved = {c: (old["digests"][c], d) for c, d in digests.items() if old["digests"].get(c, d) != d}
+            if changed or moved:
+                raise SystemExit(f"{self.root} was started with another plan ({changed or ''}) or policy "
                                  f"({moved or ''}); continue it with its own plan ({saved}) or start a new study "
-                                 "with --study NAME (a plan may only add seeds)")
-            if plan["arms"] != old["arms"]:  # more seeds: the finished runs stay valid (seed-major order)
-                atomic_write_text(saved, json.dumps({**old, "arms": plan["arms"]}, indent=1))
+                                 "with --study NAME (a plan may only add seeds and append arms)")
+            if plan["arms"] != old["arms"]:  # more seeds or arms: every finished run stays valid
+                atomic_write_text(saved, json.dumps({**old, "arms": plan["arms"],
+                                                     "digests": {**old["digests"], **digests}}, indent=1))
         else:
             atomic_write_text(saved, json.dumps({**plan, "digests": digests}, indent=1))
         self.digests = digests
+        self.ledger = self._read_ledger()
+
+    def _read_ledger(self) -> dict:
         path = self.root / "ledger.json"
-        self.ledger = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"runs": {}, "sittings": []}
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"runs": {}, "sittings": []}
+
+    @contextlib.contextmanager
+    def ledger_update(self):
+        """Read-modify-write of the ledger under a lock: shards of one study (``run --shard``) share it."""
+        with open(self.root / "ledger.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                self.ledger = self._read_ledger()
+                yield self.ledger
+                atomic_write_text(self.root / "ledger.json", json.dumps(self.ledger, indent=1))
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def steps_done(self, spec: RunSpec) -> int:
         """Finished steps in the run's metrics CSV (a run resumes past them from its checkpoint)."""
@@ -159,14 +205,11 @@ class Study:
 
     def charge(self, spec: RunSpec, cpu_s: float, *, steps: int = 0, setup: bool = False) -> None:
         """Add CPU seconds to the run's ledger entry (written at once: a kill loses at most one step's entry)."""
-        e = self.ledger["runs"].setdefault(spec.key, {"cpu_s": 0.0, "setup_cpu_s": 0.0, "steps_computed": 0})
-        e["cpu_s"] += cpu_s
-        e["setup_cpu_s"] += cpu_s if setup else 0.0
-        e["steps_computed"] += steps
-        self.save_ledger()
-
-    def save_ledger(self) -> None:
-        atomic_write_text(self.root / "ledger.json", json.dumps(self.ledger, indent=1))
+        with self.ledger_update() as ledger:
+            e = ledger["runs"].setdefault(spec.key, {"cpu_s": 0.0, "setup_cpu_s": 0.0, "steps_computed": 0})
+            e["cpu_s"] += cpu_s
+            e["setup_cpu_s"] += cpu_s if setup else 0.0
+            e["steps_computed"] += steps
 
 
 # --- running -------------------------------------------------------------------------------------------------------
@@ -195,33 +238,65 @@ class Stop:
         return None
 
 
-def run_study(study: Study, stop: Stop, log: Callable[[str], None] = print) -> str:
-    """Advance the study in :func:`schedule` order until it is finished or ``stop`` says so; returns the reason."""
-    entry = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "cpu_s": 0.0, "steps": 0, "outcome": "running"}
-    study.ledger["sittings"].append(entry)
+def run_study(study: Study, stop: Stop, log: Callable[[str], None] = print,
+              shard: tuple[int, int] = (0, 1)) -> str:
+    """Advance the study in :func:`schedule` order until it is finished or ``stop`` says so; returns the reason.
+
+    ``shard=(k, n)``: this process takes the k-th of every n unfinished runs (:func:`shard_of`); n processes of one
+    study run side by side on n cores and share the ledger."""
+    entry = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "pid": os.getpid(), "shard": f"{shard[0]}/{shard[1]}",
+             "cpu_s": 0.0, "steps": 0, "outcome": "running"}
+    with study.ledger_update() as ledger:
+        ledger["sittings"].append(entry)
     policies: dict = {}
     old = {s: signal.signal(s, lambda *_: setattr(stop, "signalled", True)) for s in (signal.SIGINT, signal.SIGTERM)}
     outcome = "error"
     try:
-        outcome = _advance_all(study, stop, policies, log)
+        outcome = _advance_all(study, stop, policies, log, shard)
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
         entry.update(cpu_s=round(stop.used(), 1), steps=stop.steps, outcome=outcome)
-        study.save_ledger()
+        with study.ledger_update() as ledger:  # this sitting's entry, found again in the ledger as read now
+            mine = [e for e in ledger["sittings"] if e["started"] == entry["started"] and e.get("pid") == entry["pid"]]
+            (mine[-1].update(entry) if mine else ledger["sittings"].append(entry))
     log(f"sitting ended ({entry['outcome']}): {entry['steps']} steps, {entry['cpu_s'] / 60:.1f} CPU min")
     return entry["outcome"]
 
 
-def _advance_all(study: Study, stop: Stop, policies: dict, log) -> str:
-    for spec in schedule(study.plan):
+def _advance_all(study: Study, stop: Stop, policies: dict, log, shard: tuple[int, int] = (0, 1)) -> str:
+    def finished(spec: RunSpec) -> bool:
         if study.steps_done(spec) >= spec.arm.steps:
             _finish(study, spec)
-            continue
-        outcome = _advance(study, spec, policies, stop, log)
+            return True
+        return False
+
+    for spec in shard_of(schedule(study.plan), shard, skip=finished):
+        with _run_lock(study, spec) as mine:
+            if not mine:
+                log(f"{spec.key}: another process is training it; skipped")
+                continue
+            outcome = _advance(study, spec, policies, stop, log)
         if outcome != "finished":
             return outcome
     return "finished"
+
+
+@contextlib.contextmanager
+def _run_lock(study: Study, spec: RunSpec):
+    """An exclusive, non-blocking lock on the run's folder: two sittings never train one run (True if held)."""
+    folder = spec.folder(study.root)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".lock", "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _policy(policies: dict, checkpoint: str):
@@ -284,10 +359,9 @@ def _cpu_per_step(study: Study, spec: RunSpec) -> float:
 def _finish(study: Study, spec: RunSpec) -> None:
     """Delete a finished run's checkpoints (the real model's are 1.6 GB each) and mark it done in the ledger."""
     shutil.rmtree(spec.folder(study.root) / "checkpoints", ignore_errors=True)
-    e = study.ledger["runs"].setdefault(spec.key, {"cpu_s": 0.0, "setup_cpu_s": 0.0, "steps_computed": 0})
-    if not e.get("done"):
-        e["done"] = True
-        study.save_ledger()
+    if not study.ledger["runs"].get(spec.key, {}).get("done"):
+        with study.ledger_update() as ledger:
+            ledger["runs"].setdefault(spec.key, {"cpu_s": 0.0, "setup_cpu_s": 0.0, "steps_computed": 0})["done"] = True
 
 
 # --- reading a study back ------------------------------------------------------------------------------------------

@@ -68,9 +68,13 @@ def sitting(plan: dict, study_root: Path, args) -> str:
 
     torch.set_num_threads(1)
     check_policies(plan)
+    try:
+        shard = runs.parse_shard(getattr(args, "shard", "0/1"))
+    except ValueError as err:
+        raise SystemExit(f"--shard: {err}") from None
     study = runs.Study(study_root, plan)
     stop = runs.Stop(budget_s=args.cpu_budget_min * 60, max_steps=args.max_steps)
-    outcome = runs.run_study(study, stop, log=lambda m: print(m, file=sys.stderr, flush=True))
+    outcome = runs.run_study(study, stop, log=lambda m: print(m, file=sys.stderr, flush=True), shard=shard)
     print(progress(study))
     return outcome
 
@@ -117,7 +121,14 @@ def phase_power(args) -> int:
     if args.arms:  # a study of some arms only (the others' pilot rows stay in the power text)
         keep = [a.strip() for a in args.arms.split(",") if a.strip()]
         pilot = {**pilot, "arms": {k: v for k, v in pilot["arms"].items() if k in keep}}
-    plan, text = power.propose(rows, pilot, budget_cpu_h=args.budget_cpu_h, variants=VARIANTS, horizons=horizons)
+    floor = {}
+    if args.keep_seeds and PLAN_FILE.is_file():
+        floor = {a["key"]: a["seeds"] for a in json.loads(PLAN_FILE.read_text(encoding="utf-8"))["arms"]}
+    plan, text = power.propose(rows, pilot, budget_cpu_h=args.budget_cpu_h, variants=VARIANTS, horizons=horizons,
+                               floor=floor)
+    command = " ".join(["power", f"--budget-cpu-h {args.budget_cpu_h:g}"] + ["--keep-seeds"] * args.keep_seeds
+                       + [f"--horizon {h}" for h in args.horizon] + ([f"--arms {args.arms}"] if args.arms else []))
+    text = text.replace("`python benchmarks/convergence.py power`", f"`python benchmarks/convergence.py {command}`", 1)
     (RESULTS / "convergence_power.md").write_text(text, encoding="utf-8")
     PLAN_FILE.write_text(json.dumps(plan, indent=1) + "\n", encoding="utf-8")
     print(text)
@@ -164,6 +175,10 @@ def main(argv=None) -> int:
     ap.add_argument("--runs-dir", default=str(RUNS), help="where the studies' runs live (gitignored)")
     ap.add_argument("--study", default="main", help="study name (run, report)")
     ap.add_argument("--plan", default=str(PLAN_FILE), help="the study's plan (run, report)")
+    ap.add_argument("--shard", default="0/1", metavar="K/N",
+                    help="run: train the K-th of every N runs (N processes of one study on N cores, K = 0..N-1)")
+    ap.add_argument("--keep-seeds", action="store_true",
+                    help="power: a study under way: keep the seeds of the current plan's arms (their CPU is spent)")
     ap.add_argument("--budget-cpu-h", type=float, default=8.0, help="CPU hours the study may use (power)")
     ap.add_argument("--horizon", action="append", default=[], metavar="ARM=STEPS",
                     help="power: steps of an arm instead of the default horizon (repeatable)")

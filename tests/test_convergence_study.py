@@ -109,6 +109,10 @@ def test_pooled_sd_and_affordable_seeds():
     assert seeds == {"a": 5 + 19, "b": 5}  # 2.375 h left buy 19 seeds of a; a's need stays the larger
     seeds = power.affordable_seeds({"a": {"seeds_needed": 7}, "b": {"seeds_needed": 6}}, costs, budget_cpu_h=8.0)
     assert seeds == {"a": 7, "b": 6}  # never past what 80% power needs
+    # a study under way keeps the seeds it has run (16 of a, spent: 2 h), then the rest is dealt as before
+    seeds = power.affordable_seeds({"a": {"seeds_needed": 40}, "b": {"seeds_needed": 12}}, costs, budget_cpu_h=8.0,
+                                   floor={"a": 16})
+    assert seeds == {"a": 16 + 8, "b": 5}  # 2 h + 5 h for b's minimum leave 1 h: 8 seeds of a (40/16 > 12/5)
 
 
 # --- the report on synthetic runs with known effects ----------------------------------------------------------------
@@ -189,6 +193,22 @@ def test_relevance_table_reads_the_localization_numbers():
     assert row["span_auroc_others"] == pytest.approx(want) and row["gain/mrtpo:oracle"] == pytest.approx(0.1, abs=0.01)
 
 
+def test_relevance_table_of_a_real_model_arm_reads_that_models_localization_rows():
+    plan = synthetic_plan(5)
+    arm = dict(plan["arms"][0], key="instruction_following@smollm2", task="instruction_following",
+               checkpoint="~/.cache/mrtpo-viz/models/smollm2-135m-instruct")
+    res = report.analyze(synthetic_rows(arm["key"], 5), {"runs": {}}, dict(plan, arms=[arm]))
+    row = res["relevance_vs_outcome"][0]
+    loc = pd.read_csv(report.LOCALIZATION)
+    sel = loc[(loc["model"] == "smollm2-135m-instruct") & (loc["view"] == "specificity")
+              & (loc["method"] == "js_raw") & loc["verifier"].str.startswith("ifeval.")]["value"]
+    assert row["model"] == "smollm2-135m-instruct" and len(sel) > 0
+    assert row["specificity_raw"] == pytest.approx(sel.mean())
+    tiny = loc[(loc["model"] == "tiny-mrtpo") & (loc["view"] == "specificity") & (loc["method"] == "js_raw")
+               & loc["verifier"].str.startswith("ifeval.")]["value"].mean()
+    assert abs(row["specificity_raw"] - tiny) > 1e-3  # not the bundled policy's number
+
+
 def test_power_proposal_on_a_synthetic_pilot_read_back_from_its_files(tmp_path):
     plan = synthetic_plan(seeds=4, steps=20)
     rows = pd.concat([synthetic_rows("tool_calling", 4), synthetic_rows("text_to_sql", 4)])
@@ -260,6 +280,64 @@ def test_a_study_refuses_another_plan_or_a_changed_policy(tiny_policy_dir, tmp_p
     (tmp_path / "s" / "plan.json").write_text(json.dumps({**plan, "digests": {str(tiny_policy_dir): "0" * 16}}))
     with pytest.raises(SystemExit, match="policy"):
         runs.Study(tmp_path / "s", plan)
+
+
+def test_a_study_may_append_an_arm_but_not_drop_or_reorder_one(tiny_policy_dir, tmp_path):
+    plan = _plan(tiny_policy_dir)
+    runs.Study(tmp_path / "s", plan)
+    sql = dict(plan["arms"][0], key="text_to_sql", task="text_to_sql", seeds=2)
+    grown = runs.Study(tmp_path / "s", dict(plan, arms=plan["arms"] + [sql]))
+    assert [a["key"] for a in json.loads((tmp_path / "s" / "plan.json").read_text())["arms"]] == [
+        "tool_calling", "text_to_sql"]
+    assert [(s.arm.key, s.seed) for s in runs.schedule(grown.plan)][::2] == [
+        ("tool_calling", 0), ("text_to_sql", 0), ("text_to_sql", 1)]
+    for arms in ([sql], [sql, plan["arms"][0]], plan["arms"]):  # the old arm dropped, moved, or the new one dropped
+        with pytest.raises(SystemExit, match="another plan"):
+            runs.Study(tmp_path / "s", dict(plan, arms=arms))
+
+
+def test_shards_deal_the_schedule_once_and_keep_their_runs_when_others_finish(tiny_policy_dir):
+    plan = _plan(tiny_policy_dir)
+    plan = dict(plan, variants=VARIANTS, arms=[dict(plan["arms"][0], seeds=3)])
+    order = runs.schedule(plan)
+    deal = [runs.shard_of(order, (k, 2), skip=lambda s: False) for k in (0, 1)]
+    assert sorted(s.key for d in deal for s in d) == sorted(s.key for s in order) and not (
+        {s.key for s in deal[0]} & {s.key for s in deal[1]})  # every run once
+    assert [s.variant for s in deal[0][:3]] == ["grpo", "mrtpo", "mrtpo:oracle"]  # variants alternate
+    done = {s.key for s in deal[1][:4]}  # shard 1 ran ahead: shard 0 restarting is dealt the same runs
+    again = runs.shard_of(order, (0, 2), skip=lambda s: s.key in done)
+    assert [s.key for s in again] == [s.key for s in deal[0]]
+    assert runs.parse_shard("1/2") == (1, 2)
+    for bad in ("2/2", "a/2", "1", "-1/2"):
+        with pytest.raises(ValueError, match="K/N"):
+            runs.parse_shard(bad)
+
+
+def _shard(root, plan, shard):
+    runs.run_study(runs.Study(root, plan), runs.Stop(), log=lambda m: None, shard=shard)
+
+
+def test_two_shards_side_by_side_train_what_one_sitting_trains(tiny_policy_dir, tmp_path):
+    import multiprocessing as mp
+
+    plan = _plan(tiny_policy_dir)
+    plan = dict(plan, arms=[dict(plan["arms"][0], seeds=2)])
+    runs.run_study(runs.Study(tmp_path / "one", plan), runs.Stop(), log=lambda m: None)
+    runs.Study(tmp_path / "two", plan)  # the study folder exists before the shards start, as on the command line
+    ctx = mp.get_context("spawn")  # two processes share the study folder and its ledger, as two `run --shard`
+    procs = [ctx.Process(target=_shard, args=(tmp_path / "two", plan, (k, 2))) for k in (0, 1)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(timeout=300)
+    assert [proc.exitcode for proc in procs] == [0, 0]
+    pd.testing.assert_frame_equal(_rows(tmp_path / "two", plan), _rows(tmp_path / "one", plan),
+                                  check_exact=False, atol=1e-6)  # same prompts, seeds and weights per run
+    ledger = json.loads((tmp_path / "two" / "ledger.json").read_text())
+    assert sorted(s["shard"] for s in ledger["sittings"]) == ["0/2", "1/2"]
+    assert all(s["outcome"] == "finished" and s["steps"] == 4 for s in ledger["sittings"])  # 2 runs x 2 steps each
+    assert sorted(ledger["runs"]) == sorted(s.key for s in runs.schedule(plan))  # no shard's entry overwritten
+    assert all(e["done"] and e["steps_computed"] == 2 and e["cpu_s"] > 0 for e in ledger["runs"].values())
 
 
 def test_the_budget_stops_before_a_step_that_would_exceed_it():
