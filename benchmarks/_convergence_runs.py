@@ -4,12 +4,16 @@ Layout of a study folder (under the gitignored ``runs/``)::
 
     <study>/plan.json                      the plan the study started with, and each arm's policy digest
     <study>/ledger.json                    CPU seconds per run (summed over sittings) and one entry per sitting
+                                           (read-modify-written under ledger.lock: shards share it)
     <study>/<arm>/<variant>-seed<s>/       the run's TrainConfig.out_dir: metrics.csv and checkpoints/
 
 Order: seed-major (every run of seed 0, then of seed 1, ...), each run trained to its arm's step count before the
 next starts. A study stopped at any point therefore holds complete seeds of every arm and variant plus at most one
 run in progress, which resumes from its checkpoint; the report pairs only seeds complete for every variant. One
 run at a time also keeps the real model's memory bounded (each run trains its own copy: weights, grads, AdamW).
+Shards (``run_study(shard=(k, n))``, ``convergence.py run --shard k/n``) are n such sittings side by side, each
+with every n-th run of the schedule: then up to n runs are in progress, and a lock on each run's folder keeps two
+sittings from training one run.
 A run stopped by the CPU budget or a signal saves a checkpoint at the step it stopped at; a killed run loses at
 most ``save_every`` steps. A finished run's checkpoints are deleted (its metrics.csv is the result).
 """

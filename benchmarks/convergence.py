@@ -7,6 +7,10 @@ One command per phase (each resumes where the last sitting stopped; CPU time is 
     python benchmarks/convergence.py run    [--cpu-budget-min M]   # the plan (results/convergence_plan.json)
     python benchmarks/convergence.py report                          # the study -> results/convergence.{md,csv,...}
 
+On N cores, start N sittings of one study side by side, ``run --shard 0/N`` ... ``run --shard N-1/N``: each trains
+every N-th run of the schedule (one torch thread each) and they share the study's ledger. ``power --keep-seeds``
+plans a study under way (the current plan's seeds stay; a plan may add seeds and append arms, nothing else).
+
 Runs (arm, variant, seed) live under ``runs/convergence/<study>/`` (gitignored; ``--runs-dir``); see
 ``_convergence_runs.py`` for the order (seed-major, one run at a time), the checkpoints and the CPU ledger. Every
 variant of a seed sees the same prompts and sampling seeds (``Run.prompts_for`` depends on the seed and the step
