@@ -224,10 +224,11 @@ def arm_table(key: str, a: dict) -> list[str]:
     lines = [f"## {key}", "", f"Policy `{a['checkpoint']}`; {a['steps']} steps of {a['prompts_per_step']} prompts x "
              f"G = {a['group_size']}, max {a['max_new_tokens']} new tokens, lr {a['lr']}; final = mean of the last "
              f"{a['window']} steps; seeds {a['seeds_used']} of {a['seeds_planned']} planned; threshold "
-             + ("not defined (no variant gained)" if a["threshold"] is None else f"{a['threshold']:.3f}") + ".", "",
-             "| variant | final mean reward (sd) | minus GDPO [bootstrap 95%] (t 95%) | steps to threshold "
-             "(reached) | minus GDPO [95%] | share of oracle gain [95%] | CPU h | CPU s/step (x GDPO) |",
-             "|---|---|---|---|---|---|---|---|"]
+             + (f"not defined (no variant's final mean reward is {st.MIN_GAIN} above the start)"
+                if a["threshold"] is None else f"{a['threshold']:.3f}") + ".", "",
+             f"| variant | start (first {a['window']} steps) | final mean reward (sd) | minus GDPO [bootstrap 95%] "
+             "(t 95%) | steps to threshold (reached) | minus GDPO [95%] | share of oracle gain [95%] | CPU h | "
+             "CPU s/step (x GDPO) |", "|---|---|---|---|---|---|---|---|---|"]
     for v, r in a["variants"].items():
         d = a["vs_gdpo"].get(v)
         fin = f"{_iv(d['final'])} ({d['final']['t_lo']:+.3f}, {d['final']['t_hi']:+.3f})" if d else "—"
@@ -238,7 +239,8 @@ def arm_table(key: str, a: dict) -> list[str]:
         c, base = a["cpu"][v], a["cpu"][st.BASELINE]["s_per_step"]
         steps = ("—" if a["threshold"] is None else
                  f"{r['steps']['mean']:.1f} ({r['steps']['reached']}/{len(r['steps']['per_seed'])})")
-        lines.append(f"| {label(v)} | {r['final']['mean']:.3f} ({r['final']['sd']:.3f}) | {fin} | {steps} | {stp} | "
+        lines.append(f"| {label(v)} | {r['start']:.3f} | {r['final']['mean']:.3f} ({r['final']['sd']:.3f}) | {fin} | "
+                     f"{steps} | {stp} | "
                      f"{share} | {c['cpu_h']:.2f} | {c['s_per_step']:.2f} ({c['s_per_step'] / base:.2f}x) |")
     return lines + [""]
 
