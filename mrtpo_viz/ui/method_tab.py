@@ -69,7 +69,8 @@ STUDY_MD = """## Does token credit help?
 
 GRPO, GDPO, MRTPO (raw JS and the `others` control), an **oracle** that weights each reward's advantage by its
 verifier's relevant spans (the most token credit could give) and an **entropy** baseline that knows no verifier,
-trained on every task family, several seeds each, paired by seed (`benchmarks/convergence.py`)."""
+trained on every task family of the bundled policy and on SmolLM2-135M-Instruct (instruction following), several
+seeds each, paired by seed (`benchmarks/convergence.py`)."""
 
 
 def study_results(path: Path = STUDY_RESULTS) -> Optional[dict]:

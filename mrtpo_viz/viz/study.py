@@ -47,7 +47,8 @@ def study_figure(results: dict, title: str = "Final mean reward minus GDPO's (95
                  ) -> go.Figure:
     """One panel per arm; one point with its interval per variant; a line at 0."""
     arms = list(results["arms"])
-    fig = make_subplots(rows=1, cols=max(len(arms), 1), subplot_titles=arms, shared_yaxes=True,
+    titles = [a.replace("@", "<br>on ") for a in arms]  # "instruction_following@smollm2" fits its panel in two lines
+    fig = make_subplots(rows=1, cols=max(len(arms), 1), subplot_titles=titles, shared_yaxes=True,
                         horizontal_spacing=0.04)
     for j, arm in enumerate(arms):
         for i, r in enumerate(forest_rows(results, arm)):
