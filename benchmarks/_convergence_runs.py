@@ -24,8 +24,8 @@ import csv
 import dataclasses
 import fcntl
 import hashlib
-import os
 import json
+import os
 import shutil
 import signal
 import time
