@@ -77,9 +77,11 @@ def cost_per_seed(pilot_arm: dict, steps: int, pg_factor: float = 1.0) -> float:
 
 
 def propose(rows: pd.DataFrame, pilot: dict, budget_cpu_h: float, variants: list[str],
-            horizons: dict | None = None, floor: dict | None = None) -> tuple[dict, str]:
+            horizons: dict | None = None, floor: dict | None = None, command: str = "power"
+            ) -> tuple[dict, str]:
     """The study's plan and the text of ``convergence_power.md``; ``floor``: seeds an arm keeps (a study under way
-    has run them: they are in the budget, and a plan may not take them back)."""
+    has run them: they are in the budget, and a plan may not take them back); ``command``: the phase's arguments,
+    quoted in the text."""
     horizons, floor = horizons or {}, floor or {}
     est = {}
     for key, a in pilot["arms"].items():
@@ -109,7 +111,7 @@ def propose(rows: pd.DataFrame, pilot: dict, budget_cpu_h: float, variants: list
     plan = {"study": "main", "variants": variants, "arms": plan_arms, "budget_cpu_h": budget_cpu_h,
             "power": {k: {x: round(v, 4) if isinstance(v, float) else v for x, v in p.items()}
                       for k, p in power.items()}}
-    return plan, text(pilot, est, power, budget_cpu_h, rows)
+    return plan, text(pilot, est, power, budget_cpu_h, rows, command)
 
 
 def default_horizon(a: dict) -> int:
@@ -135,11 +137,11 @@ def affordable_seeds(power: dict, costs: dict, budget_cpu_h: float, minimum: int
         spent += costs[k] / 3600
 
 
-def text(pilot: dict, est: dict, power: dict, budget: float, rows: pd.DataFrame) -> str:
+def text(pilot: dict, est: dict, power: dict, budget: float, rows: pd.DataFrame, command: str = "power") -> str:
     z = st._z(1 - ALPHA / 2) + st._z(POWER)
     total = sum(p["cpu_h"] for p in power.values())
     lines = ["# Convergence study: power from the pilot, and the plan", "",
-             "Produced by `python benchmarks/convergence.py power` from `convergence_pilot.{csv,json}` (the "
+             f"Produced by `python benchmarks/convergence.py {command}` from `convergence_pilot.{{csv,json}}` (the "
              "`pilot` phase). Goal: detect a difference of "
              f"{EFFECT} in final mean reward (paired by seed, two-sided t test, alpha {ALPHA}) with "
              f"{POWER:.0%} power; and {STEP_EFFECT:.0%} of GDPO's steps to threshold.", "",

@@ -73,7 +73,7 @@ def sitting(plan: dict, study_root: Path, args) -> str:
     torch.set_num_threads(1)
     check_policies(plan)
     try:
-        shard = runs.parse_shard(getattr(args, "shard", "0/1"))
+        shard = runs.parse_shard(args.shard)
     except ValueError as err:
         raise SystemExit(f"--shard: {err}") from None
     study = runs.Study(study_root, plan)
@@ -128,11 +128,10 @@ def phase_power(args) -> int:
     floor = {}
     if args.keep_seeds and PLAN_FILE.is_file():
         floor = {a["key"]: a["seeds"] for a in json.loads(PLAN_FILE.read_text(encoding="utf-8"))["arms"]}
-    plan, text = power.propose(rows, pilot, budget_cpu_h=args.budget_cpu_h, variants=VARIANTS, horizons=horizons,
-                               floor=floor)
     command = " ".join(["power", f"--budget-cpu-h {args.budget_cpu_h:g}"] + ["--keep-seeds"] * args.keep_seeds
                        + [f"--horizon {h}" for h in args.horizon] + ([f"--arms {args.arms}"] if args.arms else []))
-    text = text.replace("`python benchmarks/convergence.py power`", f"`python benchmarks/convergence.py {command}`", 1)
+    plan, text = power.propose(rows, pilot, budget_cpu_h=args.budget_cpu_h, variants=VARIANTS, horizons=horizons,
+                               floor=floor, command=command)
     (RESULTS / "convergence_power.md").write_text(text, encoding="utf-8")
     PLAN_FILE.write_text(json.dumps(plan, indent=1) + "\n", encoding="utf-8")
     print(text)
