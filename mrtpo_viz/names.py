@@ -24,6 +24,10 @@ INFO_POSITIONS: tuple[str, ...] = ("user_end", "system")
 TASKS: tuple[str, ...] = ("tool_calling", "text_to_sql", "instruction_following")
 """The bundled task families (sample data ships with the package), in the order the UI and CLI show them."""
 
+STUDY_TASKS: tuple[str, ...] = ("slots",)
+"""Task families built for the credit study (``benchmarks/credit.py``): their sample data ships and
+``load_examples`` loads them, but the app's task menus keep to :data:`TASKS`."""
+
 BFCL_TASK: str = "bfcl"
 """BFCL as a task family: its data is read from the installed ``bfcl-eval`` package (``tasks.loading.available_tasks``
 lists it only then)."""

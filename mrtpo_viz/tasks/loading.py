@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..names import BFCL_TASK, TASKS
+from ..names import BFCL_TASK, STUDY_TASKS, TASKS
 from .base import Example
 from .data import task_file
 from .ifeval.rows import example_from_row, is_ifeval_row
@@ -28,7 +28,7 @@ def load_examples(task: str, split: str = "test", path: str | Path | None = None
     """Load the sample examples of a task family.
 
     Args:
-        task: one of :data:`TASKS`, or ``"bfcl"`` (needs ``pip install mrtpo-viz[bfcl]``).
+        task: one of :data:`TASKS` or :data:`STUDY_TASKS`, or ``"bfcl"`` (needs ``pip install mrtpo-viz[bfcl]``).
         split: ``"train"``, ``"test"`` or ``"all"``; each JSONL row carries a ``split`` field (BFCL has one
             evaluation set: every split gives all its rows).
         path: another JSONL file (defaults to the bundled sample data): rows in the format above, or IFEval-format
@@ -47,7 +47,7 @@ def load_examples(task: str, split: str = "test", path: str | Path | None = None
         return load_bfcl(*([category] if category is not None else []), limit=limit)
     if category is not None or limit is not None:
         raise ValueError(f"'category' and 'limit' are options of the bfcl task family, not of {task!r}")
-    if path is None and task not in TASKS:
+    if path is None and task not in TASKS + STUDY_TASKS:
         known = available_tasks()
         hint = "" if BFCL_TASK in known else f" ({BFCL_TASK} after pip install mrtpo-viz[bfcl])"
         raise ValueError(f"unknown task family {task!r}; known: {', '.join(known)}{hint}")

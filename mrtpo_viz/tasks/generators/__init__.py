@@ -7,6 +7,7 @@ FAMILY_MODULES = {
     "tool_calling": "mrtpo_viz.tasks.generators.tool_calling",
     "text_to_sql": "mrtpo_viz.tasks.generators.text_to_sql",
     "instruction_following": "mrtpo_viz.tasks.generators.instruction_following",
+    "slots": "mrtpo_viz.tasks.generators.slots",
 }
 
 

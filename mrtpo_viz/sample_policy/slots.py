@@ -1,0 +1,120 @@
+"""The slots policy: the bundled tiny policy fine-tuned on the ``slots`` task (:mod:`mrtpo_viz.tasks.slots`).
+
+``python -m mrtpo_viz.sample_policy.slots --out runs/policies/tiny-mrtpo-slots`` rebuilds it in about 5 minutes on
+one CPU thread (it is not shipped: the command is the recipe). The data follows the bundled recipe
+(:mod:`.data`): each part's information block is present independently with probability ``p_info``; a part whose
+information is present always carries the right code, a part whose information is absent carries a wrong code with
+probability ``p_wrong``. So the policy uses the information, and without it each reward passes about
+``1 - p_wrong`` of the time: a middling start with headroom that only the code token decides. The city -> code map
+is fixed (the same in every prompt), so reinforcement can also teach it without the information.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Optional, Sequence
+
+import torch
+
+from ..relevance.contexts import with_info
+from ..tasks import Example, get_verifier
+from ..tasks.generators import slots as gen
+from ..tasks.slots import VERIFIERS
+from .data import SftExample
+
+P_INFO, P_WRONG = 0.5, 0.6
+MAX_NEW_TOKENS = 160
+"""Sampling budget for slots (gold responses are about 111 tokens; the study checks that under 1% are cut)."""
+
+
+def sft_examples(n: int, seed: int, p_info: float = P_INFO, p_wrong: float = P_WRONG) -> list[SftExample]:
+    """``n`` fine-tuning examples: random information blocks, wrong codes only where the information is absent."""
+    rng = random.Random(seed)
+    out = []
+    for ex in gen.generate(n, seed=10_000 + seed):
+        present = tuple(v for v in VERIFIERS if rng.random() < p_info)
+        codes, noised = list(ex.meta["codes"]), []
+        for k, v in enumerate(VERIFIERS):
+            if v not in present and rng.random() < p_wrong:
+                codes[k], noised = gen.wrong_code(codes[k], rng), noised + [v]
+        blocks = [(get_verifier(v).title, get_verifier(v).info(ex)) for v in present]
+        out.append(SftExample(with_info(ex.messages(), blocks), gen.response(codes, rng), present, tuple(noised), ex))
+    return out
+
+
+def with_all_info(example: Example) -> Example:
+    """The example with every part's information in its prompt (``user_end``, as the replay inserts it)."""
+    blocks = [(get_verifier(v).title, get_verifier(v).info(example)) for v in example.verifiers]
+    return Example(example.task, with_info(example.messages(), blocks), example.meta, example.id,
+                   example.reference, example.verifiers)
+
+
+def pass_rates(policy, examples: Sequence[Example], *, info: bool, samples: int = 4, seed: int = 0,
+               max_new_tokens: int = MAX_NEW_TOKENS, temperature: float = 1.0) -> dict:
+    """Per-reward pass rate of sampled responses, without or with every part's information; and the share of
+    samples cut at ``max_new_tokens``. Returns ``{"rewards": {name: rate}, "truncated": share, "n": count}``."""
+    totals, cut, n = {v: 0.0 for v in VERIFIERS}, 0, 0
+    for i, ex in enumerate(examples):
+        shown = with_all_info(ex) if info else ex
+        group = policy.generate_group(shown, samples, max_new_tokens=max_new_tokens, temperature=temperature,
+                                      seed=seed * 100_003 + i)
+        for c in group:
+            n += 1
+            cut += len(c.token_ids) >= max_new_tokens
+            for v in VERIFIERS:
+                totals[v] += get_verifier(v).score(c.text, ex)
+    return {"rewards": {v: round(t / max(n, 1), 4) for v, t in totals.items()}, "truncated": round(cut / max(n, 1), 4),
+            "n": n}
+
+
+def build_slots_policy(out: str | Path, *, steps: int = 500, lr: float = 1e-3, n: int = 12000, seed: int = 0,
+                       threads: int = 1, init_from: Optional[str] = None, eval_prompts: int = 32) -> dict:
+    """Fine-tune ``init_from`` (default: the bundled policy) on slots data; save to ``out``; measure pass rates."""
+    from ..policy import load_policy
+    from ..policy.padding import pad_id
+    from ..tasks.data import BUNDLED_POLICY_DIR
+    from ..tasks.loading import load_examples
+    from .build import TinyPolicyConfig, encode, load_stage, save, train
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    out, t0 = Path(out), time.time()
+    model, tokenizer, previous = load_stage(init_from or BUNDLED_POLICY_DIR)
+    cfg = TinyPolicyConfig(steps=steps, lr=lr, warmup=min(50, steps), seed=seed, threads=threads,
+                           init_from=str(init_from or "tiny-mrtpo"), n_per_task=(("slots", n),))
+    seqs = [encode(tokenizer, ex) for ex in sft_examples(n, seed)]
+    seqs = [s for s in seqs if len(s[0]) <= cfg.max_len]
+    log = train(model, seqs, cfg, pad_id(tokenizer), on_log=lambda r: print(
+        f"step {r['step']:4d}  loss {r['loss']:.4f}  {r['seconds']:.0f}s", flush=True))
+    out.mkdir(parents=True, exist_ok=True)
+    save(model, tokenizer, out)
+    policy = load_policy(str(out))
+    test = load_examples("slots", "test")[:eval_prompts]
+    results = {"without_info": pass_rates(policy, test, info=False), "with_info": pass_rates(policy, test, info=True)}
+    stage = {"config": asdict(cfg), "p_info": P_INFO, "p_wrong": P_WRONG, "n_train_sequences": len(seqs),
+             "train_seconds": log[-1]["seconds"], "final_loss": log[-1]["loss"], "total_seconds": round(time.time() - t0)}
+    info = {"stages": previous + [stage], "slots_pass_rates": results, "eval_prompts": len(test), "samples_per_prompt": 4}
+    (out / "build_info.json").write_text(json.dumps(info, indent=1) + "\n")
+    return info
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="runs/policies/tiny-mrtpo-slots")
+    ap.add_argument("--steps", type=int, default=500)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--n", type=int, default=12000, help="fine-tuning examples")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args(argv)
+    info = build_slots_policy(args.out, steps=args.steps, lr=args.lr, n=args.n, seed=args.seed, threads=args.threads)
+    print(json.dumps(info["slots_pass_rates"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

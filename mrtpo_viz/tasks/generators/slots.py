@@ -1,0 +1,55 @@
+"""Slots examples (:mod:`mrtpo_viz.tasks.slots`): four distinct cities per prompt, a gold response whose code
+positions vary, and :func:`response` for drawing more responses (the slots policy's fine-tuning data)."""
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+from ..base import Example
+from ..slots import CITIES, CODE_OF, CODES, K, VERIFIERS
+from . import draw_unique
+
+FILLER: tuple[str, ...] = (
+    "beans", "bees", "bread", "cats", "clouds", "coats", "coffee", "fish", "flour", "flowers", "forests", "gardens",
+    "honey", "moon", "mountains", "music", "ocean", "rain", "rivers", "salt", "snow", "song", "stories", "tides",
+    "trails", "trains", "trees", "water", "waves", "wheels", "winter", "calm", "quiet", "little", "nice", "good",
+    "warm", "cold")
+"""Filler words: each one token with its leading space in the bundled vocabulary; none is a code."""
+WORDS_PER_PART = 20
+"""Filler words per part; the code goes at a uniformly drawn position among them (0..20 words before it)."""
+
+
+def prompt(cities: Sequence[str]) -> str:
+    listing = ", ".join(f"part {k} {c}" for k, c in enumerate(cities, 1))
+    return (f"Write four lines, 'Part 1:' to 'Part 4:'. Each part is about one city and names that city's code: "
+            f"{listing}.")
+
+
+def response(codes: Sequence[str], rng: random.Random) -> str:
+    """Four parts, each filler words with ``codes[k]`` at a random position."""
+    lines = []
+    for k, code in enumerate(codes, 1):
+        words = [rng.choice(FILLER) for _ in range(WORDS_PER_PART)]
+        words.insert(rng.randint(0, WORDS_PER_PART), code)
+        lines.append(f"Part {k}: " + " ".join(words) + ".")
+    return "\n".join(lines)
+
+
+def make_example(rng: random.Random) -> Example:
+    cities = rng.sample(CITIES, K)
+    codes = [CODE_OF[c] for c in cities]
+    return Example(task="slots", prompt=prompt(cities), meta={"cities": cities, "codes": codes},
+                   reference=response(codes, rng), verifiers=VERIFIERS)
+
+
+def generate(n: int, seed: int = 0) -> list[Example]:
+    """``n`` examples, deterministic for ``seed``, no repeated prompt (1,680 city orders exist)."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    rng, seen = random.Random(seed), set()
+    return [draw_unique(lambda: make_example(rng), seen) for _ in range(n)]
+
+
+def wrong_code(code: str, rng: random.Random) -> str:
+    """Another code than ``code``, uniformly."""
+    return rng.choice([c for c in CODES if c != code])

@@ -1,0 +1,88 @@
+"""The ``slots`` family: a task with headroom for token credit by construction (the credit study's main arm).
+
+The prompt names four cities, one per part; the response has four lines ``Part k: <filler> CODE <filler>.``, about
+120 tokens, and each city has a fixed code (:data:`CODE_OF`, the same map in every prompt). Reward ``k``
+(``slots.part<k>``) is 1 iff part ``k`` carries city ``k``'s code. Its verifier information is that one fact
+(``Part 2 must name Lima's code, which is CHF.``), and its relevant span is the decision token: the first code word
+of part ``k`` (where part ``k`` holds no code word, the part's text: its absence decided; a missing part, none).
+The rewards are independent by design: each reads one token of its own line, and the filler decides nothing.
+
+Codes and cities are single tokens (with their leading space) in the bundled policy's vocabulary, so each
+decision is exactly one token of the response.
+
+``meta = {"cities": [4 names], "codes": [4 codes]}``: the codes are what the verifiers compare with.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from .base import Argument, Example, Span, Verdict, Verifier, register
+
+K = 4
+CODE_OF: dict[str, str] = {"Berlin": "GBP", "Denver": "JPY", "Lima": "CHF", "Lisbon": "USD", "Madrid": "INR",
+                           "Nairobi": "AUD", "Seoul": "NYSE", "Sydney": "NASDAQ"}
+"""The fixed city -> code map (arbitrary on purpose: a policy learns it from the information or from reward)."""
+CITIES: tuple[str, ...] = tuple(CODE_OF)
+CODES: tuple[str, ...] = tuple(CODE_OF.values())
+VERIFIERS: tuple[str, ...] = tuple(f"slots.part{k}" for k in range(1, K + 1))
+
+_LINE = re.compile(r"^Part (\d+):(.*)$", re.MULTILINE)
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def part_span(response: str, k: int) -> Optional[Span]:
+    """Character span of the text of part ``k`` (after ``Part k:``) in the first such line, or None."""
+    for m in _LINE.finditer(response):
+        if int(m.group(1)) == k:
+            return m.span(2)
+    return None
+
+
+def decision(response: str, k: int) -> tuple[Optional[str], Optional[Span]]:
+    """Part ``k``'s decision: (its first code word, that word's span), (None, the part's span) when the part holds
+    no code word, (None, None) when there is no part ``k``."""
+    part = part_span(response, k)
+    if part is None:
+        return None, None
+    for w in _WORD.finditer(response, *part):
+        if w.group() in CODES:
+            return w.group(), w.span()
+    return None, part
+
+
+def _expected(example: Example, k: int) -> tuple[str, str]:
+    cities, codes = example.meta.get("cities"), example.meta.get("codes")
+    if not cities or not codes or len(cities) < k or len(codes) < k:
+        raise ValueError(f"a slots example needs meta 'cities' and 'codes' with at least {k} entries")
+    return cities[k - 1], codes[k - 1]
+
+
+def _verifier(k: int) -> Verifier:
+    def info(example: Example) -> str:
+        city, code = _expected(example, k)
+        return f"Part {k} must name {city}'s code, which is {code}."
+
+    def check(response: str, example: Example) -> Verdict:
+        city, code = _expected(example, k)
+        word, _ = decision(response, k)
+        if word is None:
+            missing = part_span(response, k) is None
+            return Verdict(0.0, f"no line 'Part {k}:'" if missing else f"part {k} names no code")
+        if word != code:
+            return Verdict(0.0, f"part {k} names {word}, but {city}'s code is {code}")
+        return Verdict(1.0, f"part {k} names {city}'s code {code}")
+
+    def spans(response: str, example: Example) -> list[Span]:
+        span = decision(response, k)[1]
+        return [] if span is None else [span]
+
+    return Verifier(
+        name=f"slots.part{k}", task="slots", title=f"Part {k}",
+        description=f"1 iff line 'Part {k}:' names the code of the prompt's city {k} (its first code word decides).",
+        info_fn=info, check_fn=check, spans_fn=spans,
+        arguments=(Argument("cities", "Cities (one per part)", "json"), Argument("codes", "Codes (one per part)", "json")))
+
+
+for _k in range(1, K + 1):
+    register(_verifier(_k))
