@@ -4,10 +4,13 @@ read these, and the registries (``divergence.METRICS``, ``advantages.ADVANTAGE_M
 """
 from __future__ import annotations
 
-METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo", "mrtpo:oracle", "entropy")
+METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo", "mrtpo:oracle", "entropy", "mrtpo-mask", "mrtpo:oracle-mask",
+                            "mrtpo:placebo", "mrtpo:placebo-mask")
 """Advantage methods (``advantages.ADVANTAGE_METHODS``), in the order the UI and plots show them. ``mrtpo:oracle``
 (weights from the verifiers' relevant spans) and ``entropy`` (uncertainty-only weighting) are the baselines of the
-convergence study."""
+convergence study; the ``-mask`` variants (each reward's advantage on its relevant tokens at its own size, no
+``T/|S|`` rescaling) and the placebos (random spans of the oracle's sizes) separate credit from scale in the credit
+study (``benchmarks/credit.py``)."""
 
 DEFAULT_METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo")
 """The methods a comparison trains unless told otherwise (the paper's three)."""

@@ -202,9 +202,12 @@ def test_mrtpo_padding_is_exactly_zero():
 # ------------------------------------------------------------------------------------------ registry, bad input
 
 def test_registry_call_form_and_flags():
-    assert list(ADVANTAGE_METHODS) == ["grpo", "gdpo", "mrtpo", "mrtpo:oracle", "entropy"]
-    assert [m.needs for m in ADVANTAGE_METHODS.values()] == ["", "", "relevance", "spans", "entropy"]
-    assert [m.needs_relevance for m in ADVANTAGE_METHODS.values()] == [False, False, True, True, False]
+    assert list(ADVANTAGE_METHODS) == ["grpo", "gdpo", "mrtpo", "mrtpo:oracle", "entropy", "mrtpo-mask",
+                                       "mrtpo:oracle-mask", "mrtpo:placebo", "mrtpo:placebo-mask"]
+    assert [m.needs for m in ADVANTAGE_METHODS.values()] == ["", "", "relevance", "spans", "entropy", "relevance",
+                                                              "spans", "placebo", "placebo"]
+    assert [m.needs_relevance for m in ADVANTAGE_METHODS.values()] == [False, False, True, True, False, True, True,
+                                                                        True, True]
     rewards = _random_rewards(2, 3, 2, seed=12)
     relevance, mask = _random_case(2, 3, 2, 5, seed=13)
     assert torch.allclose(get_method("grpo")(rewards, mask), grpo_advantages(rewards)[..., None] * mask)

@@ -42,6 +42,11 @@ Two baselines make MRTPO's effect readable (ours, for the convergence study):
 
 - ``mrtpo:oracle``: MRTPO's weights from each verifier's relevant spans (a hard 0/1 mask, normalized to mean 1;
   uniform where a verifier has none). It uses labels no real run has: the upper bound of token credit on a task.
+- ``mrtpo:oracle-mask``, ``mrtpo-mask``: the same weights with ``normalization="mask"`` (relevance peak-normalized
+  to ``[0, 1]``, not rescaled to mean 1): each reward's group advantage on its relevant tokens at its own size, so
+  credit is separated from scale (the mean-preserving form multiplies a one-token span's advantage by ``T/|S|``).
+  ``mrtpo:placebo``, ``mrtpo:placebo-mask``: random spans with the oracle's sizes (:func:`placebo_spans`, seeded by
+  the training loop), the control that credit in the right place, not concentration as such, is what helps.
 - ``entropy``: GTPO-style ``A_t = A * (1 + beta * (H_t / mean_t H - 1))`` with GDPO's ``A`` and the sampling
   entropy; it knows nothing of the verifiers (``alpha`` is its ``beta``). Same invariants: token mean = GDPO's ``A``.
 
@@ -56,11 +61,12 @@ GRPO and GDPO broadcast their sequence advantage over the valid tokens and ignor
 the entropy).
 """
 from .core import EPS, ZERO_RELEVANCE, gdpo_advantages, grpo_advantages, unscorable_rows
-from .mrtpo import (MRTPOParts, MRTPOShift, mrtpo_token_advantages, mrtpo_token_parts, mrtpo_token_shift,
-                    mrtpo_token_weights)
+from .mrtpo import (NORMALIZATIONS, MRTPOParts, MRTPOShift, mrtpo_token_advantages, mrtpo_token_parts,
+                    mrtpo_token_shift, mrtpo_token_weights)
 from .registry import (ADVANTAGE_METHODS, NEEDS, AdvantageMethod, entropy_token_advantages, get_method,
-                       span_relevance)
+                       placebo_spans, span_relevance)
 
-__all__ = ["ADVANTAGE_METHODS", "EPS", "NEEDS", "ZERO_RELEVANCE", "AdvantageMethod", "MRTPOParts", "MRTPOShift",
+__all__ = ["ADVANTAGE_METHODS", "EPS", "NEEDS", "NORMALIZATIONS", "ZERO_RELEVANCE", "AdvantageMethod", "MRTPOParts", "MRTPOShift",
            "entropy_token_advantages", "gdpo_advantages", "get_method", "grpo_advantages", "mrtpo_token_advantages",
-           "mrtpo_token_parts", "mrtpo_token_shift", "mrtpo_token_weights", "span_relevance", "unscorable_rows"]
+           "mrtpo_token_parts", "mrtpo_token_shift", "mrtpo_token_weights", "placebo_spans", "span_relevance",
+           "unscorable_rows"]

@@ -8,21 +8,34 @@ import torch
 
 from .core import EPS, ZERO_RELEVANCE, _check_mask, _gdpo_parts
 
+NORMALIZATIONS: tuple[str, ...] = ("mean", "mask")
+"""How relevance becomes token weights ``what``: ``mean`` rescales to mean 1 over the response (the paper reading,
+``T_i * dg / sum_t dg``; a one-token span gets ``T_i`` times the reward's advantage), ``mask`` keeps the
+peak-normalized relevance ``dg = (d / max_t d)^gamma`` in ``[0, 1]`` as it is (no ``T/|S|`` factor; a hard 0/1
+span mask stays that mask, so each reward's group advantage lands on its span tokens only, at its own size).
+``mask`` separates credit (where the advantage goes) from scale (how large it gets)."""
+
+
 def mrtpo_token_weights(relevance: torch.Tensor, mask: torch.Tensor, alpha: float = 1.0,
-                        gamma: float = 1.0) -> torch.Tensor:
+                        gamma: float = 1.0, normalization: str = "mean") -> torch.Tensor:
     """MRTPO's ``w[k, t] = (1 - alpha) + alpha * what[k, t]`` on valid tokens, 0 on padding.
 
-    ``what = T_i * d^gamma / sum_t(mask * d^gamma)`` has mean 1 over each response's valid tokens, so ``w`` does too.
-    ``what`` does not change when ``d`` is scaled, so ``d`` is divided by its maximum first: ``d^gamma`` then lies in
-    ``[0, 1]`` and never underflows to an all-zero sum.
+    ``normalization="mean"``: ``what = T_i * d^gamma / sum_t(mask * d^gamma)`` has mean 1 over each response's valid
+    tokens, so ``w`` does too. ``what`` does not change when ``d`` is scaled, so ``d`` is divided by its maximum
+    first: ``d^gamma`` then lies in ``[0, 1]`` and never underflows to an all-zero sum.
+    ``normalization="mask"``: ``what = (d / max_t d)^gamma``, in ``[0, 1]``, without rescaling (see
+    :data:`NORMALIZATIONS`). Either way a response whose relevance to a reward is ~0 gets ``what = 1`` everywhere.
 
     Args:
         relevance: ``d`` ``(N, G, K, T)``, e.g. JS distances in ``[0, 1]``; negative or NaN counts as 0.
         mask: ``(N, G, T)``, 1 on response tokens.
         alpha: ``[0, 1]``, 0 gives uniform weights (GDPO). gamma: ``>= 0``, sharpening of ``d``.
+        normalization: one of :data:`NORMALIZATIONS`.
     Returns:
         ``(N, G, K, T)`` weights.
     """
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"unknown normalization {normalization!r}; choose one of {list(NORMALIZATIONS)}")
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
     if gamma < 0:
@@ -40,8 +53,11 @@ def mrtpo_token_weights(relevance: torch.Tensor, mask: torch.Tensor, alpha: floa
     peak = d.amax(-1, keepdim=True)  # (N, G, K, 1)
     informative = peak > ZERO_RELEVANCE
     dg = (d / torch.where(informative, peak, 1.0)).pow(gamma) * m  # in [0, 1]; its max is 1 where informative
-    length = m.sum(-1, keepdim=True)  # (N, G, 1, 1): T_i
-    what = torch.where(informative, length * dg / dg.sum(-1, keepdim=True).clamp_min(1.0), m)  # (N, G, K, T)
+    if normalization == "mask":
+        what = torch.where(informative, dg, m)  # (N, G, K, T): a 0/1 span mask stays itself
+    else:
+        length = m.sum(-1, keepdim=True)  # (N, G, 1, 1): T_i
+        what = torch.where(informative, length * dg / dg.sum(-1, keepdim=True).clamp_min(1.0), m)  # (N, G, K, T)
     return m * ((1.0 - alpha) + alpha * what)
 
 
@@ -67,24 +83,25 @@ class MRTPOParts:
 
 
 def mrtpo_token_parts(rewards: torch.Tensor, relevance: torch.Tensor, mask: torch.Tensor, weights=None,
-                      alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS) -> MRTPOParts:
+                      alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS,
+                      normalization: str = "mean") -> MRTPOParts:
     """MRTPO: each reward's GDPO advantage ``Ahat_k`` goes to the tokens relevant to it; with the per-reward parts.
 
     ``A[t] = (sum_k lambda_k w[k, t] Ahat_k - mean_batch S) / (std_batch S + eps)``, 0 on padding.
 
     Args:
         rewards: ``(N, G, K)``; relevance: ``(N, G, K, T)``; mask: ``(N, G, T)`` 1 on response tokens.
-        weights: ``(K,)``, default 1. alpha, gamma: see ``mrtpo_token_weights``.
+        weights: ``(K,)``, default 1. alpha, gamma, normalization: see ``mrtpo_token_weights``.
     Returns:
-        :class:`MRTPOParts`; its ``token_advantages`` have, over a response's valid tokens, the mean of its GDPO
-        advantage.
+        :class:`MRTPOParts`; with ``normalization="mean"`` its ``token_advantages`` have, over a response's valid
+        tokens, the mean of its GDPO advantage (with ``"mask"`` they do not: each reward's share stays on its tokens).
     """
     ahat, weights, S, mean_b, std_b, unscorable = _gdpo_parts(rewards, weights, eps)
     N, G, K = ahat.shape
     relevance = torch.as_tensor(relevance)
     if relevance.dim() != 4 or tuple(relevance.shape[:3]) != (N, G, K):
         raise ValueError(f"relevance must be (N, G, K, T) with N, G, K = {N}, {G}, {K}, got {tuple(relevance.shape)}")
-    w = mrtpo_token_weights(relevance.to(ahat.dtype), mask, alpha, gamma)  # (N, G, K, T)
+    w = mrtpo_token_weights(relevance.to(ahat.dtype), mask, alpha, gamma, normalization)  # (N, G, K, T)
     per_token = weights[:, None] * w * ahat[..., None]  # (N, G, K, T)
     valid = (_check_mask(mask, N, G, ahat.dtype) > 0) & ~unscorable[..., None]  # (N, G, T)
     scale = torch.where(std_b > 0, std_b + eps, 1.0)  # a degenerate batch: unscaled, not divided by eps alone
@@ -96,9 +113,10 @@ def mrtpo_token_parts(rewards: torch.Tensor, relevance: torch.Tensor, mask: torc
 
 
 def mrtpo_token_advantages(rewards: torch.Tensor, relevance: torch.Tensor, mask: torch.Tensor, weights=None,
-                           alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS) -> torch.Tensor:
+                           alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS,
+                           normalization: str = "mean") -> torch.Tensor:
     """MRTPO token advantages ``(N, G, T)``: :func:`mrtpo_token_parts` without the parts (same arguments)."""
-    return mrtpo_token_parts(rewards, relevance, mask, weights, alpha, gamma, eps).token_advantages
+    return mrtpo_token_parts(rewards, relevance, mask, weights, alpha, gamma, eps, normalization).token_advantages
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,26 @@ def span_relevance(in_span: torch.Tensor) -> torch.Tensor:
     return torch.as_tensor(in_span).float()
 
 
+def placebo_spans(in_span: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """The placebo's relevance: for every (completion, verifier) row, as many tokens as its relevant spans cover,
+    drawn uniformly at random among the response's valid tokens (a credit assignment of the oracle's size and
+    sharpness that knows nothing of the verdict; for one-token spans, one random token).
+
+    Args:
+        in_span: ``(N, G, K, T)`` 0/1 span masks (:func:`span_relevance`); mask: ``(N, G, T)``.
+        generator: seeds the draw.
+    Returns:
+        ``(N, G, K, T)`` 0/1 floats with the same count per row as ``in_span`` (capped by the row's valid tokens).
+    """
+    in_span = torch.as_tensor(in_span).float()
+    N, G, K, T = in_span.shape
+    valid = (_check_mask(mask, N, G, in_span.dtype) > 0)[:, :, None, :].expand(N, G, K, T)  # (N, G, K, T)
+    count = (in_span * valid).sum(-1, keepdim=True)  # (N, G, K, 1)
+    score = torch.where(valid, torch.rand(N, G, K, T, generator=generator), -1.0)  # invalid tokens rank last
+    rank = score.argsort(-1, descending=True).argsort(-1)  # (N, G, K, T): 0 = highest score
+    return ((rank < count) & valid).float()
+
+
 def entropy_token_advantages(rewards: torch.Tensor, entropy: torch.Tensor, mask: torch.Tensor, weights=None,
                              beta: float = 1.0, eps: float = EPS) -> torch.Tensor:
     """An uncertainty-only baseline (GTPO-style entropy weighting) that knows nothing of the verifiers.
@@ -62,12 +82,17 @@ def _mrtpo_tokens(rewards, mask, relevance=None, entropy=None, weights=None, alp
     return mrtpo_token_advantages(rewards, relevance, mask, weights, alpha, gamma, eps)
 
 
+def _mrtpo_mask_tokens(rewards, mask, relevance=None, entropy=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
+    return mrtpo_token_advantages(rewards, relevance, mask, weights, alpha, gamma, eps, normalization="mask")
+
+
 def _entropy_tokens(rewards, mask, relevance=None, entropy=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
     return entropy_token_advantages(rewards, entropy, mask, weights, beta=alpha, eps=eps)
 
 
-NEEDS = ("", "relevance", "spans", "entropy")
-"""What a method reads per token: nothing, the replay's relevance, the verifiers' relevant spans, the entropy."""
+NEEDS = ("", "relevance", "spans", "entropy", "placebo")
+"""What a method reads per token: nothing, the replay's relevance, the verifiers' relevant spans, the entropy, random
+spans of the same sizes as the relevant spans (:func:`placebo_spans`)."""
 
 
 @dataclass(frozen=True)
@@ -87,14 +112,15 @@ class AdvantageMethod:
     @property
     def needs_relevance(self) -> bool:
         """Whether the method reads a relevance tensor (the replay's, or the oracle's span masks)."""
-        return self.needs in ("relevance", "spans")
+        return self.needs in ("relevance", "spans", "placebo")
 
     def __call__(self, rewards: torch.Tensor, mask: torch.Tensor, relevance: torch.Tensor | None = None,
                  weights=None, alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS,
                  entropy: torch.Tensor | None = None) -> torch.Tensor:
         """Token-level advantages ``(N, G, T)``, 0 on padding."""
         if self.needs_relevance and relevance is None:
-            what = "the replay's relevance" if self.needs == "relevance" else "the relevant-span masks"
+            what = {"relevance": "the replay's relevance", "spans": "the relevant-span masks",
+                    "placebo": "the placebo span masks"}[self.needs]
             raise ValueError(f"method {self.name!r} needs {what} (N, G, K, T)")
         if self.needs == "entropy" and entropy is None:
             raise ValueError(f"method {self.name!r} needs the sampling entropy (N, G, T)")
@@ -109,6 +135,14 @@ ADVANTAGE_METHODS: dict[str, AdvantageMethod] = {
         AdvantageMethod("mrtpo:oracle", "MRTPO with oracle weights (each reward's relevant spans)", "spans",
                         _mrtpo_tokens),
         AdvantageMethod("entropy", "Entropy weighting (GTPO-style; knows no verifier)", "entropy", _entropy_tokens),
+        AdvantageMethod("mrtpo-mask", "MRTPO, mask normalization (relevance in [0, 1], no T/|S| rescaling)",
+                        "relevance", _mrtpo_mask_tokens),
+        AdvantageMethod("mrtpo:oracle-mask", "Oracle, mask only (each reward's advantage on its span tokens only)",
+                        "spans", _mrtpo_mask_tokens),
+        AdvantageMethod("mrtpo:placebo", "Placebo (random spans of the oracle's sizes, mean normalization)",
+                        "placebo", _mrtpo_tokens),
+        AdvantageMethod("mrtpo:placebo-mask", "Placebo, mask only (random spans of the oracle's sizes)", "placebo",
+                        _mrtpo_mask_tokens),
     )
 }
 """Method name (:data:`mrtpo_viz.names.METHODS`) -> ``AdvantageMethod``."""

@@ -156,7 +156,7 @@ def train_step(run: Run, step: int) -> StepMetrics:
         logp, logits = token_logprobs(run.model, rollouts, run.policy.pad_id, run.accelerator.device, cfg.temperature,
                                       return_logits=True)  # (N * G, T), (N * G, T, V)
     with _timed(times, "replay"):  # the policy before the update, no grad
-        relevance, entropy = token_inputs(run, method, rollouts, logits)
+        relevance, entropy = token_inputs(run, method, rollouts, logits, step)
     del logits
     mask = rollouts.mask()  # (N, G, T)
     with _timed(times, "advantages"):
@@ -168,9 +168,11 @@ def train_step(run: Run, step: int) -> StepMetrics:
     return step_metrics(run, step, rollouts, rewards, mask, adv, relevance, losses, times)
 
 
-def token_inputs(run: Run, method, rollouts, logits: torch.Tensor):
+def token_inputs(run: Run, method, rollouts, logits: torch.Tensor, step: int = 0):
     """What ``method`` reads per token (``method.needs``): ``(relevance (N, G, K, T) or None, entropy (N, G, T) or
-    None)`` — the replay's relevance, the verifiers' relevant-span masks (the oracle), or the sampling entropy."""
+    None)`` — the replay's relevance, the verifiers' relevant-span masks (the oracle), random spans of their sizes
+    (the placebo, seeded by the run's seed and ``step``), or the sampling entropy."""
+    from ..advantages import placebo_spans
     from ..divergence import entropy as token_entropy
     from .rollouts import rollout_relevance, span_masks
 
@@ -180,6 +182,9 @@ def token_inputs(run: Run, method, rollouts, logits: torch.Tensor):
                                  info_position=cfg.info_position, pool=run.examples, without_logits=logits), None
     if method.needs == "spans":
         return span_masks(rollouts, run.verifiers, run.policy.tokenizer), None
+    if method.needs == "placebo":
+        draw = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
+        return placebo_spans(span_masks(rollouts, run.verifiers, run.policy.tokenizer), rollouts.mask(), draw), None
     if method.needs == "entropy":
         with torch.no_grad():
             H = token_entropy(logits.float() / cfg.temperature)  # (N * G, T): the sampling distribution
@@ -195,7 +200,7 @@ def update_policy(run: Run, rollouts, adv: torch.Tensor, mask: torch.Tensor,
         adv: (N, G, T) token advantages; mask: (N, G, T).
         logp: (N * G, T) the training forward's log-probs (with grad), if already computed.
     Returns:
-        ``{"loss", "kl", "clip_frac"}`` of this process.
+        ``{"loss", "kl", "clip_frac", "grad_norm"}`` of this process (``grad_norm``: before clipping).
     """
     from .rollouts import token_logprobs
 
@@ -215,13 +220,14 @@ def update_policy(run: Run, rollouts, adv: torch.Tensor, mask: torch.Tensor,
     _refuse_non_finite(torch.isfinite(loss.detach()), "the loss", cfg)
     run.optimizer.zero_grad(set_to_none=True)
     run.accelerator.backward(loss)
-    if cfg.max_grad_norm > 0:
-        norm = run.accelerator.clip_grad_norm_(run.model.parameters(), cfg.max_grad_norm)
-        _refuse_non_finite(torch.isfinite(torch.as_tensor(norm)), "the gradient", cfg)
+    # the norm before clipping is logged for every method (an infinite max_norm measures without clipping)
+    norm = run.accelerator.clip_grad_norm_(run.model.parameters(), cfg.max_grad_norm or float("inf"))
+    _refuse_non_finite(torch.isfinite(torch.as_tensor(norm)), "the gradient", cfg)
     run.optimizer.step()
     _refuse_non_finite(all(bool(torch.isfinite(p).all()) for p in run.model.parameters()), "the weights", cfg)
     clipped = ((ratio - 1).abs() > cfg.clip_eps).float()
-    return {"loss": float(loss.detach()), "kl": float(kl.detach()), "clip_frac": float(_masked_mean(clipped, mask))}
+    return {"loss": float(loss.detach()), "kl": float(kl.detach()), "clip_frac": float(_masked_mean(clipped, mask)),
+            "grad_norm": float(norm)}
 
 
 class TrainingDiverged(ValueError):

@@ -39,6 +39,10 @@ class StepMetrics:
     loss: float = 0.0
     kl: float = 0.0
     clip_frac: float = 0.0
+    grad_norm: float = 0.0
+    """Gradient norm before clipping (``max_grad_norm`` clips it; the same rule for every method)."""
+    truncated: float = 0.0
+    """Share of the step's completions cut at ``max_new_tokens`` (no end-of-sequence of their own)."""
     times: dict[str, float] = field(default_factory=dict)
     """Seconds per phase: sample, score, replay, advantages, update."""
     sample: dict[str, Any] = field(default_factory=dict)
@@ -121,6 +125,7 @@ def step_metrics(run, step: int, rollouts, rewards: torch.Tensor, mask: torch.Te
         rewards=reward_means(all_rewards, run.verifiers), all_pass=all_pass_rate(all_rewards),
         mean_length=float(lengths.float().mean()), adv_mean=adv_mean, adv_std=adv_std, adv_absmax=adv_absmax,
         relevance_mean=rel_mean, relevance_top10_mass=rel_top, loss=losses["loss"], kl=losses["kl"],
-        clip_frac=losses["clip_frac"], times={p: round(t, 4) for p, t in times.items()},
+        clip_frac=losses["clip_frac"], grad_norm=losses.get("grad_norm", 0.0), truncated=rollouts.truncated_rate(),
+        times={p: round(t, 4) for p, t in times.items()},
         sample=sample_display(rollouts, rewards, adv, run.verifiers, run.policy.tokenizer, relevance),
     )

@@ -30,6 +30,13 @@ class Rollouts:
     """N x G training token ids (generated ids + end-of-sequence where the completion stopped)."""
     prompt_caches: Optional[list] = None
     """N prompt KV caches from sampling (one row each, the policy that sampled): the replay's shared prefix."""
+    truncated: Optional[list[list[bool]]] = None
+    """N x G: whether the completion was cut at ``max_new_tokens`` (no end-of-sequence of its own)."""
+
+    def truncated_rate(self) -> float:
+        """Share of the completions cut at ``max_new_tokens`` (0 when unknown)."""
+        flags = [t for rows in (self.truncated or []) for t in rows]
+        return sum(flags) / len(flags) if flags else 0.0
 
     @property
     def N(self) -> int:
@@ -63,15 +70,16 @@ def sample_rollouts(policy, examples: Sequence[Example], G: int, *, seeds: Seque
                     temperature: float, top_p: float) -> Rollouts:
     """G completions per prompt from ``policy`` (no grad), seeded per prompt."""
     eos = _eos_id(policy)
-    texts, prompt_ids, response_ids, caches = [], [], [], []
+    texts, prompt_ids, response_ids, caches, cut = [], [], [], [], []
     for ex, seed in zip(examples, seeds):
         group, cache = policy.generate_group(ex, G, max_new_tokens=max_new_tokens, temperature=temperature,
                                              top_p=top_p, seed=seed, return_prompt_cache=True)
         texts.append([c.text for c in group])
         prompt_ids.append(list(group[0].prompt_ids))
         response_ids.append([c.token_ids + ([eos] if len(c.token_ids) < max_new_tokens else []) for c in group])
+        cut.append([len(c.token_ids) >= max_new_tokens for c in group])
         caches.append(cache)
-    return Rollouts(list(examples), texts, prompt_ids, response_ids, caches)
+    return Rollouts(list(examples), texts, prompt_ids, response_ids, caches, cut)
 
 
 def _eos_id(policy) -> int:
