@@ -1,0 +1,77 @@
+"""The slots family: each reward reads one code token of its own part, its information is that one fact, and its
+relevant span is exactly that decision token (one token of the bundled tokenizer)."""
+import random
+
+import pytest
+
+from mrtpo_viz.tasks import get_verifier, list_verifiers, load_examples
+from mrtpo_viz.tasks.generators import slots as gen
+from mrtpo_viz.tasks.slots import CODE_OF, CODES, VERIFIERS, decision
+
+EX = gen.generate(1, seed=3)[0]
+LINES = ["Part 1: rain snow {c1} moon.", "Part 2: {c2} fish bees.", "Part 3: calm quiet waves {c3}.",
+         "Part 4: trees {c4} salt."]
+
+
+def _response(codes):
+    return "\n".join(line.format(**{f"c{k + 1}": c}) for k, (line, c) in enumerate(zip(LINES, codes)))
+
+
+def test_registered_with_information_naming_one_fact_each():
+    assert list_verifiers("slots") == list(VERIFIERS) == [f"slots.part{k}" for k in range(1, 5)]
+    cities, codes = EX.meta["cities"], EX.meta["codes"]
+    assert codes == [CODE_OF[c] for c in cities] and len(set(cities)) == 4
+    for k, name in enumerate(VERIFIERS):
+        info = get_verifier(name).info(EX)
+        assert info == f"Part {k + 1} must name {cities[k]}'s code, which is {codes[k]}."
+        assert all(c not in info for c in codes if c != codes[k])  # only fact k
+    assert all(c in EX.prompt for c in cities) and not any(c in EX.prompt for c in CODES)
+
+
+def test_each_reward_reads_only_its_own_part():
+    codes = EX.meta["codes"]
+    right = _response(codes)
+    assert [get_verifier(v).score(right, EX) for v in VERIFIERS] == [1.0] * 4
+    for k in range(4):  # one wrong code fails exactly that reward: the rewards are independent
+        wrong = list(codes)
+        wrong[k] = next(c for c in CODES if c not in codes)
+        assert [get_verifier(v).score(_response(wrong), EX) for v in VERIFIERS] == [float(j != k) for j in range(4)]
+    swapped = _response([codes[1], codes[0], codes[2], codes[3]])
+    assert [get_verifier(v).score(swapped, EX) for v in VERIFIERS] == [0.0, 0.0, 1.0, 1.0]
+    no_code = right.replace(codes[2], "honey")
+    assert get_verifier("slots.part3").check(no_code, EX).reason == "part 3 names no code"
+    assert get_verifier("slots.part4").check(right.split("\nPart 4")[0], EX).score == 0.0
+    with pytest.raises(ValueError, match="needs meta 'cities' and 'codes'"):
+        get_verifier("slots.part1").info(type(EX)(task="slots", prompt="x"))
+
+
+def test_each_span_is_the_decision_token():
+    from transformers import AutoTokenizer
+
+    from mrtpo_viz.relevance.tokens import display_tokens
+    from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+
+    tok = AutoTokenizer.from_pretrained(BUNDLED_POLICY_DIR)
+    rng = random.Random(0)
+    for ex in load_examples("slots", "test")[:20]:
+        codes = [c if rng.random() < 0.5 else gen.wrong_code(c, rng) for c in ex.meta["codes"]]
+        text = gen.response(codes, rng)
+        offsets = display_tokens(tok, tok(text, add_special_tokens=False)["input_ids"])[1]
+        for k, name in enumerate(VERIFIERS):
+            (s, e), = get_verifier(name).relevant_spans(text, ex)
+            assert text[s:e] == codes[k] == decision(text, k + 1)[0]
+            hit = [t for t, (a, b) in enumerate(offsets) if a < e and s < b]
+            assert len(hit) == 1, (name, text[s:e], hit)  # the decision is one token of the response
+    # a part without a code: its text is the span (the absence decided); no part at all: no span
+    text = _response(EX.meta["codes"]).replace(EX.meta["codes"][1], "fish")
+    assert get_verifier("slots.part2").relevant_spans(text, EX) == [(text.index("Part 2:") + 7,
+                                                                     text.index("\nPart 3"))]
+    assert get_verifier("slots.part4").relevant_spans("Part 1: GBP.", EX) == []
+
+
+def test_references_are_long_and_load_from_the_sample_file():
+    train, test = load_examples("slots", "train"), load_examples("slots", "test")
+    assert (len(train), len(test)) == (300, 100)
+    assert not {str(e.prompt) for e in train} & {str(e.prompt) for e in test}
+    words = [len(e.reference.split()) for e in test]
+    assert min(words) == max(words) == 4 * (2 + gen.WORDS_PER_PART + 1)  # "Part k:" + filler + code
