@@ -1,0 +1,116 @@
+"""The credit study's report: per arm, every method against GDPO on the primary metric (paired by seed, 95% t and
+bootstrap intervals), the share of the oracle's gain MRTPO recovers, steps to the plan's fixed threshold, held-out
+rewards, truncated share and pre-clip gradient norms per method; gate (b) on a pilot."""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+
+import _convergence_stats as st
+from _credit_runs import auc
+
+
+def _label(p: dict) -> str:
+    return "above 0" if p["t_lo"] > 0 else "below 0" if p["t_hi"] < 0 else "includes 0"
+
+
+def summarize(plan: dict, records: list[dict]) -> dict:
+    """``{arm: {"methods": {...}, "vs_reference": {...}, "share": {...}, "gate_b": {...}}}``."""
+    ref, out = plan.get("reference", "gdpo"), {}
+    by_arm = defaultdict(lambda: defaultdict(dict))  # arm -> method -> seed -> record
+    for rec in records:
+        by_arm[rec["arm"]][rec["method"]][rec["seed"]] = rec
+    for arm, methods in by_arm.items():
+        window = next((a.get("window", plan["window"]) for a in plan["arms"] if a["key"] == arm), plan["window"])
+        table = {}
+        for m, seeds in methods.items():
+            recs = list(seeds.values())
+            curves = [[r["mean_reward"] for r in rec["rows"]] for rec in recs]
+            norms = [r["grad_norm"] for rec in recs for r in rec["rows"]]
+            clip = recs[0].get("max_grad_norm", 1.0)
+            reached = [st.steps_to_threshold(c, plan["threshold"], window) for c in curves]
+            table[m] = {"seeds": sorted(seeds), "auc": float(np.mean([auc(r) for r in recs])),
+                        "start": float(np.mean([c[0] for c in curves])),
+                        "final": float(np.mean([np.mean(c[-window:]) for c in curves])),
+                        "steps_to_threshold": float(np.mean([s for s, _ in reached])),
+                        "reached": sum(ok for _, ok in reached),
+                        "heldout": {h: float(np.mean([rec["heldout"][h]["mean_reward"] for rec in recs]))
+                                    for h in recs[0]["heldout"]},
+                        "truncated": float(np.mean([r["truncated"] for rec in recs for r in rec["rows"]])),
+                        "grad_norm_median": float(np.median(norms)),
+                        "clipped_share": float(np.mean([n > clip for n in norms])) if clip > 0 else 0.0,
+                        "cpu_s_per_run": float(np.mean([rec["cpu_s"] for rec in recs]))}
+        diffs = {}
+        for m in methods:
+            if m == ref:
+                continue
+            common = sorted(set(methods[m]) & set(methods.get(ref, {})))
+            d = [auc(methods[m][s]) - auc(methods[ref][s]) for s in common]
+            if len(d) >= 2:
+                p = st.paired(d)
+                p["label"] = _label(p)
+                diffs[m] = p
+        out[arm] = {"methods": table, "vs_reference": diffs, "share": _shares(methods, ref),
+                    "gate_b": _gate_b(diffs, plan)}
+    return out
+
+
+def _shares(methods: dict, ref: str) -> dict:
+    shares = {}
+    for oracle in ("mrtpo:oracle", "mrtpo:oracle-mask"):
+        for m in ("mrtpo", "mrtpo-mask", "mrtpo:placebo-mask"):
+            if oracle not in methods or m not in methods or ref not in methods:
+                continue
+            common = sorted(set(methods[m]) & set(methods[oracle]) & set(methods[ref]))
+            if len(common) < 2:
+                continue
+            dv = [auc(methods[m][s]) - auc(methods[ref][s]) for s in common]
+            do = [auc(methods[oracle][s]) - auc(methods[ref][s]) for s in common]
+            shares[f"{m} of {oracle}"] = st.oracle_share(dv, do)
+    return shares
+
+
+def _gate_b(diffs: dict, plan: dict) -> dict:
+    """The best oracle's gain against the minimum detectable difference at the planned seeds (80% power)."""
+    oracles = {m: p for m, p in diffs.items() if m.startswith("mrtpo:oracle")}
+    if not oracles:
+        return {"passed": False, "why": "no oracle run paired with GDPO"}
+    best = max(oracles, key=lambda m: oracles[m]["mean"])
+    p, n = oracles[best], plan["seeds"]["min"]
+    mde = st.detectable(n, p["sd"]) if p["sd"] == p["sd"] else math.nan
+    need = st.seeds_for_power(p["mean"], p["sd"]) if p["mean"] > 0 and p["sd"] > 0 else None
+    return {"best_oracle": best, "gain": p["mean"], "sd": p["sd"], "pilot_seeds": p["n"], "planned_seeds": n,
+            "mde": mde, "passed": bool(p["mean"] > 0 and mde == mde and p["mean"] >= 3 * mde),
+            "seeds_for_80pct_power": need}
+
+
+def markdown(summary: dict, plan: dict, phase: str, command: str) -> str:
+    lines = [f"# Credit study: {phase}", "", f"Reproduce: `{command}`. Plan: `benchmarks/results/credit_plan.json` "
+             f"(primary metric: mean training reward over all steps; threshold {plan['threshold']} fixed in advance; "
+             f"clipping: max_grad_norm {plan['clipping']['max_grad_norm']} for every method).", ""]
+    for arm, s in summary.items():
+        lines += [f"## Arm `{arm}`", "", "| method | seeds | AUC | start | final | steps to thr. | held-out (half, full) "
+                  "| truncated | grad norm median | clipped steps | CPU s/run |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for m, t in s["methods"].items():
+            held = ", ".join(f"{v:.3f}" for v in t["heldout"].values())
+            lines.append(f"| {m} | {len(t['seeds'])} | {t['auc']:.3f} | {t['start']:.3f} | {t['final']:.3f} | "
+                         f"{t['steps_to_threshold']:.1f} ({t['reached']} reached) | {held} | {t['truncated']:.3f} | "
+                         f"{t['grad_norm_median']:.3f} | {t['clipped_share']:.2f} | {t['cpu_s_per_run']:.0f} |")
+        lines += ["", "| method - GDPO (AUC, paired by seed) | mean | 95% t interval | 95% bootstrap | n | 0 is |",
+                  "|---|---|---|---|---|---|"]
+        for m, p in s["vs_reference"].items():
+            lines.append(f"| {m} | {p['mean']:+.4f} | [{p['t_lo']:+.4f}, {p['t_hi']:+.4f}] | "
+                         f"[{p['lo']:+.4f}, {p['hi']:+.4f}] | {p['n']} | {p['label']} |")
+        lines += ["", "| share of the oracle's gain | share | 95% interval | note |", "|---|---|---|---|"]
+        for k, sh in s["share"].items():
+            lines.append(f"| {k} | {sh['share']:.2f} | [{sh['lo']:.2f}, {sh['hi']:.2f}] | {sh.get('why', '')} |")
+        g = s["gate_b"]
+        if "gain" in g:
+            lines += ["", f"Gate (b): best oracle `{g['best_oracle']}` gains {g['gain']:+.4f} (sd {g['sd']:.4f}, "
+                      f"{g['pilot_seeds']} pilot seeds); minimum detectable difference at {g['planned_seeds']} seeds "
+                      f"{g['mde']:.4f}; passed: {g['passed']} (needs gain >= 3 x MDE); seeds for 80% power at this "
+                      f"effect: {g['seeds_for_80pct_power']}."]
+        lines.append("")
+    return "\n".join(lines)

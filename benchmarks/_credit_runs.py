@@ -1,0 +1,127 @@
+"""The credit study's runs: the schedule (arm, method, lr, seed), one run's training with its per-step record and
+held-out rewards, shards, and the per-run JSON files that make a sitting resumable (a finished run is skipped)."""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    arm: dict
+    method: str
+    lr: float
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm['key']}__{self.method.replace(':', '_')}__lr{self.lr:g}__s{self.seed}"
+
+
+def schedule(plan: dict, phase: str) -> list[RunSpec]:
+    """Seed-major order (every method of seed 0 first), so a study cut short still has complete pairs."""
+    if phase == "pilot":
+        seeds, methods = range(plan["pilot"]["seeds"]), plan["pilot"]["methods"]
+        lrs = {m: plan["pilot"]["lr"] for m in methods}
+    elif phase == "main":  # the seeds and each method's learning rate are chosen from the pilot (plan["chosen"])
+        chosen = plan.get("chosen") or {}
+        seeds, methods = range(chosen.get("seeds", plan["seeds"]["min"])), plan["methods"]
+        lrs = {m: [chosen.get("lr", {}).get(m, plan["pilot"]["lr"][0])] for m in methods}
+    else:
+        raise ValueError(f"unknown phase {phase!r}; choose pilot or main")
+    return [RunSpec(arm, m, float(lr), s) for arm in plan["arms"] for s in seeds for m in methods for lr in lrs[m]]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard takes K/N (e.g. 0/2), got {text!r}") from None
+    if not 0 <= k < n:
+        raise ValueError(f"--shard K/N needs 0 <= K < N, got {text!r}")
+    return k, n
+
+
+def policy_path(checkpoint: str) -> str:
+    p = Path(checkpoint)
+    return str(p if p.is_absolute() or not (ROOT / p).exists() else ROOT / p)
+
+
+def heldout_reward(policy, examples, verifiers, max_new_tokens: int, seed: int) -> dict:
+    """Mean reward of one sample per held-out prompt (temperature 1, fixed seeds) and its truncated share."""
+    from mrtpo_viz.tasks import get_verifier
+
+    total, cut = 0.0, 0
+    for i, ex in enumerate(examples):
+        c = policy.generate(ex, max_new_tokens=max_new_tokens, temperature=1.0, seed=seed * 10_007 + i)
+        cut += len(c.token_ids) >= max_new_tokens
+        total += sum(get_verifier(v).score(c.text, ex) for v in verifiers) / len(verifiers)
+    return {"mean_reward": total / max(len(examples), 1), "truncated": cut / max(len(examples), 1)}
+
+
+def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:
+    """Train one run; returns its record (config, one row per step, held-out rewards at half and full horizon)."""
+    import torch
+
+    from mrtpo_viz.policy import load_policy
+    from mrtpo_viz.tasks import load_examples
+    from mrtpo_viz.training.config import TrainConfig
+    from mrtpo_viz.training.loop import setup_run, train_step
+
+    arm = spec.arm
+    torch.set_num_threads(threads)
+    cfg = TrainConfig(task=arm["task"], method=spec.method, checkpoint=arm["checkpoint"], seed=spec.seed,
+                      steps=arm["steps"], lr=spec.lr, group_size=arm["group_size"],
+                      prompts_per_step=arm["prompts_per_step"], max_new_tokens=arm["max_new_tokens"],
+                      max_grad_norm=arm.get("max_grad_norm", 1.0), threads=threads)
+    policy = policy if policy is not None else load_policy(policy_path(arm["checkpoint"]))
+    run = setup_run(cfg, load_examples(arm["task"], "train"), policy)
+    heldout = load_examples(arm["task"], "test")[:arm.get("heldout_prompts", 16)]
+    rows, held, t0, cpu0 = [], {}, time.time(), time.process_time()
+    half = arm["steps"] // 2
+    for step in range(arm["steps"]):
+        m = train_step(run, step)
+        rows.append({"step": step, "mean_reward": m.mean_reward, "rewards": m.rewards, "grad_norm": m.grad_norm,
+                     "truncated": m.truncated, "adv_absmax": m.adv_absmax, "mean_length": m.mean_length})
+        if step + 1 in (half, arm["steps"]):
+            held[str(step + 1)] = heldout_reward(run.policy, heldout, run.verifiers, arm["max_new_tokens"], 0)
+    return {"run": spec.name, "arm": arm["key"], "method": spec.method, "lr": spec.lr, "seed": spec.seed,
+            "steps": arm["steps"], "max_grad_norm": cfg.max_grad_norm, "rows": rows, "heldout": held,
+            "wall_s": round(time.time() - t0, 1), "cpu_s": round(time.process_time() - cpu0, 1)}
+
+
+def sitting(plan: dict, phase: str, out_dir: Path, shard: tuple[int, int] = (0, 1), threads: int = 1,
+            limit: Optional[int] = None, log=print) -> list[Path]:
+    """Train this shard's runs that have no result file yet; each finished run is written at once (resumable)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    k, n = shard
+    done = []
+    todo = [s for i, s in enumerate(schedule(plan, phase)) if i % n == k]
+    for spec in todo:
+        path = out_dir / f"{spec.name}.json"
+        if path.is_file():
+            continue
+        if limit is not None and len(done) >= limit:
+            break
+        rec = train_one(spec, threads=threads)
+        path.write_text(json.dumps(rec, indent=None, separators=(",", ":")) + "\n")
+        done.append(path)
+        auc = sum(r["mean_reward"] for r in rec["rows"]) / len(rec["rows"])
+        log(f"{spec.name}: auc {auc:.3f}, {rec['cpu_s']:.0f} CPU s, {rec['wall_s']:.0f} s wall")
+    return done
+
+
+def load_runs(out_dir: Path) -> Iterator[dict]:
+    for path in sorted(Path(out_dir).glob("*.json")):
+        yield json.loads(path.read_text())
+
+
+def auc(rec: dict) -> float:
+    vals = [r["mean_reward"] for r in rec["rows"]]
+    return sum(vals) / len(vals) if vals else math.nan

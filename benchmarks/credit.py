@@ -1,0 +1,144 @@
+"""Does token credit help? A study with headroom by construction (the ``slots`` task), credit separated from scale.
+
+Subcommands (each writes under ``benchmarks/results/``)::
+
+    python benchmarks/credit.py plan                     # credit_plan.json: commit it before any result
+    python benchmarks/credit.py policy                   # credit_policy.json: pass rates with / without information
+    python benchmarks/credit.py gates                    # credit_gate_a.json: gradient agreement per method
+    python benchmarks/credit.py run --phase pilot --shard 0/1   # per-run JSON in results/credit_<phase>/ (resumable)
+    python benchmarks/credit.py report --phase pilot     # credit_<phase>.md / .json: intervals, oracle share
+
+The slots policy is rebuilt by ``python -m mrtpo_viz.sample_policy.slots --out runs/policies/tiny-mrtpo-slots``.
+On N cores, start ``run --shard K/N`` for K = 0..N-1 side by side (one torch thread each); a finished run's file is
+never redone, so an interrupted sitting continues with the same command.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+for _k, _v in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
+    os.environ.setdefault(_k, _v)
+
+import _credit_plan as plans  # noqa: E402
+import _credit_runs as runs  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def _plan(args) -> dict:
+    return plans.load_plan(Path(args.plan))
+
+
+def cmd_plan(args) -> int:
+    path = Path(args.plan)
+    if path.exists() and not args.force:
+        raise SystemExit(f"{path} exists: a plan is not rewritten after it is committed (--force to replace it)")
+    print(plans.write_plan(path, plans.default_plan()))
+    return 0
+
+
+def cmd_policy(args) -> int:
+    from mrtpo_viz.policy import load_policy
+    from mrtpo_viz.sample_policy.slots import pass_rates
+    from mrtpo_viz.tasks import load_examples
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    arm = _plan(args)["arms"][0]
+    policy = load_policy(runs.policy_path(arm["checkpoint"]))
+    test = load_examples(arm["task"], "test")[:args.prompts]
+    kw = dict(samples=args.samples, max_new_tokens=arm["max_new_tokens"])
+    out = {"checkpoint": arm["checkpoint"], "prompts": len(test), "samples_per_prompt": args.samples,
+           "max_new_tokens": arm["max_new_tokens"], "without_info": pass_rates(policy, test, info=False, **kw),
+           "with_info": pass_rates(policy, test, info=True, **kw),
+           "command": "python benchmarks/credit.py policy"}
+    (RESULTS / "credit_policy.json").write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+def cmd_gates(args) -> int:
+    import torch
+
+    from _credit_gates import gate_a
+    from mrtpo_viz.policy import load_policy
+    from mrtpo_viz.tasks import load_examples
+
+    torch.set_num_threads(args.threads)
+    plan = _plan(args)
+    arm = plan["arms"][0]
+    policy = load_policy(runs.policy_path(arm["checkpoint"]))
+    res = gate_a(policy, load_examples(arm["task"], "train"), plan["methods"], batches=args.batches,
+                 prompts=arm["prompts_per_step"], group_size=arm["group_size"], max_new_tokens=arm["max_new_tokens"])
+    res["command"] = f"python benchmarks/credit.py gates --batches {args.batches}"
+    (RESULTS / "credit_gate_a.json").write_text(json.dumps(res, indent=1) + "\n")
+    print(json.dumps({m: (v["cos_mean"], v["grad_norm_median"]) for m, v in res["methods"].items()}, indent=1))
+    print("gate (a) passed:", res["passed"])
+    return 0
+
+
+def cmd_run(args) -> int:
+    plan = _plan(args)
+    try:
+        shard = runs.parse_shard(args.shard)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    out = Path(args.out) if args.out else RESULTS / f"credit_{args.phase}"
+    done = runs.sitting(plan, args.phase, out, shard, threads=args.threads, limit=args.limit)
+    print(f"{len(done)} runs written to {out}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from _credit_report import markdown, summarize
+
+    plan = _plan(args)
+    src = Path(args.out) if args.out else RESULTS / f"credit_{args.phase}"
+    records = list(runs.load_runs(src))
+    if not records:
+        raise SystemExit(f"no runs in {src}: run `python benchmarks/credit.py run --phase {args.phase}` first")
+    summary = summarize(plan, records)
+    command = f"python benchmarks/credit.py report --phase {args.phase}"
+    dest = Path(args.dest) if args.dest else RESULTS
+    (dest / f"credit_{args.phase}.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
+    (dest / f"credit_{args.phase}.md").write_text(markdown(summary, plan, args.phase, command) + "\n")
+    print(markdown(summary, plan, args.phase, command))
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--plan", default=str(RESULTS / "credit_plan.json"))
+    ap.add_argument("--threads", type=int, default=1)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("plan")
+    p.add_argument("--force", action="store_true")
+    p = sub.add_parser("policy")
+    p.add_argument("--prompts", type=int, default=32)
+    p.add_argument("--samples", type=int, default=4)
+    p = sub.add_parser("gates")
+    p.add_argument("--batches", type=int, default=8)
+    for name in ("run", "report"):
+        p = sub.add_parser(name)
+        p.add_argument("--phase", default="pilot", choices=["pilot", "main"])
+        p.add_argument("--out", default=None, help="folder of the per-run JSON files")
+        if name == "run":
+            p.add_argument("--shard", default="0/1")
+            p.add_argument("--limit", type=int, default=None, help="at most this many runs in this sitting")
+        else:
+            p.add_argument("--dest", default=None, help="folder for the report files (default results/)")
+    args = ap.parse_args(argv)
+    return {"plan": cmd_plan, "policy": cmd_policy, "gates": cmd_gates, "run": cmd_run, "report": cmd_report}[
+        args.cmd](args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
