@@ -141,10 +141,25 @@ def _iv(p: dict, fmt: str = "+.3f") -> str:
     return (f"{p['mean']:{fmt}} [{p['lo']:{fmt}}, {p['hi']:{fmt}}]" if p["n"] > 1 else f"{p['mean']:{fmt}} (1 seed)")
 
 
+def _excludes_zero(lo: float, hi: float) -> bool:
+    return lo > 0 or hi < 0
+
+
 def _reading(p: dict) -> str:
-    if not st.detected(p):
-        return "no difference detected"
-    return "higher" if p["mean"] > 0 else "lower"
+    """Words for a paired difference that agree with the interval printed beside them (the bootstrap one): an
+    interval that excludes 0 is never called "no difference"; where the t interval disagrees, both are named."""
+    if p.get("n", 0) < 2:
+        return "one seed: no interval"
+    boot, t = _excludes_zero(p["lo"], p["hi"]), _excludes_zero(p["t_lo"], p["t_hi"])
+    side = "higher" if p["mean"] > 0 else "lower"
+    if boot and t:
+        return side
+    if boot:
+        return f"{side} by this interval, but the t interval [{p['t_lo']:+.3f}, {p['t_hi']:+.3f}] includes 0: not robust"
+    if t:
+        return (f"this interval includes 0, the t interval [{p['t_lo']:+.3f}, {p['t_hi']:+.3f}] does not: "
+                "not robust")
+    return "no difference detected"
 
 
 def arm_verdict(key: str, a: dict) -> str:
@@ -155,9 +170,14 @@ def arm_verdict(key: str, a: dict) -> str:
     parts = [f"{key} ({n} seeds, final mean reward minus GDPO's, 95% bootstrap interval):"]
     if st.ORACLE in vs:
         o = vs[st.ORACLE]["final"]
-        head = "there is headroom for token credit" if st.detected(o) and o["mean"] > 0 else (
-            "token credit with perfect span labels does worse than GDPO" if st.detected(o) else
-            "no headroom detected: even perfect span labels do not beat GDPO here")
+        if st.detected(o):
+            head = ("there is headroom for token credit" if o["mean"] > 0 else
+                    "token credit from these span labels does worse than GDPO")
+        elif o["mean"] < 0 and _excludes_zero(o["lo"], o["hi"]):
+            head = (f"lower than GDPO by this interval (the t interval [{o['t_lo']:+.3f}, {o['t_hi']:+.3f}] "
+                    "includes 0): no headroom from these span labels")
+        else:
+            head = "no headroom detected: these span labels do not beat GDPO here"
         parts.append(f"the oracle {_iv(o)}: {head}.")
     for v in (x for x in ("mrtpo", "mrtpo:others", "entropy", "grpo") if x in vs):
         parts.append(f"{label(v)} {_iv(vs[v]['final'])} ({_reading(vs[v]['final'])}).")
@@ -192,6 +212,28 @@ def conclusion(arms: dict) -> str:
     else:
         s.append("Where MRTPO beats GDPO, the oracle share says how much of the possible gain the relevance finds.")
     return " ".join(s)
+
+
+def _nan(x):
+    """JSON's None back to NaN (the inverse of :func:`_clean` for numbers)."""
+    if isinstance(x, dict):
+        return {k: _nan(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_nan(v) for v in x]
+    return math.nan if x is None else x
+
+
+def refresh_words(stem: Path, title: str, power_md: Optional[Path] = None) -> dict:
+    """Rewrite the verdicts and the conclusion of ``stem.{json,md}`` from the numbers stored there (no rerun)."""
+    stem = Path(stem)
+    res = json.loads(stem.with_suffix(".json").read_text(encoding="utf-8"))
+    for key, a in res["arms"].items():
+        a["verdict"] = arm_verdict(key, _nan(a))
+    res["conclusion"] = conclusion({k: _nan(a) for k, a in res["arms"].items()})
+    stem.with_suffix(".json").write_text(json.dumps(_clean(res), indent=1) + "\n", encoding="utf-8")
+    shown = {**res, "arms": {k: _nan(a) for k, a in res["arms"].items()}}  # the tables keep None as "—"
+    stem.with_suffix(".md").write_text(markdown(shown, title, power_md), encoding="utf-8")
+    return res
 
 
 # --- files ---------------------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ One command per phase (each resumes where the last sitting stopped; CPU time is 
     python benchmarks/convergence.py power  [--budget-cpu-h 8]      # pilot -> convergence_power.md + the plan
     python benchmarks/convergence.py run    [--cpu-budget-min M]   # the plan (results/convergence_plan.json)
     python benchmarks/convergence.py report                          # the study -> results/convergence.{md,csv,...}
+    python benchmarks/convergence.py words                           # rewrite the reports' words from their numbers
 
 On N cores, start N sittings of one study side by side, ``run --shard 0/N`` ... ``run --shard N-1/N``: each trains
 every N-th run of the schedule (one torch thread each) and they share the study's ledger. ``power --keep-seeds``
@@ -153,6 +154,17 @@ def phase_run(args) -> int:
     return 0
 
 
+def phase_words(args) -> int:
+    """Rewrite the reports' verdicts and conclusions from their stored numbers (after a change of wording)."""
+    import _convergence_report as report
+
+    report.refresh_words(RESULTS / "convergence", "Does token credit help? Convergence study",
+                         RESULTS / "convergence_power.md")
+    report.refresh_words(RESULTS / "convergence_pilot", "Convergence pilot")
+    print("rewrote the words of results/convergence.{json,md} and convergence_pilot.{json,md}")
+    return 0
+
+
 def phase_report(args) -> int:
     import _convergence_report as report
 
@@ -171,7 +183,7 @@ def phase_report(args) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("phase", choices=["pilot", "power", "run", "report"])
+    ap.add_argument("phase", choices=["pilot", "power", "run", "report", "words"])
     ap.add_argument("--cpu-budget-min", type=float, default=float("inf"),
                     help="stop this sitting cleanly once it has used this much CPU time (pilot, run)")
     ap.add_argument("--max-steps", type=int, default=None, help="stop this sitting after this many steps")
@@ -188,7 +200,8 @@ def main(argv=None) -> int:
     ap.add_argument("--arms", default="", help="power: comma-separated arms the study runs (default: all)")
     ap.add_argument("--out", default=None, help="report: output stem (default benchmarks/results/convergence)")
     args = ap.parse_args(argv)
-    return {"pilot": phase_pilot, "power": phase_power, "run": phase_run, "report": phase_report}[args.phase](args)
+    return {"pilot": phase_pilot, "power": phase_power, "run": phase_run, "report": phase_report,
+            "words": phase_words}[args.phase](args)
 
 
 if __name__ == "__main__":

@@ -179,7 +179,7 @@ def test_report_says_when_the_oracle_has_no_headroom(tmp_path):
     res = report.analyze(rows, {"runs": {}}, plan)
     a = res["arms"]["tool_calling"]
     assert not a["oracle_share"]["mrtpo"]["defined"]
-    assert "no headroom detected" in a["verdict"] and "Without headroom" in res["conclusion"]
+    assert "no headroom" in a["verdict"] and "Without headroom" in res["conclusion"]
 
 
 def test_relevance_table_reads_the_localization_numbers():
@@ -358,3 +358,32 @@ def test_schedule_is_seed_major_and_the_pilot_plan_is_valid():
     assert [s.variant for s in order[:6]] == VARIANTS and order[0].config(REPO).control == "none"
     assert order[3].config(REPO).method == "mrtpo" and order[3].config(REPO).control == "others"
     assert order[4].config(REPO).method == "mrtpo:oracle"
+
+
+def test_words_agree_with_the_printed_interval():
+    """An interval that excludes 0 is never read as "no difference detected" (the Method tab showed GRPO
+    -0.021 [-0.040, -0.004] with that label): the words name the side, and the t interval where it disagrees."""
+    grpo = {"mean": -0.021, "lo": -0.040, "hi": -0.004, "t_lo": -0.048, "t_hi": 0.007, "n": 5}
+    text = report._reading(grpo)
+    assert "no difference" not in text
+    assert text == "lower by this interval, but the t interval [-0.048, +0.007] includes 0: not robust"
+    assert report._reading({**grpo, "t_hi": -0.001}) == "lower"
+    assert report._reading({"mean": 0.02, "lo": 0.01, "hi": 0.03, "t_lo": 0.005, "t_hi": 0.04, "n": 5}) == "higher"
+    assert report._reading({"mean": 0.0, "lo": -0.01, "hi": 0.02, "t_lo": -0.02, "t_hi": 0.03, "n": 5}) == \
+        "no difference detected"
+    assert report._reading({**grpo, "lo": -0.05, "hi": 0.01, "t_hi": -0.002}).startswith("this interval includes 0")
+    oracle = {"mean": -0.027, "lo": -0.058, "hi": -0.002, "t_lo": -0.059, "t_hi": 0.004, "n": 16}
+    arm = {"seeds_used": list(range(16)), "vs_gdpo": {"mrtpo:oracle": {"final": oracle}, "grpo": {"final": grpo}},
+           "oracle_share": {}}
+    verdict = report.arm_verdict("instruction_following", arm)
+    assert "no headroom detected" not in verdict and "lower than GDPO by this interval" in verdict
+    assert "GRPO -0.021 [-0.040, -0.004] (lower by this interval" in verdict
+
+
+def test_committed_reports_use_the_words_of_their_numbers():
+    for stem in ("convergence", "convergence_pilot"):
+        res = json.loads((REPO / "benchmarks" / "results" / f"{stem}.json").read_text())
+        for key, a in res["arms"].items():
+            assert a["verdict"] == report.arm_verdict(key, report._nan(a)), (stem, key)
+    assert "GRPO -0.021 [-0.040, -0.004] (no difference detected)" not in \
+        (REPO / "benchmarks" / "results" / "convergence.md").read_text()
