@@ -55,6 +55,12 @@ Defaults $\alpha = 1$, $\gamma = 1$.
 response's tokens equals its GDPO advantage for every $\alpha, \gamma$. The advantage panel of the relevance tab
 stacks $\lambda_k w[k, t] \hat A_k / (\operatorname{std} S + \epsilon)$ per reward: the stacks sum to $A[t]$.
 
+**Mask normalization (ours, for the credit study).** The mean-preserving $\hat w$ multiplies a reward whose relevance
+sits on $|S|$ tokens by about $T_i / |S|$ there: it changes the *scale* of the update as well as where it goes. The
+`-mask` methods keep $\hat w[k, t] = (d[k, t] / \max_{t'} d[k, t'])^\gamma \in [0, 1]$ instead, so a hard span mask
+puts each reward's $\hat A_k$ on its span tokens only, at its own size; `mrtpo:placebo` puts it on random tokens of
+the same count.
+
 ### Loss
 Token-level clipped surrogate ($\epsilon_{\text{clip}} = 0.2$), token mean over the batch (DAPO style), no KL term
 by default.
@@ -70,7 +76,14 @@ STUDY_MD = """## Does token credit help?
 GRPO, GDPO, MRTPO (raw JS and the `others` control), an **oracle** that weights each reward's advantage by its
 verifier's relevant spans (the most token credit could give) and an **entropy** baseline that knows no verifier,
 trained on every task family of the bundled policy and on SmolLM2-135M-Instruct (instruction following), several
-seeds each, paired by seed (`benchmarks/convergence.py`)."""
+seeds each, paired by seed (`benchmarks/convergence.py`).
+
+**What it can say.** Not whether token credit helps: on these arms 40-token responses were often cut (truncation
+decides many rewards), the oracle's spans mark what a verifier reads rather than the tokens that decide its verdict,
+and its mean-preserving weights multiply a short span's advantage by about T/|S| (a scale change that clipping then
+meets). The oracle here is not an upper bound on token credit, so "no headroom" is a statement about these span labels
+and settings. A study built to answer the question (`benchmarks/credit.py`: the `slots` task, where one token decides
+each reward, with mask-only oracles and placebos) is described in `docs/study.md`."""
 
 
 def study_results(path: Path = STUDY_RESULTS) -> Optional[dict]:

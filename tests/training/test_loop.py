@@ -71,6 +71,8 @@ def test_a_step_yields_full_metrics(tiny_policy):
     assert set(m.times) == {"sample", "score", "replay", "advantages", "update"}
     assert math.isnan(m.relevance_mean)  # GDPO does not replay
     assert m.clip_frac == 0.0  # one update per batch: ratio 1
+    assert m.grad_norm > 0 and 0.0 <= m.truncated <= 1.0  # the pre-clip norm and the cut share are logged
+    assert m.to_row()["grad_norm"] == m.grad_norm
     s = m.sample
     assert len(s["tokens"]) == len(s["adv"]) and s["text"] and set(s["rewards"]) <= set(m.rewards)
 
@@ -310,7 +312,7 @@ def test_kl_penalty_is_zero_at_the_start_and_grows_after_an_update(tiny_policy):
     assert second.kl > 1e-4
 
 
-@pytest.mark.parametrize("method", ["mrtpo:oracle", "entropy"])
+@pytest.mark.parametrize("method", ["mrtpo:oracle", "entropy", "mrtpo:oracle-mask", "mrtpo:placebo-mask"])
 def test_the_study_baselines_train_a_step_with_their_own_token_inputs(tiny_policy, method, monkeypatch):
     import mrtpo_viz.training.rollouts as ro
 
@@ -319,7 +321,7 @@ def test_the_study_baselines_train_a_step_with_their_own_token_inputs(tiny_polic
     monkeypatch.setattr(ro, "span_masks", lambda *a: calls.append("spans") or real(*a))
     m = next(train(_config(method=method, steps=1), examples=_examples(), policy=tiny_policy))
     assert m.method == method and math.isfinite(m.loss) and m.times["replay"] >= 0
-    assert calls == (["spans"] if method == "mrtpo:oracle" else [])
+    assert calls == ([] if method == "entropy" else ["spans"])  # the placebo draws spans of the oracle's sizes
     assert m.adv_absmax > 0  # the letter-e reward varies within a group: some credit moves
 
 
