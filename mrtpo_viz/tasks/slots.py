@@ -1,7 +1,7 @@
 """The ``slots`` family: a task with headroom for token credit by construction (the credit study's main arm).
 
-The prompt names four cities, one per part; the response has four lines ``Part k: <filler> CODE <filler>.``, about
-120 tokens, and each city has a fixed code (:data:`CODE_OF`, the same map in every prompt). Reward ``k``
+The prompt names four cities, one per part; the response has four lines ``Part k, City: <filler> CODE <filler>.``,
+about 120 tokens, and each city has a fixed code (:data:`CODE_OF`, the same map in every prompt). Reward ``k``
 (``slots.part<k>``) is 1 iff part ``k`` carries city ``k``'s code. Its verifier information is that one fact
 (``Part 2 must name Lima's code, which is CHF.``), and its relevant span is the decision token: the first code word
 of part ``k`` (where part ``k`` holds no code word, the part's text: its absence decided; a missing part, none).
@@ -27,12 +27,13 @@ CITIES: tuple[str, ...] = tuple(CODE_OF)
 CODES: tuple[str, ...] = tuple(CODE_OF.values())
 VERIFIERS: tuple[str, ...] = tuple(f"slots.part{k}" for k in range(1, K + 1))
 
-_LINE = re.compile(r"^Part (\d+):(.*)$", re.MULTILINE)
+_LINE = re.compile(r"^Part (\d+)\b[^:\n]*:(.*)$", re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z]+")
 
 
 def part_span(response: str, k: int) -> Optional[Span]:
-    """Character span of the text of part ``k`` (after ``Part k:``) in the first such line, or None."""
+    """Character span of the text of part ``k`` (after ``Part k:`` or ``Part k, City:``) in the first such line, or
+    None."""
     for m in _LINE.finditer(response):
         if int(m.group(1)) == k:
             return m.span(2)

@@ -55,7 +55,7 @@ def test_each_span_is_the_decision_token():
     rng = random.Random(0)
     for ex in load_examples("slots", "test")[:20]:
         codes = [c if rng.random() < 0.5 else gen.wrong_code(c, rng) for c in ex.meta["codes"]]
-        text = gen.response(codes, rng)
+        text = gen.response(ex.meta["cities"], codes, rng)
         offsets = display_tokens(tok, tok(text, add_special_tokens=False)["input_ids"])[1]
         for k, name in enumerate(VERIFIERS):
             (s, e), = get_verifier(name).relevant_spans(text, ex)
@@ -74,4 +74,24 @@ def test_references_are_long_and_load_from_the_sample_file():
     assert (len(train), len(test)) == (300, 100)
     assert not {str(e.prompt) for e in train} & {str(e.prompt) for e in test}
     words = [len(e.reference.split()) for e in test]
-    assert min(words) == max(words) == 4 * (2 + gen.WORDS_PER_PART + 1)  # "Part k:" + filler + code
+    assert min(words) == max(words) == 4 * (3 + gen.WORDS_PER_PART + 1)  # "Part k, City:" + filler + code
+    assert all(f"Part {k}, {c}:" in e.reference for e in test for k, c in enumerate(e.meta["cities"], 1))
+
+
+def test_fine_tuning_rows_weigh_the_four_code_tokens_and_noise_only_uninformed_parts():
+    from transformers import AutoTokenizer
+
+    from mrtpo_viz.sample_policy.slots import CODE_WEIGHT, sft_examples, weighted_rows
+    from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+
+    tok = AutoTokenizer.from_pretrained(BUNDLED_POLICY_DIR)
+    examples = sft_examples(40, seed=0)
+    for ex, (ids, n_prompt, w) in zip(examples, weighted_rows(tok, examples)):
+        assert len(w) == len(ids) - n_prompt and ids[-1] == tok.eos_token_id
+        heavy = [tok.decode([ids[n_prompt + i]]).strip() for i, x in enumerate(w) if x == CODE_WEIGHT]
+        assert heavy == [decision(ex.response, k)[0] for k in range(1, 5)]
+        scores = {v: get_verifier(v).score(ex.response, ex.example) for v in VERIFIERS}
+        assert {v for v, r in scores.items() if r == 0.0} == set(ex.noised)  # wrong codes only where noised
+        assert not set(ex.noised) & set(ex.present)  # an informed part is always right
+    share = sum(len(ex.noised) for ex in examples) / sum(4 - len(ex.present) for ex in examples)
+    assert 0.4 < share < 0.8  # P_WRONG = 0.6 of the uninformed parts (160 parts: a loose band)

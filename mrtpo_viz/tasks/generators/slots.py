@@ -21,17 +21,18 @@ WORDS_PER_PART = 20
 
 def prompt(cities: Sequence[str]) -> str:
     listing = ", ".join(f"part {k} {c}" for k, c in enumerate(cities, 1))
-    return (f"Write four lines, 'Part 1:' to 'Part 4:'. Each part is about one city and names that city's code: "
-            f"{listing}.")
+    return (f"Write four lines, 'Part 1, City:' to 'Part 4, City:'. Each part is about one city and names that "
+            f"city's code: {listing}.")
 
 
-def response(codes: Sequence[str], rng: random.Random) -> str:
-    """Four parts, each filler words with ``codes[k]`` at a random position."""
+def response(cities: Sequence[str], codes: Sequence[str], rng: random.Random) -> str:
+    """Four parts ``Part k, City: ...``, each filler words with ``codes[k]`` at a random position (the city at the
+    line's start keeps the decision local: the code follows from the city a few tokens back, or from its fact)."""
     lines = []
-    for k, code in enumerate(codes, 1):
+    for k, (city, code) in enumerate(zip(cities, codes), 1):
         words = [rng.choice(FILLER) for _ in range(WORDS_PER_PART)]
         words.insert(rng.randint(0, WORDS_PER_PART), code)
-        lines.append(f"Part {k}: " + " ".join(words) + ".")
+        lines.append(f"Part {k}, {city}: " + " ".join(words) + ".")
     return "\n".join(lines)
 
 
@@ -39,7 +40,7 @@ def make_example(rng: random.Random) -> Example:
     cities = rng.sample(CITIES, K)
     codes = [CODE_OF[c] for c in cities]
     return Example(task="slots", prompt=prompt(cities), meta={"cities": cities, "codes": codes},
-                   reference=response(codes, rng), verifiers=VERIFIERS)
+                   reference=response(cities, codes, rng), verifiers=VERIFIERS)
 
 
 def generate(n: int, seed: int = 0) -> list[Example]:
