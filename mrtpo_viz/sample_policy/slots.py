@@ -170,8 +170,10 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=12000, help="fine-tuning examples")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--init-from", default=None, help="continue a saved policy (default: the bundled tiny-mrtpo)")
     args = ap.parse_args(argv)
-    info = build_slots_policy(args.out, steps=args.steps, lr=args.lr, n=args.n, seed=args.seed, threads=args.threads)
+    info = build_slots_policy(args.out, steps=args.steps, lr=args.lr, n=args.n, seed=args.seed, threads=args.threads,
+                              init_from=args.init_from)
     print(json.dumps(info["slots_pass_rates"], indent=1))
     return 0
 
