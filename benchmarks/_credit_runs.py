@@ -97,12 +97,20 @@ def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:
 
 
 def sitting(plan: dict, phase: str, out_dir: Path, shard: tuple[int, int] = (0, 1), threads: int = 1,
-            limit: Optional[int] = None, log=print) -> list[Path]:
-    """Train this shard's runs that have no result file yet; each finished run is written at once (resumable)."""
+            limit: Optional[int] = None, methods: Optional[list[str]] = None, log=print) -> list[Path]:
+    """Train this shard's runs that have no result file yet; each finished run is written at once (resumable).
+
+    ``methods`` restricts this sitting to some of the plan's methods, in the given order, seed-major (the most
+    needed pairs first when a sitting may be cut short); the plan itself is unchanged."""
     out_dir.mkdir(parents=True, exist_ok=True)
     k, n = shard
     done = []
     todo = [s for i, s in enumerate(schedule(plan, phase)) if i % n == k]
+    if methods:
+        unknown = sorted(set(methods) - {s.method for s in todo})
+        if unknown:
+            raise ValueError(f"methods {unknown} are not in this phase's schedule")
+        todo = sorted((s for s in todo if s.method in methods), key=lambda s: (s.seed, methods.index(s.method)))
     for spec in todo:
         path = out_dir / f"{spec.name}.json"
         if path.is_file():

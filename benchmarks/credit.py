@@ -92,7 +92,11 @@ def cmd_run(args) -> int:
     except ValueError as e:
         raise SystemExit(str(e)) from None
     out = Path(args.out) if args.out else RESULTS / f"credit_{args.phase}"
-    done = runs.sitting(plan, args.phase, out, shard, threads=args.threads, limit=args.limit)
+    methods = [m for m in (args.methods or "").split(",") if m]
+    try:
+        done = runs.sitting(plan, args.phase, out, shard, threads=args.threads, limit=args.limit, methods=methods)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     print(f"{len(done)} runs written to {out}")
     return 0
 
@@ -133,6 +137,8 @@ def main(argv=None) -> int:
         if name == "run":
             p.add_argument("--shard", default="0/1")
             p.add_argument("--limit", type=int, default=None, help="at most this many runs in this sitting")
+            p.add_argument("--methods", default=None, help="comma-separated: only these of the plan's methods, in "
+                                                             "this order (seed-major)")
         else:
             p.add_argument("--dest", default=None, help="folder for the report files (default results/)")
     args = ap.parse_args(argv)

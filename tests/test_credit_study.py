@@ -56,6 +56,8 @@ def test_tiny_study_end_to_end(tmp_path):
     order = [s.name for s in runs.schedule(plan, "pilot")]
     assert order[:2] == ["slots__gdpo__lr0.0005__s0", "slots__mrtpo_oracle-mask__lr0.0005__s0"]  # seed-major
     assert runs.parse_shard("1/2") == (1, 2)  # shard 1/2 trains order[1::2]
+    with pytest.raises(ValueError, match=r"methods \['grpo'\] are not in"):
+        runs.sitting(plan, "pilot", out, methods=["grpo"])
     with pytest.raises(ValueError, match="0 <= K < N"):
         runs.parse_shard("2/2")
     records = list(runs.load_runs(out))
