@@ -96,16 +96,18 @@ def allow_cpu_fsdp() -> None:
 
     def __init__(self, *args, fsdp_plugin=None, **kwargs):
         original(self, *args, fsdp_plugin=fsdp_plugin, **kwargs)
-        wanted = fsdp_plugin is not None or os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
-        if wanted and self.distributed_type == DistributedType.MULTI_CPU and getattr(self, "fsdp_plugin", None) is None:
-            if fsdp_plugin is None:
+        # every AcceleratorState() copies PartialState's distributed type back (MULTI_CPU): decide again each time
+        plugin = getattr(self, "fsdp_plugin", None) or fsdp_plugin
+        wanted = plugin is not None or os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+        if wanted and self.distributed_type == DistributedType.MULTI_CPU:
+            if plugin is None:
                 from accelerate.utils import FullyShardedDataParallelPlugin
 
-                fsdp_plugin = FullyShardedDataParallelPlugin()  # reads the FSDP_* variables accelerate launch sets
+                plugin = FullyShardedDataParallelPlugin()  # reads the FSDP_* variables accelerate launch sets
+            if getattr(self, "fsdp_plugin", None) is None and self._mixed_precision != "no":
+                plugin.set_mixed_precision(self._mixed_precision)
             self.distributed_type = DistributedType.FSDP
-            if self._mixed_precision != "no":
-                fsdp_plugin.set_mixed_precision(self._mixed_precision)
-            self.fsdp_plugin = fsdp_plugin
+            self.fsdp_plugin = plugin
 
     setattr(__init__, _PATCHED, True)
     AcceleratorState.__init__ = __init__

@@ -13,6 +13,7 @@ parameters after the steps (``OUT/<mode>/params.pt``).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -26,11 +27,31 @@ from accelerate.utils import gather_object  # noqa: E402
 
 from mrtpo_viz.integrations.trl import MRTPOConfig, MRTPOTrainer  # noqa: E402
 from mrtpo_viz.integrations.trl_shard import allow_cpu_fsdp  # noqa: E402
-from tests.integrations.test_trl import POLICY, VERIFIERS, config, dataset  # noqa: E402
+from mrtpo_viz.tasks import Verifier  # noqa: E402
+from tests.integrations.test_trl import POLICY, config, dataset  # noqa: E402
 
 FSDP2 = dict(fsdp="full_shard", fsdp_config={"fsdp_version": 2, "transformer_layer_cls_to_wrap": ["LlamaDecoderLayer"],
                                              "reshard_after_forward": True, "state_dict_type": "FULL_STATE_DICT"})
+
+
+# Rewards that vary between the tiny policy's completions (its 8-token answers are often alike), on a dyadic grid
+# (exact in float32, so both runs score them identically).
+def _texts(completions):
+    return [c if isinstance(c, str) else c[-1]["content"] for c in completions]
+
+
+def ords(completions, **kwargs):
+    return [(sum(map(ord, c)) % 8) / 8 for c in _texts(completions)]
+
+
+def distinct(completions, **kwargs):
+    return [(len(set(c)) % 4) / 4 for c in _texts(completions)]
+
+
+VERIFIERS = [Verifier.from_trl(fn, name=fn.__name__, info=lambda ex, _n=fn.__name__: f"{_n} of the answer to: "
+                               f"{ex.messages()[-1]['content']}") for fn in (ords, distinct)]
 GLOBAL_BATCH = 8  # 2 prompts x 4 generations per step, in both runs
+SEED = int(os.environ.get("MRTPO_FSDP_SEED", "1234"))
 
 
 class Recorded(MRTPOTrainer):
@@ -67,9 +88,10 @@ def main(out: Path, mode: str) -> None:
     sharded = mode == "fsdp2"
     if sharded:
         allow_cpu_fsdp()
-    world = torch.distributed.get_world_size() if sharded else 1
+    world = int(os.environ.get("WORLD_SIZE", "1")) if sharded else 1
     extra = FSDP2 if sharded else {}
-    args = config(out, mode, MRTPOConfig, per_device_train_batch_size=GLOBAL_BATCH // world, alpha=1.0, **extra)
+    args = config(out, mode, MRTPOConfig, per_device_train_batch_size=GLOBAL_BATCH // world, alpha=1.0, seed=SEED,
+                  data_seed=SEED, reward_weights=[1.0, 0.5], **extra)
     trainer = Recorded(model=POLICY, reward_funcs=VERIFIERS, train_dataset=dataset(), args=args)
     trainer.sampled, trainer.batches = [], []
     if not sharded:
@@ -83,12 +105,13 @@ def main(out: Path, mode: str) -> None:
         here.mkdir(parents=True, exist_ok=True)
         if sharded:
             (here / "completions.json").write_text(json.dumps(trainer.sampled))
-        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        logged = [h for h in trainer.state.log_history if "loss" in h]
         plugin = getattr(trainer.accelerator.state, "fsdp_plugin", None)
         (here / "result.json").write_text(json.dumps({
             "world": world, "fsdp_version": getattr(plugin, "fsdp_version", None),
             "dtensor": any(hasattr(p, "full_tensor") for p in trainer.model.parameters()),
-            "losses": losses, "batches": trainer.batches}))
+            "losses": [h["loss"] for h in logged],
+            "grad_norms": [h["grad_norm"] for h in logged], "batches": trainer.batches}))
         torch.save(params, here / "params.pt")
 
 
