@@ -57,9 +57,10 @@ from .trl_batch import (batch_relevance, replay_policy, resolve_rewards, respons
 
 __all__ = ["MRTPOConfig", "MRTPOTrainer", "trl_dataset"]
 
-ZERO3_REFUSAL = ("MRTPOTrainer does not support DeepSpeed ZeRO-3 yet: its replay would run through ZeRO-3's "
-                 "partitioned parameters, a path not tested here (deepspeed did not run on this project's CPU-only "
-                 "test machines; docs/scale.md). Use FSDP2 (fsdp_version: 2), which is tested")
+ZERO3_REFUSAL = ("MRTPOTrainer does not support DeepSpeed ZeRO-3: its replay would run K + 1 forwards through "
+                 "ZeRO-3's partitioned parameters, which no test here has run (deepspeed 0.19.8 installs on the "
+                 "CPU-only test machines, but accelerate 1.15 does not start a multi-process DeepSpeed run on CPU; "
+                 "docs/scale.md). Use FSDP2 (fsdp_version: 2): it is tested")
 
 
 @dataclass
