@@ -80,3 +80,56 @@ def test_fsdp2_two_processes_match_one_process(tmp_path):
     a, b = sharded["params"], single["params"]
     assert a.keys() == b.keys()
     assert max(float((a[k] - b[k]).abs().max()) for k in a) <= 2e-5
+
+
+LOCKSTEP_DRIVER = '''
+import json, sys
+import torch
+import torch.distributed as dist
+torch.set_num_threads(1)
+dist.init_process_group("gloo")
+from torch.distributed.fsdp import fully_shard
+from transformers import AutoModelForCausalLM
+from mrtpo_viz.integrations.trl_shard import lockstep
+from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+rank = dist.get_rank()
+full = AutoModelForCausalLM.from_pretrained(str(BUNDLED_POLICY_DIR)).eval()
+model = AutoModelForCausalLM.from_pretrained(str(BUNDLED_POLICY_DIR)).eval()
+for layer in model.model.layers:
+    fully_shard(layer)
+fully_shard(model)
+# rank 0 runs 3 forwards, rank 1 runs 1 and then fails: without lockstep rank 0 would wait forever on rank 1's
+# all-gathers; with it rank 1 runs dummy forwards until rank 0 is done, then raises its error
+inputs = [torch.tensor([[5 + i + rank, 7, 9, 11][: 2 + i]]) for i in range(3 if rank == 0 else 1)]
+gaps, error = [], None
+try:
+    with torch.no_grad(), lockstep(model, torch.device("cpu")):
+        for ids in inputs:
+            gaps.append(float((model(input_ids=ids).logits - full(input_ids=ids).logits).abs().max()))
+        if rank == 1:
+            raise ValueError("rank 1 failed after its forward")
+except ValueError as e:
+    error = str(e)
+with torch.no_grad():  # both ranks are back in step: one more sharded forward each
+    gaps.append(float((model(input_ids=inputs[0]).logits - full(input_ids=inputs[0]).logits).abs().max()))
+json.dump({"rank": rank, "gaps": gaps, "error": error}, open(f"{sys.argv[1]}/rank{rank}.json", "w"))
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.slow  # ~10 s
+def test_lockstep_lets_ranks_run_different_numbers_of_forwards(tmp_path):
+    """Under FSDP2 each forward all-gathers from every rank: ranks with 3 and 1 forwards (the second failing) both
+    finish, their sharded logits equal the unsharded model's, and the failing rank still raises its error."""
+    driver = tmp_path / "lockstep.py"
+    driver.write_text(LOCKSTEP_DRIVER)
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
+           str(driver), str(tmp_path)]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert [len(r["gaps"]) for r in ranks] == [4, 2]
+    # the gathered weights are the full weights: equal logits up to summation order in the matmuls
+    assert all(g <= 1e-5 for r in ranks for g in r["gaps"])
+    assert ranks[0]["error"] is None and ranks[1]["error"] == "rank 1 failed after its forward"
