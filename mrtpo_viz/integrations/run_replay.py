@@ -8,7 +8,7 @@
   reward's information, then computes what MRTPO would have given it within its logged step (the step's rewards
   set the group and batch statistics, :func:`mrtpo_viz.advantages.mrtpo_token_parts`).
   :func:`guess_infos` fills the information of rewards that are registered verifiers when the prompt is one of
-  the bundled examples.
+  the bundled examples; :func:`record_infos` falls back to a verl row's ground truth (``gts``).
 """
 from __future__ import annotations
 
@@ -78,6 +78,15 @@ def guess_infos(messages: list[dict], names: Sequence[str]) -> dict[str, str]:
             if ex is not None:
                 return {n: VERIFIERS[n].info(ex) for n in known}
     return {}
+
+
+def record_infos(record: dict, names: Sequence[str]) -> dict[str, str]:
+    """The information to prefill for a replay: a bundled example's (:func:`guess_infos`), else the row's ground
+    truth for every reward (a verl dump's ``gts``, the only per-row information verl keeps), else none."""
+    infos = guess_infos(json.loads(record["messages"]), names)
+    if not infos and record.get("gts") not in (None, ""):
+        infos = {n: str(record["gts"]) for n in names}
+    return infos
 
 
 def parse_infos(text: str, names: Sequence[str]) -> dict[str, str]:
