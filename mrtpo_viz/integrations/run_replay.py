@@ -108,7 +108,8 @@ def parse_infos(text: str, names: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _ad_hoc(name: str, info: str) -> Verifier:
+def ad_hoc_verifier(name: str, info: str) -> Verifier:
+    """A reward of a logged run as a verifier that only carries its information (it was scored during the run)."""
     return Verifier(name=name, task="custom", title=VERIFIERS[name].title if name in VERIFIERS else name,
                     description="a reward of the run", info_fn=lambda ex, _i=info: _i,
                     check_fn=lambda r, ex: Verdict(math.nan, "scored during the run"))
@@ -124,7 +125,7 @@ def replayed_view(policy, frame, record: dict, names: Sequence[str], infos: dict
         record: the completion (a row of ``frame``); infos: reward name -> information text.
     """
     messages = json.loads(record["messages"])
-    verifiers = [_ad_hoc(n, infos.get(n, "")) for n in names]
+    verifiers = [ad_hoc_verifier(n, infos.get(n, "")) for n in names]
     rel = replay(policy, messages, record["completion"], verifiers, infos={n: infos.get(n, "") for n in names},
                  metric=metric, control=control, info_position=info_position)
     rel.rewards = _rewards(record, names)

@@ -136,7 +136,8 @@ def _text(v) -> str:
 
 
 def rollouts(folder: Path) -> Iterator[dict]:
-    """Every rollout of a dump folder, step by step: ``id`` (``step<S>-row<R>``), ``messages``, ``response``,
+    """Every rollout of a dump folder, step by step: ``id`` (``step<S>-row<R>``), ``line`` (in its step's file),
+    ``messages``, ``response``,
     ``infos`` (each reward's information: ``gts``), ``rewards``."""
     files = step_files(folder)
     if not files:
@@ -145,6 +146,52 @@ def rollouts(folder: Path) -> Iterator[dict]:
         frame = step_frame(path, step)
         names = [c.removeprefix("reward/") for c in frame.columns if c.startswith("reward/")]
         for rec in frame.to_dict("records"):
-            yield {"id": f"step{step}-row{rec['row']}", "step": step, "messages": json.loads(rec["messages"]),
+            yield {"id": f"step{step}-row{rec['row']}", "step": step, "line": rec["row"] + 1, "messages": json.loads(rec["messages"]),
                    "response": rec["completion"], "infos": {n: rec["gts"] or "" for n in names},
                    "rewards": {n: rec[trl_log.reward_column(n)] for n in names}}
+
+
+def score_dump(policy, folder, verifiers=None, *, out, metric: str = "js", control: str = "none",
+               info_position: str = "user_end", batch_size: int = 16):
+    """``python -m mrtpo_viz score DUMP_FOLDER``: replay every rollout of a verl dump with each reward's
+    information (the row's ``gts``), writing what :func:`mrtpo_viz.relevance.scoring.score_rollouts` writes (task
+    ``"verl"``, ids ``step<S>-row<R>``); resumable the same way. Yields a ``ScoreProgress`` after each rollout.
+
+    Args:
+        verifiers: the rewards to replay (default: all of the dump's reward keys).
+    """
+    from ..relevance.engine import replay
+    from ..relevance.scoring import ScoreProgress, _records, check_out, read_existing, write_atomic
+    from .run_replay import ad_hoc_verifier
+
+    out = Path(out)
+    suffix = check_out(out)
+    rows = list(rollouts(Path(folder)))
+    records = read_existing(out, suffix)
+    have = {str(r["id"]) for r in records}
+    todo = [r for r in rows if r["id"] not in have]
+    progress = ScoreProgress(total=len(todo), resumed=len(rows) - len(todo))
+    yield progress
+    for i, row in enumerate(todo, 1):
+        names = list(verifiers or row["infos"])
+        try:
+            unknown = [n for n in names if n not in row["infos"]]
+            if unknown:
+                raise ValueError(f"the dump has no reward {', '.join(map(repr, unknown))}; it has "
+                                 f"{', '.join(row['infos'])}")
+            if not any(row["infos"][n] for n in names):
+                raise ValueError("the row has no ground truth (gts) to give its rewards as information")
+            infos = {n: row["infos"][n] for n in names}
+            rel = replay(policy, row["messages"], row["response"], [ad_hoc_verifier(n, i) for n, i in infos.items()],
+                         infos=infos, metric=metric, control=control, info_position=info_position)
+            rel.rewards = {n: v for n, v in row["rewards"].items() if n in names and not math.isnan(v)}
+            records += _records(rel, {"id": row["id"], "task": "verl"}, suffix)
+            progress.scored += 1
+        except ValueError as e:
+            progress.problems.append((row["line"], f"id {row['id']!r}: {e}"))
+        progress.done += 1
+        progress.last_id = row["id"]
+        if i % batch_size == 0:
+            write_atomic(out, records, suffix)
+        yield progress
+    write_atomic(out, records, suffix)
