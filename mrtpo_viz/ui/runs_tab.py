@@ -112,8 +112,8 @@ def run_completion(state, key, row):
         return (*_view_outputs(view, record, f"{mode} step {step}, from the run's per-token log"), gr.update())
     infos = run_replay.record_infos(record, names)
     lines = "\n".join(f"{n}: {infos.get(n, '')}" for n in names)
-    found = "the row's ground truth (gts)" if "gts" in record else "this bundled prompt"
-    note = (f"Information from {found}: check it and press Replay." if infos else
+    found = "from the row's ground truth (gts)" if "gts" in record else "found for this bundled prompt"
+    note = (f"Information {found}: check it and press Replay." if infos else
             "Type each reward's information (one line per reward, `reward: text`) and press Replay.")
     what = "a verl dump" if "gts" in record else "a plain TRL run"
     return (None, viz.placeholder_figure("Replay this completion to see its token advantages"),
