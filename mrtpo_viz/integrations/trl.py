@@ -122,7 +122,7 @@ class MRTPOTrainer(GRPOTrainer):
         reward_funcs: verifiers (``mrtpo_viz.tasks``, or ``Verifier.from_trl(fn, name=..., info=...)``) or
             registered verifier names.
         args: an :class:`MRTPOConfig`.
-        Everything else goes to ``GRPOTrainer``.
+        **kwargs: everything else goes to ``GRPOTrainer``.
     """
 
     def __init__(self, model, reward_funcs, args: MRTPOConfig | None = None, **kwargs):
