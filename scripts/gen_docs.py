@@ -123,6 +123,10 @@ def settings_page() -> str:
 GENERATORS = {"cli": cli_page, "settings": settings_page}
 
 
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if ROOT in path.parents else str(path)
+
+
 def stale_pages() -> list[str]:
     """Names of the pages whose committed text differs from what their generator writes."""
     return [name for name, gen in GENERATORS.items()
@@ -136,12 +140,12 @@ def main(argv=None) -> int:
     if args.check:
         stale = stale_pages()
         for name in stale:
-            print(f"out of date: {PAGES[name].relative_to(ROOT)} (run python scripts/gen_docs.py)")
+            print(f"out of date: {_shown(PAGES[name])} (run python scripts/gen_docs.py)")
         return 1 if stale else 0
     for name, gen in GENERATORS.items():
         PAGES[name].parent.mkdir(parents=True, exist_ok=True)
         PAGES[name].write_text(gen(), encoding="utf-8")
-        print(f"wrote {PAGES[name].relative_to(ROOT)}")
+        print(f"wrote {_shown(PAGES[name])}")
     return 0
 
 
