@@ -39,7 +39,8 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(REPO)}:{self.line}"
+        page = self.page.relative_to(REPO) if REPO in self.page.parents else self.page
+        return f"{page}:{self.line}"
 
 
 FENCE = re.compile(r"^```python\n(.*?)^```$", re.S | re.M)
@@ -63,7 +64,8 @@ def needs(block: Block) -> str | None:
     return m.group(1) if m and importlib.util.find_spec(m.group(1)) is None else None
 
 
-PATH = re.compile(r"(?<![\w/.~-])((?:" + "|".join(re.escape(r) for r in ROOTS) + r")/(?:\{[^}\s]*\}|[^\s`'\"()\[\],;|])*)")
+PATH = re.compile(r"(?<![\w/.~-])((?:" + "|".join(re.escape(r) for r in ROOTS)
+                  + r")/(?:\{[^}\s]*\}|[^\s`'\"()\[\],;|])*)")
 
 
 def cited_paths(text: str) -> list[str]:

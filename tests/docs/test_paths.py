@@ -26,7 +26,8 @@ def test_every_relative_link_resolves(page):
 def test_the_checks_catch_a_moved_module_and_a_broken_link(tmp_path):
     """The checkers on text with a drift: a renamed module, a placeholder that matches nothing, a missing anchor."""
     text = ("see `mrtpo_viz/relevance/engine.py` and `python benchmarks/memory.py --layers 2`, not "
-            "`mrtpo_viz/malloc.py`; results in `benchmarks/results/<name>.md`, tests in `tests/<part>/test_nothing_x.py`, "
+            "`mrtpo_viz/malloc.py`; results in `benchmarks/results/<name>.md`, "
+            "tests in `tests/<part>/test_nothing_x.py`, "
             "`benchmarks/results/convergence.{md,csv}` and `benchmarks/results/memory.{md,svg}`")
     assert missing_paths(text) == ["benchmarks/results/memory.{md,svg}", "mrtpo_viz/malloc.py",
                                    "tests/<part>/test_nothing_x.py"]
