@@ -98,7 +98,8 @@ def _nltk_units(texts: list[str]) -> dict[str, int]:
 
 
 def ifeval(args) -> str:
-    from mrtpo_viz.tasks.ifeval import adversarial, reference
+    import ifeval_adversarial as adversarial
+    import ifeval_reference as reference
 
     with tempfile.TemporaryDirectory() as tmp:
         official = reference.load_official(Path(tmp))

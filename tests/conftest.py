@@ -1,5 +1,11 @@
 """Shared test setup: offline, quiet, one torch thread (the CI machine has 2 cores and runs other work)."""
 import os
+import sys
+from pathlib import Path
+
+# benchmarks/ holds test material that is not in the wheel (the lm-eval adapter, the IFEval adversarial set);
+# tests import its modules by their plain names, as the benchmark scripts do.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

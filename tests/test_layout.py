@@ -183,8 +183,6 @@ COVERED_BY = {
     "mrtpo_viz.policy.model": "tests/policy/test_loading.py", "mrtpo_viz.policy.sampling": "tests/policy/test_loading.py",
     # the sample-data generators, one file for the four of them (determinism, uniqueness, gold passes)
     "mrtpo_viz.tasks.generators.*": "tests/tasks/test_generators.py",
-    # the IFEval adversarial set's hand-written cases, tested with the generator that mutates them
-    "mrtpo_viz.tasks.ifeval.adversarial_cases": "tests/tasks/ifeval/test_adversarial.py",
     # one training step's pieces, tested on real steps of the tiny policy
     **{f"mrtpo_viz.training.{m}": LOOP for m in ("config", "rollouts", "group_replay", "metrics", "checkpoints",
                                                  "report")},

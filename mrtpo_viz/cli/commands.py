@@ -173,8 +173,13 @@ def train(args) -> int:
 
 
 def bench(args) -> int:
-    from ..bench import format_table, run_all, write_outputs
+    from ..bench import benchmarks_dir, format_table, run_all, write_outputs
 
+    if not benchmarks_dir().is_dir():
+        print("mrtpo-viz bench needs a source checkout: it runs the scripts in the repository's benchmarks/ folder, "
+              "which the wheel does not ship. Run it from a clone of the repository (or its parent folder).",
+              file=sys.stderr)
+        return 2
     rows = run_all(checkpoint=args.checkpoint)
     print(format_table(rows))
     if args.out:

@@ -4,8 +4,8 @@ The 25 instruction ids of Google's IFEval, as its checkers ship in lm-eval 0.4.1
 their official kwargs names and descriptions, plus one declared extension, ``ifeval.starts_with``
 (``mrtpo:starts_with``, kwarg ``start_phrase``: the mirror image of the official end checker). The checks are written
 anew from the official behaviour and nothing that scores imports lm-eval or nltk; a dev test runs the official code
-(:mod:`.reference`, the only module that imports them) on a generated adversarial set (:mod:`.adversarial`) and
-requires the same verdicts.
+(``benchmarks/ifeval_reference.py``, the only module that imports them) on a generated adversarial set
+(``benchmarks/ifeval_adversarial.py``) and requires the same verdicts.
 
 - :mod:`.instructions`: the table (id, verifier name, title, kwargs, description) and kwargs validation;
 - :mod:`.checks` / :mod:`.spans`: one checker and one relevant-spans function per id (:mod:`.matchers`: linear-time
