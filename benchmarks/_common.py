@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR  # noqa: E402
+from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR  # noqa: E402
 
 BUNDLED_POLICY = BUNDLED_POLICY_DIR
 
@@ -197,7 +197,7 @@ def model_label(checkpoint) -> str:
 def corpus() -> tuple[str, ...]:
     """Prompt, information and reference texts of every sample task (tokenizer training and benchmark inputs)."""
     from mrtpo_viz.names import TASKS
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
 
     texts = []
     for task in TASKS:

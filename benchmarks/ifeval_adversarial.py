@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from mrtpo_viz.tasks.ifeval import checks as C
-from mrtpo_viz.tasks.ifeval import text as T
+from mrtpo_viz.tasks.ifeval import instruction_checks as C
+from mrtpo_viz.tasks.ifeval import text_units as T
 from ifeval_adversarial_cases import BASES
 
 MIN_PER_INSTRUCTION = 25

@@ -86,7 +86,7 @@ def _nltk_units(texts: list[str]) -> dict[str, int]:
     from nltk.tokenize import PunktTokenizer
 
     from mrtpo_viz.tasks.ifeval import punkt
-    from mrtpo_viz.tasks.ifeval.text import count_capital_words, count_sentences
+    from mrtpo_viz.tasks.ifeval.text_units import count_capital_words, count_sentences
 
     tok, lists = PunktTokenizer("english"), punkt.load_model("embedded")
     return {"strings": len(texts),

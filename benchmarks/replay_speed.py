@@ -58,7 +58,7 @@ INFO_TOKENS = 40
 
 def corpus() -> list[str]:
     from mrtpo_viz.names import TASKS
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
 
     texts = []
     for task in TASKS:

@@ -69,7 +69,7 @@ def sample_infos(n: int) -> list[tuple[str, str, str]]:
     """``n`` real verifiers (distinct names) with the information they give for an example of their task."""
     from mrtpo_viz import tasks as _registry  # noqa: F401  (registers the verifiers)
     from mrtpo_viz.names import TASKS
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
     from mrtpo_viz.tasks import get_verifier
 
     out, seen = [], set()
@@ -86,7 +86,7 @@ def sample_infos(n: int) -> list[tuple[str, str, str]]:
 
 
 def make_case(tokenizer, T: int, K: int) -> Case:
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
 
     prompt = load_examples("tool_calling", split="test")[0].messages()[-1]["content"]
     return Case(prompt, response_ids(tokenizer, corpus(), T, skip=3000), sample_infos(K))

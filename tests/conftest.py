@@ -94,7 +94,7 @@ def _tree_digest(root) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def sample_data_unchanged():
     """Hashes the sample_data tree before the first test that asks for it and checks it again at the session's end."""
-    from mrtpo_viz.tasks.data import SAMPLE_DATA
+    from mrtpo_viz.tasks.bundled_data import SAMPLE_DATA
 
     before = _tree_digest(SAMPLE_DATA)
     yield SAMPLE_DATA

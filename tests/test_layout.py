@@ -187,7 +187,7 @@ COVERED_BY = {
     **{f"mrtpo_viz.training.{m}": LOOP for m in ("config", "rollouts", "group_replay", "metrics", "checkpoints",
                                                  "report")},
     # the bundled policy's data, violations and evaluation, tested with its build
-    **{f"mrtpo_viz.sample_policy.{m}": BUILD for m in ("data", "evaluate", "violations")},
+    **{f"mrtpo_viz.sample_policy.{m}": BUILD for m in ("sft_data", "evaluate", "violations")},
     # the views, on one hand-built Relevance and frame
     "mrtpo_viz.viz.*": VIEWS,
     "mrtpo_viz.viz.training": "tests/viz/test_training.py",

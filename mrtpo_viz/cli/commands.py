@@ -36,7 +36,7 @@ def serve(args) -> int:
 def _check_task(task: str) -> None:
     """A ValueError naming the task families that load here (and how to get BFCL) for any other task."""
     from ..names import BFCL_TASK
-    from ..tasks.loading import available_tasks
+    from ..tasks.example_sources import available_tasks
 
     known = available_tasks()
     if task not in known:

@@ -19,7 +19,7 @@ import torch
 
 from .. import names
 from ..tasks.base import Example, Verifier, get_verifier
-from ..tasks.loading import load_examples
+from ..tasks.example_sources import load_examples
 
 NEUTRAL_FILLER = ("The morning was quiet and the sky over the old town stayed a pale shade of grey while a few "
                   "people walked slowly along the river past the market. ")

@@ -24,7 +24,7 @@ from typing import Iterator, Optional
 import torch
 
 from ..policy.padding import pad_id, right_pad
-from .data import NoiseConfig, SftExample, build_sft_data
+from .sft_data import NoiseConfig, SftExample, build_sft_data
 
 BOS, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 CHAT_TEMPLATE = (

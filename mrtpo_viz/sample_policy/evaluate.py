@@ -22,7 +22,7 @@ import torch
 from ..relevance.contexts import with_info
 from ..names import TASKS
 from ..tasks.base import Example
-from ..tasks.loading import load_examples
+from ..tasks.example_sources import load_examples
 from ..tasks import get_verifier
 
 

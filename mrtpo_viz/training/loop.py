@@ -89,7 +89,7 @@ def _own_policy(config: TrainConfig, policy, device):
 
 def _prompts_and_rewards(config: TrainConfig, examples) -> tuple[list[Example], list[str], torch.Tensor]:
     """The training examples, the verifier names (K columns of the reward matrix) and the (K,) reward weights."""
-    from ..tasks.loading import available_tasks, load_examples
+    from ..tasks.example_sources import available_tasks, load_examples
     from .rollouts import union_verifiers
 
     if examples is None and config.task not in available_tasks():

@@ -11,7 +11,7 @@ from mrtpo_viz.cli import main as cli_main
 from mrtpo_viz.relevance.engine import replay
 from mrtpo_viz.relevance.scoring import score_rollouts
 from mrtpo_viz.settings import SettingsError, get_settings
-from mrtpo_viz.tasks.data import database_file
+from mrtpo_viz.tasks.bundled_data import database_file
 from mrtpo_viz.tasks.sandbox import run_query
 from tests.apphelpers import REPO
 

@@ -14,7 +14,7 @@ import pytest
 from mrtpo_viz.relevance.scoring import read_rollouts
 from mrtpo_viz.tasks import get_verifier
 from mrtpo_viz.tasks.base import Example
-from mrtpo_viz.tasks.data import database_file
+from mrtpo_viz.tasks.bundled_data import database_file
 from mrtpo_viz.tasks.sandbox import run_query
 
 pytestmark = pytest.mark.usefixtures("sample_data_unchanged")

@@ -14,9 +14,9 @@ import pytest
 
 from mrtpo_viz.tasks.ifeval import OFFICIAL_IDS, check, describe, evaluate
 from mrtpo_viz.tasks.ifeval import punkt
-from mrtpo_viz.tasks.ifeval.rows import example_from_row
-from mrtpo_viz.tasks.ifeval.text import count_capital_words, count_sentences
-from tests.tasks.ifeval.test_rows import ROWS
+from mrtpo_viz.tasks.ifeval.row_format import example_from_row
+from mrtpo_viz.tasks.ifeval.text_units import count_capital_words, count_sentences
+from tests.tasks.ifeval.test_row_format import ROWS
 
 RESPONSES = ["the end. see you soon.", "First part, here.\n\nHowever, no.\nP.S. bye", "*one* *two* " + "word " * 130,
              "", "HELLO, WORLD.\n\nhowever it goes", "Sauna on suomalainen kylpy, jossa istutaan kuumassa."]

@@ -26,7 +26,7 @@ from typing import Callable, Optional
 from ..relevance.contexts import with_info
 from .violations import VIOLATIONS
 from ..tasks.base import Example
-from ..tasks.loading import load_examples
+from ..tasks.example_sources import load_examples
 from ..tasks import get_verifier
 from ..tasks.ifeval import constraint_kwargs
 
