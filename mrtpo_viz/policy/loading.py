@@ -127,7 +127,7 @@ def _is_dir(name: str) -> bool:
 
 def _known_folder(key: str) -> Path:
     """The converted folder of a downloaded known model; 'not downloaded yet' names the command that fetches it."""
-    from .known import KNOWN_MODELS as REGISTRY, is_downloaded, model_dir
+    from .known import KNOWN_MODEL_SPECS as REGISTRY, is_downloaded, model_dir
 
     if not is_downloaded(key):
         raise PolicyLoadError(f"{key!r} is a known real model that is not downloaded yet (looked in "

@@ -45,7 +45,7 @@ class TrainConfig:
     control: str = "none"
     """Relevance control of the replay (``none`` = the paper's raw JS)."""
     metric: str = "js"
-    """Relevance metric of the replay (a key of ``divergence.METRICS``)."""
+    """Relevance metric of the replay (one of ``names.METRICS``)."""
     info_position: str = "user_end"
     """Where the replay puts verifier information."""
     seed: int = 0

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from mrtpo_viz.relevance.controls import CONTROLS, _corrupted_infos, ControlInput
+from mrtpo_viz.relevance.controls import _corrupted_infos, ControlInput
 from mrtpo_viz.relevance.tokens import display_tokens
 from mrtpo_viz.relevance.engine import plan_replay, replay, replay_variants
 from mrtpo_viz.relevance.branches import branch_logits, reference_logits, shared_branches, tokenize_response
