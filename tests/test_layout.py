@@ -154,6 +154,15 @@ def test_modules_stay_under_400_lines():
     assert long == {}
 
 
+def test_no_two_modules_share_a_basename():
+    """One name, one module: ``checks`` or ``data`` in three places makes every traceback and import ambiguous."""
+    by_name: dict[str, list[str]] = {}
+    for path in module_names(ROOT, PACKAGE).values():
+        if path.name != "__init__.py":
+            by_name.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
+    assert {k: v for k, v in by_name.items() if len(v) > 1} == {}
+
+
 def test_few_modules_sit_directly_in_the_package():
     top = sorted(p.name for p in (ROOT / PACKAGE).glob("*.py"))
     assert len(top) <= 14, top
