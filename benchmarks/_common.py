@@ -3,7 +3,7 @@
 - ``measure(fn)`` times one call and samples the process RSS in a thread (every 2 ms): ``peak_mib`` is the peak
   above the level just before the call (tracemalloc does not see torch's allocations, RSS does).
 - ``tiny_policy()`` is the bundled policy when its weights exist, else a random-init model of the same shape
-  (``mrtpo_viz.sample_policy.TinyPolicyConfig``) with a tokenizer trained on the sample tasks.
+  (``mrtpo_viz.sample_policy.build.TinyPolicyConfig``) with a tokenizer trained on the sample tasks.
 - ``qwen05b_folder()`` saves a random-init Qwen2-0.5B-shaped model (bf16 safetensors, ~1 GB) and that tokenizer to
   a temporary folder and deletes it afterwards.
 - ``write_results(rows, stem, ...)`` writes ``stem.csv`` and a markdown table ``stem.md``.

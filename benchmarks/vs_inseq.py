@@ -7,7 +7,7 @@ per response token per verifier:
   identification (CTI) step only: KL metric, and a selection threshold so high that no token goes on to the
   attribution (CCI) step. One context per call, so K calls. Its CTI runs the model once per response token with and
   without the context (about 2T forwards of the growing sequence, no KV cache).
-- ``replay_kl``, ``replay_js``: ``mrtpo_viz.replay`` with ``metric="kl"`` / ``"js"``: the shared prompt
+- ``replay_kl``, ``replay_js``: ``mrtpo_viz.replay`` (``relevance.engine.replay``) with ``metric="kl"`` / ``"js"``: the shared prompt
   prefix once (KV cache), the K + 1 suffixes in one batched forward, the metric chunked over positions; it also
   computes the per-token columns (log-probs, entropy, top-5) that the app shows.
 

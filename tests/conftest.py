@@ -45,7 +45,7 @@ def tiny_policy_dir(tmp_path_factory):
     """A random-init tiny Llama (hidden 64, 2 layers, 4 heads) with a byte-level BPE tokenizer and a ChatML template.
 
     ``initializer_range=0.2`` makes its next-token distributions sharp, so mask, position and cache mistakes show
-    up as large log-prob errors (the default 0.02 init is near-uniform and hides them; see NOTES.md).
+    up as large log-prob errors (12-16 nats for a wrong mask; the default 0.02 init is near-uniform and shows ~1e-2).
     """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers

@@ -1,7 +1,7 @@
 """Supervised fine-tuning data for the bundled tiny policy: each verifier's information matters on its own.
 
 One training example is a task example rendered with a random subset of its verifiers' information blocks
-(inserted by :func:`mrtpo_viz.contexts.with_info`, exactly as the replay inserts them) and a target response:
+(inserted by :func:`mrtpo_viz.relevance.contexts.with_info`, exactly as the replay inserts them) and a target response:
 
 - each verifier's information is present independently with probability ``p_info``;
 - the target is the gold response with noise applied *only* to the aspects whose information is absent:

@@ -1,7 +1,7 @@
 """Hostile input through the Python API and the CLI: every case ends in a readable error (or a sane result), the
 process keeps serving (a good call after the bad ones works), and the sample data stays byte-identical.
 
-The UI endpoints are in ``test_hostile_ui.py``, property-based fuzzing in ``test_hostile_fuzz.py``.
+The UI endpoints are in ``test_ui.py``, property-based fuzzing in ``test_fuzz.py``.
 """
 import json
 import math
