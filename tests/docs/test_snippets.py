@@ -14,8 +14,8 @@ import pytest
 from tests.docs.pages import DOCS, REPO, doc_files, needs, python_blocks
 
 SHORTER = {"max_steps=20": "max_steps=1"}
-SLOW = ("MRTPOTrainer", "train(TrainConfig", "load_policy(")
-"""A page whose blocks load a policy or train is marked slow (a few seconds to a minute on one core)."""
+SLOW = ("MRTPOTrainer", "train(TrainConfig", "load_policy(", "mrtpo_viz.ui")
+"""A page whose blocks load a policy, train or import the app (gradio) is marked slow (seconds to a minute)."""
 TUTORIAL = DOCS / "tutorial.md"
 
 
