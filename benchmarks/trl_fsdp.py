@@ -36,7 +36,7 @@ def worker(kind: str, steps: int, seed: int, out: Path) -> None:
     from mrtpo_viz.integrations.trl import MRTPOConfig, MRTPOTrainer, trl_dataset
     from mrtpo_viz.integrations.trl_shard import allow_cpu_fsdp
     from mrtpo_viz.tasks import get_verifier
-    from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
     set_threads(1)
     allow_cpu_fsdp()

@@ -91,7 +91,7 @@ dist.init_process_group("gloo")
 from torch.distributed.fsdp import fully_shard
 from transformers import AutoModelForCausalLM
 from mrtpo_viz.integrations.trl_shard import lockstep
-from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 rank = dist.get_rank()
 full = AutoModelForCausalLM.from_pretrained(str(BUNDLED_POLICY_DIR)).eval()
 model = AutoModelForCausalLM.from_pretrained(str(BUNDLED_POLICY_DIR)).eval()

@@ -83,7 +83,7 @@ def test_a_zip_of_a_dump_uploads(tmp_path):
 @pytest.fixture(scope="module")
 def bundled():
     from mrtpo_viz.policy import load_policy
-    from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
     return load_policy(str(BUNDLED_POLICY_DIR))
 
@@ -121,7 +121,7 @@ def test_the_verl_style_dump_replays_with_the_policy_that_wrote_it(fixture_dump,
 
 def test_the_cli_scores_a_dump_folder(fixture_dump, tmp_path, capsys):
     from mrtpo_viz.cli import main
-    from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
     out = tmp_path / "scores.jsonl"
     assert main(["score", str(fixture_dump), "--out", str(out), "--checkpoint", str(BUNDLED_POLICY_DIR),

@@ -52,7 +52,7 @@ def dump_generations(global_steps, inputs, outputs, gts, scores, reward_extra_in
 def write_verl_dump(folder, steps: int = 2, n: int = 4, max_new_tokens: int = 10, seed: int = 0) -> Path:
     """Sample ``n`` responses per prompt with the bundled policy for each step and dump them as verl does."""
     from mrtpo_viz.policy import load_policy
-    from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
     policy = load_policy(str(BUNDLED_POLICY_DIR))
     tok, model = policy.tokenizer, policy.model

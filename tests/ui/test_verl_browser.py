@@ -61,7 +61,7 @@ def page(runs_dir, tmp_path_factory):
 def test_the_runs_tab_opens_a_verl_dump_and_replays_a_completions_tokens(page, runs_dir, tmp_path):
     from mrtpo_viz.integrations import run_replay, trl_runs
     from mrtpo_viz.policy import load_policy
-    from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
     page.get_by_role("tab", name="Runs").click()
     page.locator("#run-path textarea, #run-path input").first.fill("verl-rollouts")
