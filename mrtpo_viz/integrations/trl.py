@@ -25,10 +25,10 @@ GDPO's per-reward advantages, which ``sum_then_normalize`` never forms); ``loss_
 silently act per token); ``tools``, ``environment_factory``, ``rollout_func`` (completions would hold tokens the
 policy did not write, and the replay with information is undefined for them); vision-language models (the replay
 has no image path); FSDP1 and DeepSpeed ZeRO-3 (not tested here: docs/scale.md); reward models and plain reward
-functions (a reward needs its information: ``Verifier.from_trl``); plain-text prompts (the information goes into a chat message; :func:`trl_dataset`). Warned: ``use_vllm`` (the
-replay runs the training copy of the weights; untested here, no GPU), ``top_entropy_quantile < 1`` (the entropy
-mask drops tokens, so the applied advantages no longer average to GDPO's), ``temperature != 1`` (the replay compares
-untempered distributions).
+functions (a reward needs its information: ``Verifier.from_trl``); plain-text prompts (the information goes into a
+chat message; :func:`trl_dataset`). Warned: ``use_vllm`` (the replay runs the training copy of the weights; untested
+here, no GPU), ``top_entropy_quantile < 1`` (the entropy mask drops tokens, so the applied advantages no longer
+average to GDPO's), ``temperature != 1`` (the replay compares untempered distributions).
 
 Under FSDP2 (accelerate's FSDP plugin with ``fsdp_version: 2``) the replay runs through the sharded model itself:
 no-grad forwards of the K + 1 branches, each gathering its layers' parameters as FSDP2 does for any forward, never a

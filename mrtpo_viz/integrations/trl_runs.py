@@ -116,7 +116,8 @@ def _file_step(path: Path) -> int:
 
 
 def extract_upload(upload, dest, max_bytes: int, max_files: int = 2000) -> Path:
-    """An uploaded zip of a run (or one parquet or verl jsonl file) unpacked into ``dest``; returns what :func:`open_run` opens.
+    """An uploaded zip of a run (or one parquet or verl jsonl file) unpacked into ``dest``; returns what
+    :func:`open_run` opens.
 
     Only run files are taken from a zip, by their names alone (``completions_*.parquet``, ``tokens_*.parquet``,
     ``eval_tokens_*.parquet``, ``run.json``, verl's ``{step}.jsonl``), into ``dest/completions``, ``dest/mrtpo`` and

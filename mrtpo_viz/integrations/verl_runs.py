@@ -146,7 +146,8 @@ def rollouts(folder: Path) -> Iterator[dict]:
         frame = step_frame(path, step)
         names = [c.removeprefix("reward/") for c in frame.columns if c.startswith("reward/")]
         for rec in frame.to_dict("records"):
-            yield {"id": f"step{step}-row{rec['row']}", "step": step, "line": rec["row"] + 1, "messages": json.loads(rec["messages"]),
+            yield {"id": f"step{step}-row{rec['row']}", "step": step, "line": rec["row"] + 1,
+                   "messages": json.loads(rec["messages"]),
                    "response": rec["completion"], "infos": {n: rec["gts"] or "" for n in names},
                    "rewards": {n: rec[trl_log.reward_column(n)] for n in names}}
 

@@ -148,7 +148,8 @@ def build_runs_tab(checkpoint: gr.components.Component) -> None:
     with gr.Row():
         typed = gr.Textbox(label="Run folder, relative to the operator's runs folder (MRTPO_RUNS_DIR)", scale=3,
                            elem_id="run-path")
-        upload = gr.File(label="or upload a zip of the run, one parquet file or one verl {step}.jsonl", file_types=[".zip", ".parquet", ".jsonl"],
+        upload = gr.File(label="or upload a zip of the run, one parquet file or one verl {step}.jsonl",
+                         file_types=[".zip", ".parquet", ".jsonl"],
                          type="filepath", scale=2)
         open_btn = gr.Button("Open run", variant="primary", scale=0, min_width=110, elem_id="run-open")
     status = gr.Markdown("No run open.", elem_id="run-status")
