@@ -26,7 +26,7 @@ torch.set_num_threads(1)
 from accelerate.utils import gather_object  # noqa: E402
 
 from mrtpo_viz.integrations.trl import MRTPOConfig, MRTPOTrainer  # noqa: E402
-from mrtpo_viz.integrations.trl_shard import allow_cpu_fsdp  # noqa: E402
+from mrtpo_viz.integrations.trl_shard import allow_cpu_fsdp, is_fsdp2  # noqa: E402
 from mrtpo_viz.tasks import Verifier  # noqa: E402
 from tests.integrations.test_trl import POLICY, config, dataset  # noqa: E402
 
@@ -69,6 +69,11 @@ class Recorded(MRTPOTrainer):
         self.sampled.append([list(map(int, r)) for r in gather_object([list(map(int, r)) for r in ids])])
         return ids, logprobs
 
+    def _relevance(self, examples, output, lengths):
+        """Whether the model the replay runs is the FSDP2-sharded one (not an unsharded copy)."""
+        self.sharded_replays.append(is_fsdp2(self.accelerator.unwrap_model(self.model)))
+        return super()._relevance(examples, output, lengths)
+
     def _log_batch(self, mode, G, rows, examples, output, lengths, rewards, relevance, parts, token_adv, replay_s):
         mask = output["completion_mask"].cpu()
         local = [(row[:int(m.sum())].tolist(), float(a)) for row, m, a in
@@ -93,7 +98,7 @@ def main(out: Path, mode: str) -> None:
     args = config(out, mode, MRTPOConfig, per_device_train_batch_size=GLOBAL_BATCH // world, alpha=1.0, seed=SEED,
                   data_seed=SEED, reward_weights=[1.0, 0.5], **extra)
     trainer = Recorded(model=POLICY, reward_funcs=VERIFIERS, train_dataset=dataset(), args=args)
-    trainer.sampled, trainer.batches = [], []
+    trainer.sampled, trainer.batches, trainer.sharded_replays = [], [], []
     if not sharded:
         trainer.replay_ids = json.loads((out / "fsdp2" / "completions.json").read_text())
     if sharded and not trainer.is_fsdp_enabled:
@@ -110,7 +115,7 @@ def main(out: Path, mode: str) -> None:
         (here / "result.json").write_text(json.dumps({
             "world": world, "fsdp_version": getattr(plugin, "fsdp_version", None),
             "dtensor": any(hasattr(p, "full_tensor") for p in trainer.model.parameters()),
-            "losses": [h["loss"] for h in logged],
+            "sharded_replays": trainer.sharded_replays, "losses": [h["loss"] for h in logged],
             "grad_norms": [h["grad_norm"] for h in logged], "batches": trainer.batches}))
         torch.save(params, here / "params.pt")
 

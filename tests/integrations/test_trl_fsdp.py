@@ -49,6 +49,7 @@ def test_fsdp2_two_processes_match_one_process(tmp_path):
     # it really ran sharded: 2 processes, FSDP2, parameters held as DTensors
     assert (sharded["world"], sharded["fsdp_version"], sharded["dtensor"]) == (2, 2, True)
     assert (single["world"], single["dtensor"]) == (1, False)
+    assert sharded["sharded_replays"] == [True, True] and single["sharded_replays"] == [False, False]
     assert len(sharded["batches"]) == len(single["batches"]) == 2
     assert all(len(b) == 8 for b in sharded["batches"])
     for batch in sharded["batches"]:  # the comparison can fail: advantages really vary per token in both steps
@@ -80,6 +81,25 @@ def test_fsdp2_two_processes_match_one_process(tmp_path):
     a, b = sharded["params"], single["params"]
     assert a.keys() == b.keys()
     assert max(float((a[k] - b[k]).abs().max()) for k in a) <= 2e-5
+
+
+def test_fsdp1_and_zero3_are_refused_with_the_reason():
+    """The checks that run once accelerate has set the trainer up, on the states they read."""
+    from types import SimpleNamespace as NS
+
+    from mrtpo_viz.integrations.trl import MRTPOTrainer
+
+    def trainer(fsdp_version=None, zero_stage=None):
+        state = NS(fsdp_plugin=NS(fsdp_version=fsdp_version) if fsdp_version else None,
+                   deepspeed_plugin=NS(zero_stage=zero_stage) if zero_stage else None)
+        return NS(_is_vlm=False, is_fsdp_enabled=fsdp_version is not None, accelerator=NS(state=state))
+
+    with pytest.raises(ValueError, match="FSDP2 only"):
+        MRTPOTrainer._refuse_after_init(trainer(fsdp_version=1))
+    with pytest.raises(ValueError, match="ZeRO-3.*does not start a multi-process DeepSpeed run on CPU"):
+        MRTPOTrainer._refuse_after_init(trainer(zero_stage=3))
+    for accepted in (trainer(), trainer(fsdp_version=2), trainer(zero_stage=2)):
+        MRTPOTrainer._refuse_after_init(accepted)
 
 
 LOCKSTEP_DRIVER = '''
