@@ -51,9 +51,9 @@ from ..names import BUNDLED_POLICY, CONTROLS, INFO_POSITIONS, METRICS, check_cho
 from ..relevance.tokens import display_tokens
 from ..tasks.bundled_data import BUNDLED_POLICY_DIR
 from . import trl_log
-from .trl_shard import lockstep
 from .trl_batch import (batch_relevance, replay_policy, resolve_rewards, response_lengths, reward_function,
                         row_examples, trl_dataset)
+from .trl_shard import lockstep
 
 __all__ = ["MRTPOConfig", "MRTPOTrainer", "trl_dataset"]
 

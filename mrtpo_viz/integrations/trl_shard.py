@@ -5,8 +5,10 @@
   replay's forwards depend on the local rows (groups, shared prefixes, empty prefixes), so a rank can run fewer than
   another. :func:`lockstep` makes them agree: before each forward a rank says "one more" (an all-reduce of 1);
   once its own replay is done it keeps answering 0 and running a one-token dummy forward while any rank still says
-  1. The dummy's outputs are discarded; it only takes part in the all-gathers. It also drains after an exception, so
-  one rank's error does not leave the others waiting on a collective (the error is raised after the drain).
+  1. The dummy's outputs are discarded; it only takes part in the all-gathers. It also drains after an exception
+  raised between forwards (a refused prompt, a verifier's error), so that one rank's error does not leave the others
+  waiting on a collective (the error is raised after the drain); an error inside a forward, between its
+  all-gathers, cannot be recovered this way.
 - **FSDP on CPU.** accelerate 1.15 turns FSDP on only for GPU-like distributed types (``AcceleratorState`` sets
   ``DistributedType.FSDP`` inside a branch for ``MULTI_GPU``, ``MULTI_XPU``, ...); a ``MULTI_CPU`` run (gloo)
   silently trains with DDP. :func:`allow_cpu_fsdp` wraps ``AcceleratorState.__init__`` so that a ``MULTI_CPU`` run
