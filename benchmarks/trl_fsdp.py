@@ -2,7 +2,7 @@
 
 The setup of ``benchmarks/trl_overhead.py`` (the bundled policy, tool calling, 2 prompts x 4 completions a step, up
 to 64 tokens), on 2 processes (``torch.distributed.run``, gloo), each holding half of every layer
-(accelerate's FSDP plugin, ``fsdp_version: 2``; :func:`mrtpo_viz.integrations.trl_shard.allow_cpu_fsdp` lets
+(accelerate's FSDP plugin, ``fsdp_version: 2``; :func:`mrtpo_viz.integrations.trl_fsdp.allow_cpu_fsdp` lets
 accelerate shard on CPU): global batch 8, 4 rows per process. Each process measures the CPU time of its
 ``train()`` (one torch thread); the table gives their mean per step. Under FSDP2 every forward all-gathers each
 layer, so MRTPO's replay (K + 1 branches per group, in lockstep across the ranks) also pays communication.
@@ -34,7 +34,7 @@ def worker(kind: str, steps: int, seed: int, out: Path) -> None:
 
     from mrtpo_viz import load_examples
     from mrtpo_viz.integrations.trl import MRTPOConfig, MRTPOTrainer, trl_dataset
-    from mrtpo_viz.integrations.trl_shard import allow_cpu_fsdp
+    from mrtpo_viz.integrations.trl_fsdp import allow_cpu_fsdp
     from mrtpo_viz.tasks import get_verifier
     from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 

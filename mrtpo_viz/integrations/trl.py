@@ -32,7 +32,7 @@ average to GDPO's), ``temperature != 1`` (the replay compares untempered distrib
 
 Under FSDP2 (accelerate's FSDP plugin with ``fsdp_version: 2``) the replay runs through the sharded model itself:
 no-grad forwards of the K + 1 branches, each gathering its layers' parameters as FSDP2 does for any forward, never a
-full unsharded copy; :func:`.trl_shard.lockstep` keeps the ranks' forward counts equal (their rows differ).
+full unsharded copy; :func:`.trl_fsdp.lockstep` keeps the ranks' forward counts equal (their rows differ).
 """
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ from ..tasks.bundled_data import BUNDLED_POLICY_DIR
 from . import trl_log
 from .trl_batch import (batch_relevance, replay_policy, resolve_rewards, response_lengths, reward_function,
                         row_examples, trl_dataset)
-from .trl_shard import lockstep
+from .trl_fsdp import lockstep
 
 __all__ = ["MRTPOConfig", "MRTPOTrainer", "trl_dataset"]
 

@@ -26,7 +26,7 @@ torch.set_num_threads(1)
 from accelerate.utils import gather_object  # noqa: E402
 
 from mrtpo_viz.integrations.trl import MRTPOConfig, MRTPOTrainer  # noqa: E402
-from mrtpo_viz.integrations.trl_shard import allow_cpu_fsdp, is_fsdp2  # noqa: E402
+from mrtpo_viz.integrations.trl_fsdp import allow_cpu_fsdp, is_fsdp2  # noqa: E402
 from mrtpo_viz.tasks import Verifier  # noqa: E402
 from tests.integrations.test_trl import POLICY, config, dataset  # noqa: E402
 

@@ -18,6 +18,7 @@ pytest.importorskip("trl", reason="the TRL integration tests need trl (pip insta
 
 import torch  # noqa: E402
 
+from mrtpo_viz.integrations import trl_fsdp  # noqa: E402
 from tests.apphelpers import REPO, free_port  # noqa: E402
 
 DRIVER = REPO / "tests" / "integrations" / "fsdp_driver.py"
@@ -83,6 +84,23 @@ def test_fsdp2_two_processes_match_one_process(tmp_path):
     assert max(float((a[k] - b[k]).abs().max()) for k in a) <= 2e-5
 
 
+def test_in_one_process_lockstep_adds_no_hook_and_no_collective(tiny_policy):
+    """Without a process group (and for a model FSDP2 does not manage) lockstep leaves the model alone: the same
+    logits, no forward hook left behind, and an error inside passes through unchanged."""
+    model = tiny_policy.model
+    ids = torch.tensor([[3, 4, 5]])
+    assert not trl_fsdp.is_fsdp2(model)
+    with torch.no_grad():
+        plain = model(input_ids=ids).logits
+        with trl_fsdp.lockstep(model, torch.device("cpu")):
+            assert not model._forward_pre_hooks
+            inside = model(input_ids=ids).logits
+        with pytest.raises(KeyError, match="inside"):
+            with trl_fsdp.lockstep(model, torch.device("cpu")):
+                raise KeyError("inside")
+    assert torch.equal(plain, inside) and not model._forward_pre_hooks
+
+
 def test_fsdp1_and_zero3_are_refused_with_the_reason():
     """The checks that run once accelerate has set the trainer up, on the states they read."""
     from types import SimpleNamespace as NS
@@ -110,7 +128,7 @@ torch.set_num_threads(1)
 dist.init_process_group("gloo")
 from torch.distributed.fsdp import fully_shard
 from transformers import AutoModelForCausalLM
-from mrtpo_viz.integrations.trl_shard import lockstep
+from mrtpo_viz.integrations.trl_fsdp import lockstep
 from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 rank = dist.get_rank()
 full = AutoModelForCausalLM.from_pretrained(str(BUNDLED_POLICY_DIR)).eval()
