@@ -6,9 +6,13 @@ plus one declared extension, ``mrtpo:starts_with`` (``ifeval.starts_with``: the 
 the official ``build_description`` text, built here from the kwargs (checked against the official text in the
 agreement test). :func:`validate_kwargs` turns a kwargs dict into the checked values or a :class:`KwargsError`.
 
-Departure from the official code: where a kwarg is missing or falsy the official classes draw a random value (a
-random threshold, keyword or language), so the verdict would change from run to run. Here every kwarg is required,
-and a missing or malformed one is a :class:`KwargsError` (a :class:`~mrtpo_viz.tasks.base.MissingArguments`).
+Departure from the official code: lm-eval's loops (``test_instruction_following_strict``/``_loose``) drop every
+falsy kwarg (None, 0, ``""``, ``[]``) before calling ``build_description``, and the classes draw a random value for
+a kwarg that is missing (a random threshold, keyword or language), so the verdict would change from run to run.
+Here every kwarg is required, and a missing or malformed one is a :class:`KwargsError` (a
+:class:`~mrtpo_viz.tasks.base.MissingArguments`). A value that the *class* accepts is accepted here even where the
+loop would drop it: a count of 0 (the classes redraw only None or a negative count), any integer for
+``capital_frequency`` (redrawn only when None), ``nth_paragraph`` from 1 to ``num_paragraphs``.
 """
 from __future__ import annotations
 
@@ -131,7 +135,7 @@ INSTRUCTIONS: tuple[Instruction, ...] = (
        lambda k: f"Your ENTIRE response should be in {LANGUAGES[k['language']]} language, no other language is "
                  "allowed."),
     _I("length_constraints:nth_paragraph_first_word", "ifeval.paragraph_first_word", "Paragraph first word",
-       (("num_paragraphs", "count"), ("nth_paragraph", "count"), ("first_word", "text")), _nth_paragraph),
+       (("num_paragraphs", "count"), ("nth_paragraph", "position"), ("first_word", "text")), _nth_paragraph),
     _I("detectable_content:number_placeholders", "ifeval.placeholders", "Placeholders",
        (("num_placeholders", "count"),),
        lambda k: f"The response must contain at least {k['num_placeholders']} placeholders represented by square "
@@ -152,7 +156,7 @@ INSTRUCTIONS: tuple[Instruction, ...] = (
               "words or characters before repeating the request; 2. the request you need to repeat does not "
               "include this sentence)")),
     _I("change_case:capital_word_frequency", "ifeval.capital_words", "All-capital words",
-       (("capital_frequency", "count"), ("capital_relation", "relation")),
+       (("capital_frequency", "int"), ("capital_relation", "relation")),
        lambda k: f"In your response, words with all capital letters should appear {k['capital_relation']} "
                  f"{k['capital_frequency']} times."),
     _I("startend:quotation", "ifeval.quotation", "Wrapped in quotes", (),
@@ -186,7 +190,9 @@ def _text_ok(v: Any) -> bool:
 
 
 KINDS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
-    "count": (lambda v: _is_int(v) and v >= 1, "a positive integer", "integer"),
+    "count": (lambda v: _is_int(v) and v >= 0, "an integer >= 0", "integer"),
+    "int": (_is_int, "an integer", "integer"),
+    "position": (lambda v: _is_int(v) and v >= 1, "an integer >= 1", "integer"),
     "relation": (lambda v: v in RELATIONS, f"one of {list(RELATIONS)}", "choice"),
     "text": (_text_ok, "a non-blank string", "text"),
     "regex": (lambda v: _text_ok(v) and _regex_ok(v.strip()),
