@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import math
-from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Optional
 
 import regex
 
 from .patterns import MAX_PATTERN_CHARS, MAX_REPEAT, MAX_REPEAT_PRODUCT, check_pattern, compile_regex  # noqa: F401
+from .patterns import BoundedCache
 from .base import Example, Span, Verdict, Verifier, as_trl_reward, verifier_from_trl  # noqa: F401 (re-exported)
 
 
@@ -76,15 +76,25 @@ def _compile(spec: DeclarativeSpec) -> regex.Pattern:
         raise ValueError(f"verifier {spec.name!r}: {e}") from None
 
 
-@lru_cache(maxsize=256)
+_MATCH_CACHE = BoundedCache(256, 16 * 2**20)
+"""Recent match spans, keyed by the pattern's text and flags (not the compiled object, which this cache must not
+keep alive) and the response; bounded in entries and in bytes (the responses' lengths count)."""
+
+
 def _matches(pattern: regex.Pattern, text: str) -> Optional[tuple[Span, ...]]:
     """Spans of all matches (empty matches included), or None when the search ran past the time budget.
 
     Cached, so that the spans of a response just checked cost no second search (nor a second timeout)."""
+    key = (pattern.pattern, pattern.flags, text)
+    found = _MATCH_CACHE.get(key)
+    if found is not None:
+        return found[0]
     try:
-        return tuple(m.span() for m in pattern.finditer(text, timeout=REGEX_TIMEOUT_S))
+        spans = tuple(m.span() for m in pattern.finditer(text, timeout=REGEX_TIMEOUT_S))
     except TimeoutError:
-        return None
+        spans = None
+    _MATCH_CACHE.put(key, (spans,), 256 + 4 * (len(text) + len(pattern.pattern)) + 80 * len(spans or ()))
+    return spans
 
 
 _TIMEOUT_REASON = f"the pattern took longer than {REGEX_TIMEOUT_S:g} s on this response (catastrophic regex?)"
