@@ -86,7 +86,7 @@ def _nltk_units(texts: list[str]) -> dict[str, int]:
     from nltk.tokenize import PunktTokenizer
 
     from mrtpo_viz.tasks.ifeval import punkt
-    from mrtpo_viz.tasks.ifeval.text import count_capital_words, count_sentences
+    from mrtpo_viz.tasks.ifeval.text_units import count_capital_words, count_sentences
 
     tok, lists = PunktTokenizer("english"), punkt.load_model("embedded")
     return {"strings": len(texts),
@@ -98,7 +98,8 @@ def _nltk_units(texts: list[str]) -> dict[str, int]:
 
 
 def ifeval(args) -> str:
-    from mrtpo_viz.tasks.ifeval import adversarial, reference
+    import ifeval_adversarial as adversarial
+    import ifeval_reference as reference
 
     with tempfile.TemporaryDirectory() as tmp:
         official = reference.load_official(Path(tmp))

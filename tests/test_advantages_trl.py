@@ -96,7 +96,7 @@ def test_constant_groups_are_exact_zero_where_trl_keeps_rounding_noise(agg):
     AGREEMENT.append(f"constant groups ({agg}): ours exactly 0, TRL max |A| = {noise:.2e} (rounding noise)")
 
 
-def test_the_issue_example():
+def test_a_group_with_an_unscorable_row_and_a_tie():
     r = np.array([[[1, 1], [0, 0], [np.nan, np.nan], [1, 0]]], dtype=float)
     assert ours(r, None, "sum_then_normalize") == pytest.approx(np.array([[1.0, -1.0, 0.0, 0.0]]), abs=1e-3)
     assert np.abs(ours(r, None, "sum_then_normalize") - trl_advantages(r, None, "sum_then_normalize")).max() < TOL
@@ -115,3 +115,19 @@ def test_mrtpo_token_mean_is_trls_gdpo_advantage(seed):
     trl = trl_advantages(r, w, "normalize_then_sum")
     assert np.abs(tokens.mean(-1).numpy() - trl).max() <= TOL
     assert (tokens[torch.tensor(np.isnan(r).all(-1))] == 0).all()  # unscorable rows: 0 on every token
+
+
+@pytest.mark.parametrize("agg", AGGREGATIONS)
+def test_a_reused_trainer_gives_what_a_freshly_configured_one_gives(agg):
+    """The oracle sets each case's knobs on one reused trainer; a trainer built with them in ``GRPOConfig`` agrees."""
+    from tests.trl_oracle import get_oracle
+
+    rng = np.random.default_rng(7)
+    r = rng.integers(0, 65, (3, 2, 2)) / 64.0
+    weights = [1.0, 0.5]
+    oracle = get_oracle()
+    trainer, holder = oracle.build(2, num_generations=2, reward_weights=weights, multi_objective_aggregation=agg)
+    fresh = oracle.run_trainer(trainer, holder, r, set_attributes=False)
+    reused = trl_advantages(r, weights, agg)
+    assert np.abs(fresh).max() > 0.1  # a real spread of advantages, not all zeros
+    assert np.array_equal(fresh, reused)  # the same float32 code on the same inputs: bitwise equal

@@ -33,7 +33,7 @@ def _add_serve(sub):
 
 
 def _add_replay(sub):
-    from ..tasks.loading import available_tasks
+    from ..tasks.example_sources import available_tasks
 
     p = sub.add_parser("replay", help="relevance of one example's response to its verifiers")
     _replay_args(p)
@@ -80,7 +80,7 @@ def _add_bench(sub):
 
 
 def _add_make_sample_policy(sub):
-    from ..tasks.data import BUNDLED_POLICY_DIR
+    from ..tasks.bundled_data import BUNDLED_POLICY_DIR
 
     p = sub.add_parser("make-sample-policy", help="build and train the bundled tiny policy")
     p.add_argument("--out", default=str(BUNDLED_POLICY_DIR))

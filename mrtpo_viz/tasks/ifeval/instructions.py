@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 
 from ..base import Argument, MissingArguments
 from ..patterns import pattern_problem
-from .checks import AT_LEAST, CONSTRAINED_OPTIONS, LESS, postscript_pattern, section_pattern
+from .instruction_checks import AT_LEAST, CONSTRAINED_OPTIONS, LESS, postscript_pattern, section_pattern
 
 LANGUAGES = {
     "en": "English", "es": "Spanish", "pt": "Portuguese", "ar": "Arabic", "hi": "Hindi", "fr": "French",

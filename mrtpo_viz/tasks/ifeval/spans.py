@@ -14,8 +14,8 @@ import re
 import unicodedata
 from typing import Callable
 
-from . import checks as C
-from . import text as T
+from . import instruction_checks as C
+from . import text_units as T
 
 Span = tuple[int, int]
 

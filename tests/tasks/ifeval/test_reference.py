@@ -8,13 +8,16 @@ installed, except under ``MRTPO_REQUIRE_REFERENCES=1`` (CI), where that is a fai
 import os
 import random
 
+import ifeval_adversarial as adversarial
+import ifeval_adversarial_unicode as unicode_block
+import ifeval_reference as reference
 import pytest
 
-from mrtpo_viz.tasks.ifeval import OFFICIAL_IDS, adversarial, check, describe, evaluate
-from mrtpo_viz.tasks.ifeval import punkt, reference
-from mrtpo_viz.tasks.ifeval.rows import example_from_row
-from mrtpo_viz.tasks.ifeval.text import count_capital_words, count_sentences
-from tests.tasks.ifeval.test_rows import ROWS
+from mrtpo_viz.tasks.ifeval import OFFICIAL_IDS, check, describe, evaluate
+from mrtpo_viz.tasks.ifeval import punkt
+from mrtpo_viz.tasks.ifeval.row_format import example_from_row
+from mrtpo_viz.tasks.ifeval.text_units import count_capital_words, count_sentences
+from tests.tasks.ifeval.test_row_format import ROWS
 
 RESPONSES = ["the end. see you soon.", "First part, here.\n\nHowever, no.\nP.S. bye", "*one* *two* " + "word " * 130,
              "", "HELLO, WORLD.\n\nhowever it goes", "Sauna on suomalainen kylpy, jossa istutaan kuumassa."]
@@ -44,6 +47,21 @@ def test_agreement_per_instruction(official, tmp_path, capsys):
     unexplained = [d for d in differ if (d.id, d.label) not in reference.KNOWN_DIFFERENCES]
     assert unexplained == []
     assert sum(st["strict"] for st in stats.values()) == sum(st["n"] for st in stats.values()) == len(cases)
+
+
+def test_agreement_on_the_multilingual_block(official, capsys):
+    """Every official id on the multilingual and Unicode block (10 scripts, superscripts, circled digits,
+    fractions, U+001C..U+001F, Unicode spaces, kwargs in the same characters, counts of 0): 100% per instruction,
+    strict, loose and descriptions. Main disagreed on 59 of its 1,194 cases without a 0 (word counts, sentence
+    separators, pattern kwargs) and refused the others."""
+    cases = unicode_block.block()
+    stats, differ = reference.compare(official, cases)
+    with capsys.disabled():
+        print(f"\nIFEval agreement on the multilingual block ({len(cases)} cases)\n{reference.table(stats)}")
+    assert set(stats) == set(OFFICIAL_IDS) and min(st["n"] for st in stats.values()) >= 26
+    assert [(d.id, d.label) for d in differ] == []
+    for iid, st in stats.items():
+        assert st["strict"] == st["loose"] == st["description"] == st["n"], iid
 
 
 def test_ifeval_rows_agree(official):

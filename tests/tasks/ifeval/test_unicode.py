@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from mrtpo_viz.tasks.ifeval import check, validate_kwargs
-from mrtpo_viz.tasks.ifeval.text import count_sentences, count_words, word_spans
+from mrtpo_viz.tasks.ifeval.text_units import count_sentences, count_words, word_spans
 
 NFD = lambda s: unicodedata.normalize("NFD", s)  # noqa: E731
 

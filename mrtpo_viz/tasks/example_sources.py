@@ -3,7 +3,7 @@
 
 Each JSONL row is an :meth:`Example.from_dict` object with a ``split`` field (``train`` / ``test``), or an
 IFEval-format row (``prompt``, ``instruction_id_list``, ``kwargs``, optional ``key``; RLVR-style ``messages`` +
-``ground_truth`` too), read as it is by :func:`.ifeval.rows.example_from_row`.
+``ground_truth`` too), read as it is by :func:`.ifeval.row_format.example_from_row`.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ..names import BFCL_TASK, TASKS
 from .base import Example
-from .data import task_file
-from .ifeval.rows import example_from_row, is_ifeval_row
+from .bundled_data import task_file
+from .ifeval.row_format import example_from_row, is_ifeval_row
 
 
 def available_tasks() -> list[str]:
@@ -32,7 +32,7 @@ def load_examples(task: str, split: str = "test", path: str | Path | None = None
         split: ``"train"``, ``"test"`` or ``"all"``; each JSONL row carries a ``split`` field (BFCL has one
             evaluation set: every split gives all its rows).
         path: another JSONL file (defaults to the bundled sample data): rows in the format above, or IFEval-format
-            rows (see :mod:`.ifeval.rows` for the fields and the RLVR-style variants accepted). A row without a
+            rows (see :mod:`.ifeval.row_format` for the fields and the RLVR-style variants accepted). A row without a
             ``split`` field counts as ``test``, so an IFEval file loads whole with the default split.
         category: BFCL's category (``names.BFCL_CATEGORIES``; default ``simple_python``); only for ``bfcl``.
         limit: only the first ``limit`` examples; only for ``bfcl``.

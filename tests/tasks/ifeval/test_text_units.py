@@ -1,6 +1,6 @@
 """Text units of the official checks: \\w+ words, Punkt sentences, nltk's all-capital tokens (nltk itself is compared
 in test_reference.py, on thousands of strings)."""
-from mrtpo_viz.tasks.ifeval.text import capital_word_spans, char_runs, count_capital_words, count_sentences, \
+from mrtpo_viz.tasks.ifeval.text_units import capital_word_spans, char_runs, count_capital_words, count_sentences, \
     count_words, sentences, word_spans
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from mrtpo_viz.policy.loading import load_policy
 from mrtpo_viz.policy.model import PLAIN_CHAT_TEMPLATE, as_messages
-from mrtpo_viz.policy.templates import default_system_prompt, with_default_system
+from mrtpo_viz.policy.default_system import default_system_prompt, with_default_system
 from mrtpo_viz.relevance.contexts import with_info
 from mrtpo_viz.relevance.engine import plan_replay
 

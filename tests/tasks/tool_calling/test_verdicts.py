@@ -6,7 +6,7 @@ import math
 import pytest
 
 from mrtpo_viz.tasks.base import Example, MissingArguments
-from mrtpo_viz.tasks.tool_calling.checks import (check_correctness, check_format, correctness_info, correctness_result,
+from mrtpo_viz.tasks.tool_calling.verdicts import (check_correctness, check_format, correctness_info, correctness_result,
                                                  correctness_spans, format_info, format_spans)
 
 PLAY = {"name": "spotify.play", "description": "Play songs.", "parameters": {"type": "dict", "required": ["artist"],

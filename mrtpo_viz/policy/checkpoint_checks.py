@@ -29,7 +29,7 @@ MAX_TOKENIZER_BYTES = 128 * 2**20
 MAX_JSON_DEPTH = 32
 """Deepest nesting of lists and objects in a JSON file."""
 MAX_TEMPLATE_FILE_BYTES = 256 * 2**10
-"""Largest ``chat_template.jinja`` file (the template itself is capped in characters by :mod:`.template`)."""
+"""Largest ``chat_template.jinja`` file (the template itself is capped in characters by :mod:`.template_sandbox`)."""
 MAX_VOCAB = 1_048_576
 """Largest vocabulary (the largest real ones have about 262,000 entries)."""
 SIZE_CAPS = {
@@ -145,7 +145,7 @@ def check_param_counts(described: Optional[int], in_weights: int, folder: Path) 
 
 def check_tokenizer(tokenizer, config, folder: Path) -> None:
     """Vocabulary size (at most ``MAX_VOCAB`` and the embedding's rows) and a chat template that renders."""
-    from . import template
+    from . import template_sandbox
 
     n = len(tokenizer)
     rows = getattr(config, "vocab_size", None)
@@ -157,9 +157,9 @@ def check_tokenizer(tokenizer, config, folder: Path) -> None:
     source = tokenizer.chat_template
     source = source.get("default", "") if isinstance(source, dict) else source
     try:
-        template.render(source, [{"role": "user", "content": "Hello."}], add_generation_prompt=True,
+        template_sandbox.render(source, [{"role": "user", "content": "Hello."}], add_generation_prompt=True,
                         **tokenizer.special_tokens_map)
-    except template.TemplateLimitError as e:
+    except template_sandbox.TemplateLimitError as e:
         raise CheckpointCheckError(f"{folder}: the chat template cannot render a one-message conversation: "
                                    f"{e}") from None
 

@@ -4,7 +4,7 @@ import json
 import pytest
 import torch
 
-from mrtpo_viz.policy.checks import (MAX_JSON_DEPTH, CheckpointCheckError, check_config, check_index,
+from mrtpo_viz.policy.checkpoint_checks import (MAX_JSON_DEPTH, CheckpointCheckError, check_config, check_index,
                                      check_param_counts, check_weights, config_param_count, read_json)
 
 

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from mrtpo_viz.policy.model import PLAIN_CHAT_TEMPLATE
-from mrtpo_viz.policy.template import MAX_TEMPLATE_CHARS, TemplateLimitError, compile_template, render
+from mrtpo_viz.policy.template_sandbox import MAX_TEMPLATE_CHARS, TemplateLimitError, compile_template, render
 from tests.conftest import TINY_CHAT_TEMPLATE
 
 TOOLS = ("{%- set ns = namespace(sys='', n=0) -%}{%- for m in messages -%}{%- if m.role == 'system' -%}"

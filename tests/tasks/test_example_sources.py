@@ -6,9 +6,9 @@ import pytest
 
 from mrtpo_viz.names import TASKS
 from mrtpo_viz.tasks import get_verifier
-from mrtpo_viz.tasks.data import task_file
+from mrtpo_viz.tasks.bundled_data import task_file
 from mrtpo_viz.tasks.generators import FAMILY_MODULES
-from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks.example_sources import load_examples
 
 
 def _examples(task: str, split: str = "all"):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import unicodedata
 
-from . import checks as C
-from . import text as T
-from .adversarial import Case
+from ifeval_adversarial import Case
+from mrtpo_viz.tasks.ifeval import instruction_checks as C
+from mrtpo_viz.tasks.ifeval import text_units as T
 
 NFD = lambda s: unicodedata.normalize("NFD", s)  # noqa: E731
 
@@ -174,6 +174,6 @@ def _by_text(iid: str, label: str, text: str) -> list[Case]:
 
 def block() -> list[Case]:
     """The multilingual and Unicode cases of every official instruction id (deterministic)."""
-    from .instructions import OFFICIAL_IDS
+    from mrtpo_viz.tasks.ifeval.instructions import OFFICIAL_IDS
 
     return [c for iid in sorted(OFFICIAL_IDS) for label, text in TEXTS.items() for c in _by_text(iid, label, text)]

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import mrtpo_viz
 from mrtpo_viz.names import BUNDLED_POLICY, TASKS
-from mrtpo_viz.tasks.data import (BUNDLED_POLICY_DIR, SAMPLE_DATA, SAMPLE_ROLLOUTS, database_file, sample_data,
+from mrtpo_viz.tasks.bundled_data import (BUNDLED_POLICY_DIR, SAMPLE_DATA, SAMPLE_ROLLOUTS, database_file, sample_data,
                                   task_file)
 
 

@@ -17,7 +17,7 @@ import re
 from typing import Callable, Optional
 
 from ..patterns import MATCH_BUDGET_S, PatternTimeout, re_run  # noqa: F401 (PatternTimeout re-exported)
-from . import text as text_units
+from . import text_units as text_units
 from .matchers import bullet_matches, placeholder_spans, title_spans
 
 Result = tuple[bool, str]

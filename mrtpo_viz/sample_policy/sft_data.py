@@ -1,7 +1,7 @@
 """Supervised fine-tuning data for the bundled tiny policy: each verifier's information matters on its own.
 
 One training example is a task example rendered with a random subset of its verifiers' information blocks
-(inserted by :func:`mrtpo_viz.contexts.with_info`, exactly as the replay inserts them) and a target response:
+(inserted by :func:`mrtpo_viz.relevance.contexts.with_info`, exactly as the replay inserts them) and a target response:
 
 - each verifier's information is present independently with probability ``p_info``;
 - the target is the gold response with noise applied *only* to the aspects whose information is absent:
@@ -26,7 +26,7 @@ from typing import Callable, Optional
 from ..relevance.contexts import with_info
 from .violations import VIOLATIONS
 from ..tasks.base import Example
-from ..tasks.loading import load_examples
+from ..tasks.example_sources import load_examples
 from ..tasks import get_verifier
 from ..tasks.ifeval import constraint_kwargs
 

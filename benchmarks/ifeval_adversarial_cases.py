@@ -1,6 +1,6 @@
 """Hand-written edge cases per official IFEval instruction: ``id -> [(kwargs, response), ...]``.
 
-Each list mixes passing ("valid") and failing responses around the checker's edges; :mod:`adversarial` adds
+Each list mixes passing ("valid") and failing responses around the checker's edges; :mod:`ifeval_adversarial` adds
 seeded mutations (CRLF, blank lines, markdown, unicode, loose-mode wrappers) and fuzz on top.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from mrtpo_viz.tasks import get_verifier, load_examples
-from mrtpo_viz.tasks.ifeval.rows import example_from_row, is_ifeval_row
+from mrtpo_viz.tasks.ifeval.row_format import example_from_row, is_ifeval_row
 
 PAD = {"num_highlights": None, "relation": None, "num_words": None, "end_phrase": None, "postscript_marker": None}
 ROWS = [
