@@ -1,0 +1,59 @@
+"""The one path of user patterns: the check, the bounded cache that bypasses the libraries' caches, the static
+backtracking bound that decides inline or worker, and ``re``'s semantics on both paths."""
+import math
+import re
+
+import pytest
+import regex
+
+from mrtpo_viz.tasks import patterns
+
+
+def test_check_refuses_what_could_be_huge_to_compile():
+    patterns.check_pattern(r"\d{4}-\d{2}")
+    for bad, says in [("a" * 301, "at most 300"), ("a{1001}", "at most 1,000"), ("(a{100}){1001}", "at most"),
+                      ("((a{10}){100}){101}", "multiply to more than 100,000"), ("(?:ab){e<=1}", "fuzzy")]:
+        with pytest.raises(ValueError, match=says):
+            patterns.check_pattern(bad)
+
+
+def test_backtrack_bound():
+    n = 1000
+    assert patterns.backtrack_bound("cat", re.I, n) == (n + 1) * 3  # a literal: one path per start
+    assert patterns.backtrack_bound(r"\bcat\b", re.I, n) == (n + 1) * 7
+    assert patterns.backtrack_bound(r"ab?c", 0, n) == (n + 1) * 2 * 4  # each choice of a bounded repeat
+    assert patterns.backtrack_bound(r"\s*x", 0, n) == (n + 1) * (n + 1) * 4  # an unbounded repeat: up to n
+    assert patterns.backtrack_bound(r"(x+x+)+y", 0, n) == math.inf
+    assert patterns.backtrack_bound(r"(a)\1", 0, n) == math.inf  # back-references are not bounded here
+
+
+@pytest.mark.parametrize("inline", [True, False])
+@pytest.mark.parametrize("op, pattern, flags, text", [
+    ("search", "ı", re.I, "IŞIK"), ("search", r"file\ssep", re.I, "FILE\x1cSEP"),
+    ("count", "a*", 0, "baab"), ("count", r"\bcat\b", re.I, "Cat cat cats"),
+    ("split", r"\s?(S)\s?\d+\s?", 0, "x S 1 y S 2 z"), ("spans", r"\s*p\.\s?s\..*$", re.M, "a\n p.s. b\np.s. c"),
+])
+def test_re_semantics_inline_and_in_the_worker(monkeypatch, inline, op, pattern, flags, text):
+    if not inline:
+        monkeypatch.setattr(patterns, "INLINE_STEPS", -1)  # every match goes to the worker process
+    want = {"search": lambda: re.search(pattern, text, flags) is not None,
+            "count": lambda: len(re.findall(pattern, text, flags)),
+            "split": lambda: len(re.split(pattern, text, flags=flags)),
+            "spans": lambda: [m.span() for m in re.finditer(pattern, text, flags) if m.end() > m.start()]}[op]()
+    assert patterns.re_run(op, pattern, text, flags) == want
+
+
+def test_the_libraries_caches_are_bypassed():
+    re.purge()
+    regex.purge()
+    patterns.compile_re("unique-to-this-test-re")
+    patterns.compile_regex("unique-to-this-test-regex")
+    assert not any("unique-to-this-test" in str(k) for k in re._cache)
+    assert not any("unique-to-this-test" in str(k) for k in regex._main._cache)
+    assert ("re", "unique-to-this-test-re", 0) in patterns.CACHE.items
+
+
+def test_a_late_worker_is_killed_and_the_next_call_works():
+    with pytest.raises(patterns.PatternTimeout, match="took longer than"):
+        patterns.re_run("search", "(x+x+)+y", "x" * 40)
+    assert patterns.re_run("search", "(x+x+)+y", "xxy") is True
