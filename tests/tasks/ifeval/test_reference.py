@@ -16,7 +16,7 @@ import pytest
 from mrtpo_viz.tasks.ifeval import OFFICIAL_IDS, check, describe, evaluate
 from mrtpo_viz.tasks.ifeval import punkt
 from mrtpo_viz.tasks.ifeval.row_format import example_from_row
-from mrtpo_viz.tasks.ifeval.text_units import count_capital_words, count_sentences
+from mrtpo_viz.tasks.ifeval.text_units import count_capital_words, count_sentences, count_words
 from tests.tasks.ifeval.test_row_format import ROWS
 
 RESPONSES = ["the end. see you soon.", "First part, here.\n\nHowever, no.\nP.S. bye", "*one* *two* " + "word " * 130,
@@ -90,11 +90,14 @@ def test_text_units_match_nltk(official, capsys):
 
     nltk_punkt = PunktTokenizer("english")
     rng = random.Random(1)
-    texts = [_fuzz(rng) for _ in range(2000)] + sorted({c.response for c in adversarial.generate(seed=0)})
+    texts = [_fuzz(rng) for _ in range(2000)] + sorted({c.response for c in adversarial.generate(seed=0)}
+                                                       | {c.response for c in unicode_block.block()})
     full, lists = punkt.load_model(), punkt.load_model("embedded")
     same_spans = sum(punkt.sentence_spans(t, full) == list(nltk_punkt.span_tokenize(t)) for t in texts)
     same_lists = sum(count_sentences(t, lists) == len(nltk_punkt.tokenize(t)) for t in texts)
     same_caps = sum(count_capital_words(t) == sum(w.isupper() for w in nltk.word_tokenize(t)) for t in texts)
+    words = nltk.tokenize.RegexpTokenizer(r"\w+")  # the official count_words
+    assert [count_words(t) for t in texts] == [len(words.tokenize(t)) for t in texts]
     with capsys.disabled():
         print(f"\nvs nltk on {len(texts)} strings: sentence spans ({full.source.split(':')[0]}) {same_spans}; "
               f"sentence counts with the embedded lists only {same_lists} ({100 * same_lists / len(texts):.1f}%); "
