@@ -54,10 +54,10 @@ def test_information_separators_do_not_end_a_sentence(sep):
     ("keywords:forbidden_words", {"forbidden_words": ["नमस्ते"]}, "नमस्ते दुनिया"),  # \b after a vowel sign
     ("keywords:forbidden_words", {"forbidden_words": ["x"]}, "x\u00b2 y"),  # \b before a superscript
     ("keywords:forbidden_words", {"forbidden_words": ["cafe"]}, NFD("cafe\u0301 au lait")),  # NFD accent
-    ("keywords:frequency", {"keyword": "ı", "frequency": 1, "relation": "at least"}, "IŞIK"),  # Turkish ı/I
+    ("keywords:frequency", {"keyword": r"\w+", "frequency": 2, "relation": "at least"}, "नमस्ते"),  # \w and marks
     ("detectable_format:multiple_sections", {"section_spliter": "SECTION", "num_sections": 2},
      "SECTION\x1c1 a SECTION\x1c2 b"),
-    ("detectable_content:postscript", {"postscript_marker": "NOTE"}, "text\n\x1cnote: bye"),
+    ("detectable_content:postscript", {"postscript_marker": r"NOTE\sX"}, "text\nnote\x1cx: bye"),
 ])
 def test_pattern_kwargs_have_re_semantics(iid, kwargs, response):
     """The official checkers call ``re.search``/``re.findall``/``re.split`` with the kwarg; main ran ``regex``,
