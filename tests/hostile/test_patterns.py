@@ -111,3 +111,20 @@ def test_the_cache_is_bounded_in_entries_and_bytes():
 def test_kwargs_errors_name_the_reason():
     with pytest.raises(KwargsError, match=r"'keyword'.*bad regex '\(' \(missing \)"):
         validate_kwargs("keywords:frequency", {"keyword": "(", "frequency": 1, "relation": "at least"})
+
+
+def test_an_ifeval_row_with_pattern_bombs_needs_input_with_the_reason():
+    """Rows of IFEval files and rollouts reach the same check (through the verifiers' kwargs validation)."""
+    from mrtpo_viz import get_verifier
+    from mrtpo_viz.tasks.ifeval.row_format import example_from_row
+
+    start = time.monotonic()
+    ex = example_from_row({"key": 1, "prompt": "p", "instruction_id_list": [
+        "keywords:frequency", "detectable_format:multiple_sections"], "kwargs": [
+        {"keyword": "a{4294967294}", "frequency": 1, "relation": "at least"},
+        {"section_spliter": "((a{100}){100}){100}", "num_sections": 2}]})
+    keyword = get_verifier("ifeval.keyword").check("a" * 100, ex)
+    sections = get_verifier("ifeval.sections").check("a" * 100, ex)
+    assert time.monotonic() - start < LIMIT_S
+    assert keyword.reason.startswith("needs input") and "counts to 4,294,967,294" in keyword.reason
+    assert sections.reason.startswith("needs input") and "multiply to more than 100,000" in sections.reason
