@@ -5,7 +5,7 @@ Texts in Devanagari, Bengali, Thai, Arabic with harakat, Hebrew with niqqud, Per
 superscripts, circled digits and letters, vulgar fractions, the separators U+001C..U+001F, NBSP and the other
 Unicode spaces. Kwargs use the same characters (keywords, forbidden words, markers, splitters, first words, end
 phrases). Counting instructions get thresholds at, one below and one above our own count and 0 (which the official
-classes accept; lm-eval's loop would drop it, see :func:`.reference.compare`). Deterministic: no randomness.
+classes accept; lm-eval's loop would drop it, see ``ifeval_reference.compare``). Deterministic: no randomness.
 """
 from __future__ import annotations
 

@@ -16,9 +16,9 @@ from typing import Any, Callable, Literal, Optional
 
 import regex
 
-from .patterns import MAX_PATTERN_CHARS, MAX_REPEAT, MAX_REPEAT_PRODUCT, check_pattern, compile_regex  # noqa: F401
-from .patterns import BoundedCache
 from .base import Example, Span, Verdict, Verifier, as_trl_reward, verifier_from_trl  # noqa: F401 (re-exported)
+from .patterns import (  # noqa: F401 (MAX_REPEAT, MAX_REPEAT_PRODUCT, check_pattern re-exported)
+    MAX_PATTERN_CHARS, MAX_REPEAT, MAX_REPEAT_PRODUCT, BoundedCache, check_pattern, compile_regex)
 
 
 # ---------------------------------------------------------------------------------------------- declarative
@@ -246,7 +246,8 @@ def _json_spans(spec: DeclarativeSpec) -> Callable[[str, Example], list[Span]]:
 
     def spans(response: str, example: Example) -> list[Span]:
         text, start = json_text(response)
-        found = sorted(m.span() for k in keys for m in compile_regex(regex.escape(json.dumps(k)), checked=False).finditer(response)
+        found = sorted(m.span() for k in keys
+                       for m in compile_regex(regex.escape(json.dumps(k)), checked=False).finditer(response)
                        if start <= m.start() < start + len(text))
         return found or ([(start, start + len(text))] if text else [])
     return spans
