@@ -65,6 +65,10 @@ class PatternTimeout(Exception):
     """A user pattern ran past its budget on this text (its worker was killed)."""
 
 
+class PatternError(Exception):
+    """A checked user pattern could not run on this text (its worker ran out of its memory limit)."""
+
+
 def _repeat_product(pattern: str) -> int:
     product = 1
     for m in _COUNTED.finditer(pattern):
@@ -271,6 +275,7 @@ def re_run(op: str, pattern: str, text: str, flags: int = 0):
     Raises:
         ValueError: the pattern is refused or does not compile (the reason says which).
         PatternTimeout: the worker did not answer within ``MATCH_BUDGET_S`` (catastrophic backtracking).
+        PatternError: the worker could not run it (its memory limit).
     """
     rx = compile_re(pattern, flags)
     if backtrack_bound(pattern, flags, len(text)) <= INLINE_STEPS:
@@ -280,6 +285,6 @@ def re_run(op: str, pattern: str, text: str, flags: int = 0):
         raise PatternTimeout(f"the pattern {pattern[:80]!r} took longer than {MATCH_BUDGET_S:g} s on this "
                              "response and was stopped")
     if "error" in answer:
-        raise ValueError(answer["error"])
+        raise PatternError(f"the pattern {pattern[:80]!r} could not run on this response: {answer['error']}")
     result = answer["result"]
     return [tuple(s) for s in result] if op == "spans" else result

@@ -57,3 +57,17 @@ def test_a_late_worker_is_killed_and_the_next_call_works():
     with pytest.raises(patterns.PatternTimeout, match="took longer than"):
         patterns.re_run("search", "(x+x+)+y", "x" * 40)
     assert patterns.re_run("search", "(x+x+)+y", "xxy") is True
+
+
+def test_a_worker_error_is_a_pattern_error_and_a_failing_verdict(monkeypatch):
+    from mrtpo_viz.tasks.ifeval import check
+
+    class _Answering:
+        def run(self, request, budget_s):
+            return {"error": "the pattern needs more memory than allowed on this response"}
+    monkeypatch.setattr(patterns, "_pool", lambda: _Answering())
+    monkeypatch.setattr(patterns, "INLINE_STEPS", -1)
+    with pytest.raises(patterns.PatternError, match="could not run on this response: the pattern needs more memory"):
+        patterns.re_run("search", "a", "a")
+    ok, reason = check("keywords:frequency", "a cat", {"keyword": "cat", "frequency": 1, "relation": "at least"})
+    assert not ok and "needs more memory" in reason

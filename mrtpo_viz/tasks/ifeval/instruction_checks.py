@@ -16,7 +16,7 @@ import json
 import re
 from typing import Callable, Optional
 
-from ..patterns import MATCH_BUDGET_S, PatternTimeout, re_run  # noqa: F401 (PatternTimeout re-exported)
+from ..patterns import MATCH_BUDGET_S, PatternError, PatternTimeout, re_run  # noqa: F401 (re-exported)
 from . import text_units as text_units
 from .matchers import bullet_matches, placeholder_spans, title_spans
 
