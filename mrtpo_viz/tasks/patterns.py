@@ -15,9 +15,10 @@ IFEval files alike.
   entries and in estimated bytes; the libraries' own caches are bypassed (``regex.compile(..., cache_pattern=
   False)``, ``re``'s compiler called without ``re.compile``'s cache), so distinct patterns cannot accumulate.
 - :func:`re_run` matches with ``re``'s exact semantics. ``re`` has no time limit, so a pattern runs in this process
-  only when a static bound on its backtracking (:func:`backtrack_bound`) times the text length is small
-  (``INLINE_STEPS``): plain and escaped words, classes, anchors, bounded repeats. Anything else runs in a worker
-  process (:mod:`.pattern_worker`, the pool of the SQL sandbox) that is killed when it has not answered within
+  only when a bound on its backtracking over this text (:func:`backtrack_bound`) is small (``INLINE_STEPS``):
+  plain and escaped words, classes, anchors, bounded repeats, repeats of one character class (bounded by the
+  text's longest run of it), the official postscript and section patterns. Anything else runs in a worker process
+  (:mod:`.pattern_worker`, the pool of the SQL sandbox) that is killed when it has not answered within
   ``MATCH_BUDGET_S``: a catastrophic pattern raises :class:`PatternTimeout`, the core is freed.
 """
 from __future__ import annotations
@@ -195,31 +196,68 @@ _SIMPLE = {_C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN, _C.AT, _C.CATEGORY, _C.RAN
 _REPEATS = {_C.MAX_REPEAT, _C.MIN_REPEAT} | ({_C.POSSESSIVE_REPEAT} if hasattr(_C, "POSSESSIVE_REPEAT") else set())
 
 
-def _branches(items, n: int) -> float:
-    """Upper bound on the ways one match attempt can go through ``items`` on a text of ``n`` characters (the
-    number of backtracking paths); ``inf`` where it is not bounded by a small number."""
-    ways = 1.0
-    for op, av in items:
+_SINGLE = {_C.LITERAL, _C.NOT_LITERAL, _C.ANY, _C.IN}
+
+
+def _one_char(item) -> bool:
+    return len(item) == 1 and item[0][0] in _SINGLE
+
+
+def _longest_run(item, flags: int, text: str) -> int:
+    """The longest run of characters of ``text`` that the one-character ``item`` matches: the most a repeat of it
+    can take anywhere (found by ``re`` itself, in linear time)."""
+    state = _re_parser.State()
+    state.flags = flags
+    run = _re_compiler.compile(_re_parser.SubPattern(state, [(_C.MAX_REPEAT, (1, _C.MAXREPEAT, item))]), flags)
+    return max(map(len, run.findall(text)), default=0)
+
+
+def _repeat_ways(av, flags: int, text: str, settles: bool) -> float:
+    """Paths through one repeat: each choice of its count (capped by what the text can feed a one-character item),
+    or 1 for a greedy one-character repeat whose continuation always succeeds at once (``settles``: it never
+    gives a character back)."""
+    lo, hi, item = av
+    if settles:
+        return 1.0
+    hi = len(text) if hi == _C.MAXREPEAT else min(hi, len(text))
+    if _one_char(item) and hi > 16:  # below that the run costs more to measure than it saves
+        hi = min(hi, _longest_run(item, flags, text))
+    inner = _branches(item, flags, text)
+    if hi < lo:
+        return 1.0
+    if inner == 1:
+        return hi - lo + 1.0
+    return inner ** hi if hi * math.log2(inner) < 200 else math.inf
+
+
+def _branches(items, flags: int, text: str, top: bool = False) -> float:
+    """Upper bound on the ways one match attempt can go through ``items`` on ``text`` (the number of backtracking
+    paths); ``inf`` where it is not bounded by a small number. Read right to left at the top level, where the end
+    of the pattern always succeeds: a greedy one-character repeat followed only by what always succeeds (repeats
+    that may take nothing, or ``.*$`` under MULTILINE without DOTALL) never backtracks."""
+    ways, free, line_end = 1.0, top, False
+    for op, av in reversed(list(items)):
+        if op is _C.AT and av is _C.AT_END and flags & re.M and not flags & re.S:
+            free, line_end = False, True
+            continue
+        if op is _C.MAX_REPEAT and _one_char(av[2]):
+            any_to_line_end = line_end and av[2][0][0] is _C.ANY
+            ways *= _repeat_ways(av, flags, text, settles=free or any_to_line_end)
+            free, line_end = (free or any_to_line_end) and av[0] == 0, False
+            continue
+        free = line_end = False
         if op in _SIMPLE:
             continue
         if op is _C.SUBPATTERN:
-            ways *= _branches(av[-1], n)
+            ways *= _branches(av[-1], flags, text)
         elif op is _C.BRANCH:
-            ways *= sum(_branches(alt, n) for alt in av[1])
+            ways *= sum(_branches(alt, flags, text) for alt in av[1])
         elif op in _REPEATS:
-            lo, hi, item = av
-            hi = n if hi == _C.MAXREPEAT else min(hi, n)
-            inner = _branches(item, n)
-            if hi < lo:
-                ways *= 1
-            elif inner == 1:
-                ways *= hi - lo + 1  # each choice of the repeat count is one path
-            else:
-                ways *= inner ** hi if hi * math.log2(inner) < 200 else math.inf
+            ways *= _repeat_ways(av, flags, text, settles=False)
         elif op in (_C.ASSERT, _C.ASSERT_NOT):
-            ways *= _branches(av[1], n)
+            ways *= _branches(av[1], flags, text)
         elif getattr(_C, "ATOMIC_GROUP", None) is op:
-            ways *= _branches(av, n)
+            ways *= _branches(av, flags, text)
         else:  # back-references and conditionals: compare or choose per group, unbounded here
             return math.inf
         if ways > 1e18:
@@ -227,12 +265,14 @@ def _branches(items, n: int) -> float:
     return ways
 
 
-def backtrack_bound(pattern: str, flags: int, n: int) -> float:
-    """A static bound on the steps of ``re`` over a text of ``n`` characters: start positions x backtracking
-    paths per start x pattern length. Over-estimates (it ignores sre's literal-prefix and single-character
-    shortcuts), never under-estimates for the constructs it counts; ``inf`` for what it does not."""
+def backtrack_bound(pattern: str, flags: int, text: str) -> float:
+    """A static bound on the steps of ``re`` over ``text``: start positions x backtracking paths per start x
+    pattern length, plus the text once (what a repeat that never backtracks consumes over non-overlapping
+    matches). Over-estimates (it ignores sre's literal-prefix shortcuts), never under-estimates for the constructs
+    it counts; ``inf`` for what it does not."""
     parsed = _re_parser.parse(pattern, flags)
-    return (n + 1) * _branches(list(parsed), n) * max(len(pattern), 1)
+    n = len(text)
+    return (n + 1) * _branches(list(parsed), flags, text, top=True) * max(len(pattern), 1) + n
 
 
 # --- matching with re's semantics ----------------------------------------------------------------------------------
@@ -278,7 +318,7 @@ def re_run(op: str, pattern: str, text: str, flags: int = 0):
         PatternError: the worker could not run it (its memory limit).
     """
     rx = compile_re(pattern, flags)
-    if backtrack_bound(pattern, flags, len(text)) <= INLINE_STEPS:
+    if backtrack_bound(pattern, flags, text) <= INLINE_STEPS:
         return _inline(op, rx, text)
     answer = _pool().run({"op": op, "pattern": pattern, "flags": flags, "text": text}, MATCH_BUDGET_S)
     if answer is None:

@@ -18,13 +18,22 @@ def test_check_refuses_what_could_be_huge_to_compile():
 
 
 def test_backtrack_bound():
-    n = 1000
-    assert patterns.backtrack_bound("cat", re.I, n) == (n + 1) * 3  # a literal: one path per start
-    assert patterns.backtrack_bound(r"\bcat\b", re.I, n) == (n + 1) * 7
-    assert patterns.backtrack_bound(r"ab?c", 0, n) == (n + 1) * 2 * 4  # each choice of a bounded repeat
-    assert patterns.backtrack_bound(r"\s*x", 0, n) == (n + 1) * (n + 1) * 4  # an unbounded repeat: up to n
-    assert patterns.backtrack_bound(r"(x+x+)+y", 0, n) == math.inf
-    assert patterns.backtrack_bound(r"(a)\1", 0, n) == math.inf  # back-references are not bounded here
+    text = "a cat sat.\n" * 90 + " " * 10  # n = 1,000; longest whitespace run 11 (the last newline and 10 spaces)
+    n = len(text)
+    assert n == 1000
+    assert patterns.backtrack_bound("cat", re.I, text) == (n + 1) * 3 + n  # a literal: one path per start
+    assert patterns.backtrack_bound(r"\bcat\b", re.I, text) == (n + 1) * 7 + n
+    assert patterns.backtrack_bound(r"ab?c", 0, text) == (n + 1) * 2 * 4 + n  # each count of a bounded repeat
+    # an unbounded repeat of one character class takes at most the text's longest run of it (11 here)
+    assert patterns.backtrack_bound(r"\s*x", 0, text) == (n + 1) * 12 * 4 + n
+    assert patterns.backtrack_bound(r"\s*x", 0, " " * 999 + "x") == 1001 * 1000 * 4 + 1000
+    # a greedy repeat that only what always succeeds follows never gives back: the official postscript and
+    # section patterns cost one path per start but for their leading \s* / \s?
+    assert patterns.backtrack_bound(r"\s*p\.\s?s\..*$", re.M, text) == (n + 1) * 12 * 2 * 15 + n
+    assert patterns.backtrack_bound(r"\s?SECTION\s?\d+\s?", 0, text) == (n + 1) * 2 * 2 * 19 + n
+    assert patterns.backtrack_bound(r"a.*$", 0, text) == (n + 1) * 11 * 4 + n  # no MULTILINE: $ may fail
+    assert patterns.backtrack_bound(r"(x+x+)+y", 0, "x" * 40) == math.inf
+    assert patterns.backtrack_bound(r"(a)\1", 0, text) == math.inf  # back-references are not bounded here
 
 
 @pytest.mark.parametrize("inline", [True, False])
