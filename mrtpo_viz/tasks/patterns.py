@@ -248,8 +248,8 @@ def _branches(items, flags: int, text: str, top: bool = False) -> float:
         free = line_end = False
         if op in _SIMPLE:
             continue
-        if op is _C.SUBPATTERN:
-            ways *= _branches(av[-1], flags, text)
+        if op is _C.SUBPATTERN:  # (group, flags it adds, flags it removes, its items)
+            ways *= _branches(av[-1], (flags | av[1]) & ~av[2], text)
         elif op is _C.BRANCH:
             ways *= sum(_branches(alt, flags, text) for alt in av[1])
         elif op in _REPEATS:
@@ -272,6 +272,7 @@ def backtrack_bound(pattern: str, flags: int, text: str) -> float:
     it counts; ``inf`` for what it does not."""
     parsed = _re_parser.parse(pattern, flags)
     n = len(text)
+    flags = parsed.state.flags  # with the pattern's own global flags, e.g. (?i)
     return (n + 1) * _branches(list(parsed), flags, text, top=True) * max(len(pattern), 1) + n
 
 

@@ -32,6 +32,9 @@ def test_backtrack_bound():
     assert patterns.backtrack_bound(r"\s*p\.\s?s\..*$", re.M, text) == (n + 1) * 12 * 2 * 15 + n
     assert patterns.backtrack_bound(r"\s?SECTION\s?\d+\s?", 0, text) == (n + 1) * 2 * 2 * 19 + n
     assert patterns.backtrack_bound(r"a.*$", 0, text) == (n + 1) * 11 * 4 + n  # no MULTILINE: $ may fail
+    # the runs are measured with the flags in force there: A matches a only case-insensitively
+    assert patterns.backtrack_bound(r"(?i:A*)b", 0, "a" * 999) == 1000 * 1000 * 8 + 999
+    assert patterns.backtrack_bound(r"(?i)A*b", 0, "a" * 999) == 1000 * 1000 * 7 + 999
     assert patterns.backtrack_bound(r"(x+x+)+y", 0, "x" * 40) == math.inf
     assert patterns.backtrack_bound(r"(a)\1", 0, text) == math.inf  # back-references are not bounded here
 
