@@ -2,7 +2,7 @@
 
 ``python -m mrtpo_viz.sample_policy.slots --out runs/policies/tiny-mrtpo-slots`` rebuilds it (600 steps: 17 minutes
 of one CPU thread on a busy shared machine; it is not shipped, the command is the recipe). The data follows the bundled recipe
-(:mod:`.data`): each part's information block is present independently with probability ``p_info``; a part whose
+(:mod:`.sft_data`): each part's information block is present independently with probability ``p_info``; a part whose
 information is present always carries the right code, a part whose information is absent carries a wrong code with
 probability ``p_wrong``. So the policy uses the information, and without it each reward passes about
 ``1 - p_wrong`` of the time: a middling start with headroom that only the code token decides. The city -> code map
@@ -23,7 +23,7 @@ from ..relevance.contexts import with_info
 from ..tasks import Example, get_verifier
 from ..tasks.generators import slots as gen
 from ..tasks.slots import VERIFIERS
-from .data import SftExample
+from .sft_data import SftExample
 
 P_INFO, P_WRONG = 0.5, 0.6
 MAX_NEW_TOKENS = 160
@@ -136,8 +136,8 @@ def build_slots_policy(out: str | Path, *, steps: int = 600, lr: float = 2e-3, n
     """Fine-tune ``init_from`` (default: the bundled policy) on slots data; save to ``out``; measure pass rates."""
     from ..policy import load_policy
     from ..policy.padding import pad_id
-    from ..tasks.data import BUNDLED_POLICY_DIR
-    from ..tasks.loading import load_examples
+    from ..tasks.bundled_data import BUNDLED_POLICY_DIR
+    from ..tasks import load_examples
     from .build import load_stage, save
 
     torch.set_num_threads(threads)

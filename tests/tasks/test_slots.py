@@ -49,7 +49,7 @@ def test_each_span_is_the_decision_token():
     from transformers import AutoTokenizer
 
     from mrtpo_viz.relevance.tokens import display_tokens
-    from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
     tok = AutoTokenizer.from_pretrained(BUNDLED_POLICY_DIR)
     rng = random.Random(0)
@@ -82,7 +82,7 @@ def test_fine_tuning_rows_weigh_the_four_code_tokens_and_noise_only_uninformed_p
     from transformers import AutoTokenizer
 
     from mrtpo_viz.sample_policy.slots import CODE_WEIGHT, sft_examples, weighted_rows
-    from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
     tok = AutoTokenizer.from_pretrained(BUNDLED_POLICY_DIR)
     examples = sft_examples(40, seed=0)
