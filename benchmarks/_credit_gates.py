@@ -79,3 +79,29 @@ def gate_a(policy, examples, methods, *, batches: int = 8, prompts: int = 4, gro
             "methods": per, "best_oracle": best_oracle, "passed": passed,
             "rule": "passes when the best oracle's mean cosine exceeds GDPO's by more than 2 standard errors of "
                     "GDPO's per-batch cosines", "seconds": round(time.time() - t0, 1)}
+
+
+def relevance_quality(policy, examples, *, prompts: int = 8, group_size: int = 4, max_new_tokens: int = 160,
+                      controls=("none", "others"), seed: int = 0) -> dict:
+    """How well the replay's relevance finds each reward's decision token on sampled slots responses.
+
+    Per control: ``top1`` (share of (completion, reward) rows whose most relevant token is the decision token),
+    ``mass`` (share of the row's relevance on it) and ``mass_uniform`` (what uniform weights would put there)."""
+    from mrtpo_viz.training.rollouts import rollout_relevance, sample_rollouts, span_masks, union_verifiers
+
+    exs = examples[:prompts]
+    verifiers = union_verifiers(exs)
+    ro = sample_rollouts(policy, exs, group_size, seeds=[seed * 1000 + i for i in range(len(exs))],
+                         max_new_tokens=max_new_tokens, temperature=1.0, top_p=1.0)
+    spans = span_masks(ro, verifiers, policy.tokenizer)  # (N, G, K, T)
+    mask = ro.mask()[:, :, None, :].expand_as(spans)  # (N, G, K, T)
+    rows = spans.sum(-1) > 0  # (N, G, K): rows with a decision span
+    out = {"rows": int(rows.sum()), "uniform_mass": float((spans.sum(-1) / mask.sum(-1))[rows].mean())}
+    for control in controls:
+        d = rollout_relevance(policy, ro, verifiers, metric="js", control=control, info_position="user_end")
+        d = d.clamp_min(0) * mask
+        top = d.argmax(-1, keepdim=True)  # (N, G, K, 1)
+        hit = spans.gather(-1, top).squeeze(-1)  # (N, G, K)
+        mass = (d * spans).sum(-1) / d.sum(-1).clamp_min(1e-12)
+        out[control] = {"top1": float(hit[rows].mean()), "mass": float(mass[rows].mean())}
+    return out

@@ -5,6 +5,7 @@ Subcommands (each writes under ``benchmarks/results/``)::
     python benchmarks/credit.py plan                     # credit_plan.json: commit it before any result
     python benchmarks/credit.py policy                   # credit_policy.json: pass rates with / without information
     python benchmarks/credit.py gates                    # credit_gate_a.json: gradient agreement per method
+    python benchmarks/credit.py relevance                # credit_relevance.json: relevance on the decision tokens
     python benchmarks/credit.py run --phase pilot --shard 0/1   # per-run JSON in results/credit_<phase>/ (resumable)
     python benchmarks/credit.py report --phase pilot     # credit_<phase>.md / .json: intervals, oracle share
 
@@ -85,6 +86,24 @@ def cmd_gates(args) -> int:
     return 0
 
 
+def cmd_relevance(args) -> int:
+    import torch
+
+    from _credit_gates import relevance_quality
+    from mrtpo_viz.policy import load_policy
+    from mrtpo_viz.tasks import load_examples
+
+    torch.set_num_threads(args.threads)
+    arm = _plan(args)["arms"][0]
+    policy = load_policy(runs.policy_path(arm["checkpoint"]))
+    res = relevance_quality(policy, load_examples(arm["task"], "test"), prompts=args.prompts,
+                            group_size=arm["group_size"], max_new_tokens=arm["max_new_tokens"])
+    res["command"] = f"python benchmarks/credit.py relevance --prompts {args.prompts}"
+    (RESULTS / "credit_relevance.json").write_text(json.dumps(res, indent=1) + "\n")
+    print(json.dumps(res, indent=1))
+    return 0
+
+
 def cmd_run(args) -> int:
     plan = _plan(args)
     try:
@@ -130,6 +149,8 @@ def main(argv=None) -> int:
     p.add_argument("--samples", type=int, default=4)
     p = sub.add_parser("gates")
     p.add_argument("--batches", type=int, default=8)
+    p = sub.add_parser("relevance", help="how well the replay's relevance finds the decision tokens")
+    p.add_argument("--prompts", type=int, default=8)
     for name in ("run", "report"):
         p = sub.add_parser(name)
         p.add_argument("--phase", default="pilot", choices=["pilot", "main"])
@@ -142,7 +163,8 @@ def main(argv=None) -> int:
         else:
             p.add_argument("--dest", default=None, help="folder for the report files (default results/)")
     args = ap.parse_args(argv)
-    return {"plan": cmd_plan, "policy": cmd_policy, "gates": cmd_gates, "run": cmd_run, "report": cmd_report}[
+    return {"plan": cmd_plan, "policy": cmd_policy, "gates": cmd_gates, "relevance": cmd_relevance,
+            "run": cmd_run, "report": cmd_report}[
         args.cmd](args)
 
 
