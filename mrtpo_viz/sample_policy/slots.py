@@ -22,7 +22,7 @@ import torch
 from ..relevance.contexts import with_info
 from ..tasks import Example, get_verifier
 from ..tasks.generators import slots as gen
-from ..tasks.slots import VERIFIERS
+from ..tasks.slots import VERIFIERS, decision
 from .sft_data import SftExample
 
 P_INFO, P_WRONG = 0.5, 0.6
@@ -79,14 +79,15 @@ information)."""
 
 def weighted_rows(tokenizer, examples: Sequence[SftExample], code_weight: float = CODE_WEIGHT) -> list[tuple]:
     """``(ids, n_prompt, weights)`` per example: weights over the response ids (the end-of-sequence included),
-    ``code_weight`` on the tokens that overlap a part's decision span."""
+    ``code_weight`` on the tokens that overlap a part's code word (the header's city is copied from the prompt
+    and needs no weight)."""
     from .build import render_prompt
 
     rows = []
     for ex in examples:
         prompt = tokenizer(render_prompt(tokenizer, ex.messages), add_special_tokens=False)["input_ids"]
         enc = tokenizer(ex.response, add_special_tokens=False, return_offsets_mapping=True)
-        spans = [sp for v in VERIFIERS for sp in (get_verifier(v).relevant_spans(ex.response, ex.example) or [])]
+        spans = [sp for k in range(1, len(VERIFIERS) + 1) for sp in [decision(ex.response, k)[1]] if sp]
         w = [code_weight if any(a < e and s < b for s, e in spans) else 1.0 for a, b in enc["offset_mapping"]]
         rows.append((prompt + enc["input_ids"] + [tokenizer.eos_token_id], len(prompt), w + [1.0]))
     return rows

@@ -3,8 +3,10 @@
 The prompt names four cities, one per part; the response has four lines ``Part k, City: <filler> CODE <filler>.``,
 about 120 tokens, and each city has a fixed code (:data:`CODE_OF`, the same map in every prompt). Reward ``k``
 (``slots.part<k>``) is 1 iff part ``k`` carries city ``k``'s code. Its verifier information is that one fact
-(``Part 2 must name Lima's code, which is CHF.``), and its relevant span is the decision token: the first code word
-of part ``k`` (where part ``k`` holds no code word, the part's text: its absence decided; a missing part, none).
+(``Part 2 must name Lima's code, which is CHF.``), and its relevant spans are the two tokens that decide it: the
+header's city (``Part k, City:`` must name city ``k``: the code a policy writes follows from the city it wrote, so
+an oracle that credited the code alone left the header to drift) and the first code word of part ``k`` (where part
+``k`` holds no code word, the part's text: its absence decided; a missing part, none).
 The rewards are independent by design: each reads one token of its own line, and the filler decides nothing.
 
 Codes and cities are single tokens (with their leading space) in the bundled policy's vocabulary, so each
@@ -27,17 +29,27 @@ CITIES: tuple[str, ...] = tuple(CODE_OF)
 CODES: tuple[str, ...] = tuple(CODE_OF.values())
 VERIFIERS: tuple[str, ...] = tuple(f"slots.part{k}" for k in range(1, K + 1))
 
-_LINE = re.compile(r"^Part (\d+)\b[^:\n]*:(.*)$", re.MULTILINE)
+_LINE = re.compile(r"^Part (\d+)(?:, *([A-Za-z]+))? *:(.*)$", re.MULTILINE)
 _WORD = re.compile(r"[A-Za-z]+")
 
 
-def part_span(response: str, k: int) -> Optional[Span]:
-    """Character span of the text of part ``k`` (after ``Part k:`` or ``Part k, City:``) in the first such line, or
-    None."""
+def _line(response: str, k: int):
     for m in _LINE.finditer(response):
         if int(m.group(1)) == k:
-            return m.span(2)
+            return m
     return None
+
+
+def part_span(response: str, k: int) -> Optional[Span]:
+    """Character span of the text of part ``k`` (after ``Part k, City:``) in the first such line, or None."""
+    m = _line(response, k)
+    return None if m is None else m.span(3)
+
+
+def header_city(response: str, k: int) -> tuple[Optional[str], Optional[Span]]:
+    """The city that part ``k``'s header names (``Part k, City:``) and its span, or (None, None)."""
+    m = _line(response, k)
+    return (None, None) if m is None or m.group(2) is None else (m.group(2), m.span(2))
 
 
 def decision(response: str, k: int) -> tuple[Optional[str], Optional[Span]]:
@@ -67,20 +79,24 @@ def _verifier(k: int) -> Verifier:
     def check(response: str, example: Example) -> Verdict:
         city, code = _expected(example, k)
         word, _ = decision(response, k)
+        named = header_city(response, k)[0]
+        if part_span(response, k) is None:
+            return Verdict(0.0, f"no line 'Part {k}, City:'")
+        if named != city:
+            return Verdict(0.0, f"part {k}'s header names {named or 'no city'}, not {city}")
         if word is None:
-            missing = part_span(response, k) is None
-            return Verdict(0.0, f"no line 'Part {k}:'" if missing else f"part {k} names no code")
+            return Verdict(0.0, f"part {k} names no code")
         if word != code:
             return Verdict(0.0, f"part {k} names {word}, but {city}'s code is {code}")
-        return Verdict(1.0, f"part {k} names {city}'s code {code}")
+        return Verdict(1.0, f"part {k} names {city} and its code {code}")
 
     def spans(response: str, example: Example) -> list[Span]:
-        span = decision(response, k)[1]
-        return [] if span is None else [span]
+        city_span, code_span = header_city(response, k)[1], decision(response, k)[1]
+        return [sp for sp in (city_span, code_span) if sp is not None]
 
     return Verifier(
         name=f"slots.part{k}", task="slots", title=f"Part {k}",
-        description=f"1 iff line 'Part {k}:' names the code of the prompt's city {k} (its first code word decides).",
+        description=f"1 iff line 'Part {k}, City:' names the prompt's city {k} and its code (its first code word).",
         info_fn=info, check_fn=check, spans_fn=spans,
         arguments=(Argument("cities", "Cities (one per part)", "json"), Argument("codes", "Codes (one per part)", "json")))
 

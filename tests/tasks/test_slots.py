@@ -1,5 +1,6 @@
-"""The slots family: each reward reads one code token of its own part, its information is that one fact, and its
-relevant span is exactly that decision token (one token of the bundled tokenizer)."""
+"""The slots family: each reward reads two tokens of its own part (the header's city and the code), its information
+is that one fact, and its relevant spans are exactly those decision tokens (one token each in the bundled
+tokenizer)."""
 import random
 
 import pytest
@@ -9,12 +10,13 @@ from mrtpo_viz.tasks.generators import slots as gen
 from mrtpo_viz.tasks.slots import CODE_OF, CODES, VERIFIERS, decision
 
 EX = gen.generate(1, seed=3)[0]
-LINES = ["Part 1: rain snow {c1} moon.", "Part 2: {c2} fish bees.", "Part 3: calm quiet waves {c3}.",
-         "Part 4: trees {c4} salt."]
+LINES = ["Part 1, {city}: rain snow {code} moon.", "Part 2, {city}: {code} fish bees.",
+         "Part 3, {city}: calm quiet waves {code}.", "Part 4, {city}: trees {code} salt."]
 
 
-def _response(codes):
-    return "\n".join(line.format(**{f"c{k + 1}": c}) for k, (line, c) in enumerate(zip(LINES, codes)))
+def _response(codes, cities=None):
+    cities = cities or EX.meta["cities"]
+    return "\n".join(line.format(city=t, code=c) for line, t, c in zip(LINES, cities, codes))
 
 
 def test_registered_with_information_naming_one_fact_each():
@@ -40,6 +42,12 @@ def test_each_reward_reads_only_its_own_part():
     assert [get_verifier(v).score(swapped, EX) for v in VERIFIERS] == [0.0, 0.0, 1.0, 1.0]
     no_code = right.replace(codes[2], "honey")
     assert get_verifier("slots.part3").check(no_code, EX).reason == "part 3 names no code"
+    cities = EX.meta["cities"]
+    other = next(c for c in CODE_OF if c not in cities)
+    wrong_city = _response(codes, [cities[0], other, cities[2], cities[3]])
+    assert [get_verifier(v).score(wrong_city, EX) for v in VERIFIERS] == [1.0, 0.0, 1.0, 1.0]
+    assert get_verifier("slots.part2").check(wrong_city, EX).reason == f"part 2's header names {other}, not {cities[1]}"
+    assert get_verifier("slots.part1").score(right.replace(f"Part 1, {cities[0]}:", "Part 1:"), EX) == 0.0
     assert get_verifier("slots.part4").check(right.split("\nPart 4")[0], EX).score == 0.0
     with pytest.raises(ValueError, match="needs meta 'cities' and 'codes'"):
         get_verifier("slots.part1").info(type(EX)(task="slots", prompt="x"))
@@ -58,14 +66,17 @@ def test_each_span_is_the_decision_token():
         text = gen.response(ex.meta["cities"], codes, rng)
         offsets = display_tokens(tok, tok(text, add_special_tokens=False)["input_ids"])[1]
         for k, name in enumerate(VERIFIERS):
-            (s, e), = get_verifier(name).relevant_spans(text, ex)
-            assert text[s:e] == codes[k] == decision(text, k + 1)[0]
-            hit = [t for t, (a, b) in enumerate(offsets) if a < e and s < b]
-            assert len(hit) == 1, (name, text[s:e], hit)  # the decision is one token of the response
+            (cs, ce), (s, e) = get_verifier(name).relevant_spans(text, ex)
+            assert text[cs:ce] == ex.meta["cities"][k] and text[s:e] == codes[k] == decision(text, k + 1)[0]
+            for a0, b0 in ((cs, ce), (s, e)):
+                hit = [t for t, (a, b) in enumerate(offsets) if a < b0 and a0 < b]
+                assert len(hit) == 1, (name, text[a0:b0], hit)  # each decision is one token of the response
     # a part without a code: its text is the span (the absence decided); no part at all: no span
     text = _response(EX.meta["codes"]).replace(EX.meta["codes"][1], "fish")
-    assert get_verifier("slots.part2").relevant_spans(text, EX) == [(text.index("Part 2:") + 7,
-                                                                     text.index("\nPart 3"))]
+    city = EX.meta["cities"][1]
+    start = text.index(f"Part 2, {city}:")
+    assert get_verifier("slots.part2").relevant_spans(text, EX) == [
+        (start + 8, start + 8 + len(city)), (start + 9 + len(city), text.index("\nPart 3"))]
     assert get_verifier("slots.part4").relevant_spans("Part 1: GBP.", EX) == []
 
 
