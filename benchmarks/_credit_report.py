@@ -114,3 +114,26 @@ def markdown(summary: dict, plan: dict, phase: str, command: str) -> str:
                       f"effect: {g['seeds_for_80pct_power']}."]
         lines.append("")
     return "\n".join(lines)
+
+
+def gates_markdown(gate_a: dict | None, relevance: dict | None) -> str:
+    """Gate (a) and the relevance quality on the decision tokens, when their files exist."""
+    lines = []
+    if gate_a:
+        lines += ["## Gate (a): do single-batch gradients agree?", "",
+                  f"`{gate_a.get('command', '')}`: {gate_a['batches']} batches of {gate_a['prompts']} x "
+                  f"{gate_a['group_size']}, the same batches for every method; cosine of each batch's gradient with "
+                  "the mean of the others. Passed: " + str(gate_a["passed"]) + f" ({gate_a['rule']}).", "",
+                  "| method | mean cosine | sd | median gradient norm |", "|---|---|---|---|"]
+        lines += [f"| {m} | {v['cos_mean']:+.3f} | {v['cos_sd']:.3f} | {v['grad_norm_median']:.4f} |"
+                  for m, v in gate_a["methods"].items()]
+        lines.append("")
+    if relevance:
+        lines += ["## Relevance on the decision tokens", "", f"`{relevance.get('command', '')}`: "
+                  f"{relevance['rows']} (response, reward) rows; uniform weights put {relevance['uniform_mass']:.3f} "
+                  "of a row's weight on its decision tokens.", "", "| relevance | top token is a decision token | "
+                  "mass on the decision tokens |", "|---|---|---|"]
+        lines += [f"| JS, control `{c}` | {relevance[c]['top1']:.2f} | {relevance[c]['mass']:.3f} |"
+                  for c in ("none", "others") if c in relevance]
+        lines.append("")
+    return "\n".join(lines)

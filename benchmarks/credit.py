@@ -121,7 +121,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from _credit_report import markdown, summarize
+    from _credit_report import gates_markdown, markdown, summarize
 
     plan = _plan(args)
     src = Path(args.out) if args.out else RESULTS / f"credit_{args.phase}"
@@ -132,8 +132,11 @@ def cmd_report(args) -> int:
     command = f"python benchmarks/credit.py report --phase {args.phase}"
     dest = Path(args.dest) if args.dest else RESULTS
     (dest / f"credit_{args.phase}.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
-    (dest / f"credit_{args.phase}.md").write_text(markdown(summary, plan, args.phase, command) + "\n")
-    print(markdown(summary, plan, args.phase, command))
+    extra = {n: json.loads((RESULTS / f"credit_{n}.json").read_text()) if (RESULTS / f"credit_{n}.json").is_file()
+             else None for n in ("gate_a", "relevance")}
+    text = markdown(summary, plan, args.phase, command) + "\n" + gates_markdown(extra["gate_a"], extra["relevance"])
+    (dest / f"credit_{args.phase}.md").write_text(text + "\n")
+    print(text)
     return 0
 
 
