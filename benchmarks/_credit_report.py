@@ -12,8 +12,15 @@ import _convergence_stats as st
 from _credit_runs import auc
 
 
+def _side(lo: float, hi: float) -> str:
+    return "above 0" if lo > 0 else "below 0" if hi < 0 else "includes 0"
+
+
 def _label(p: dict) -> str:
-    return "above 0" if p["t_lo"] > 0 else "below 0" if p["t_hi"] < 0 else "includes 0"
+    """Both intervals' reading, so the words never contradict a printed interval (with 2 seeds the bootstrap has
+    only 3 distinct resamples: read the t interval)."""
+    t, b = _side(p["t_lo"], p["t_hi"]), _side(p["lo"], p["hi"])
+    return t if t == b else f"t: {t}; bootstrap: {b}"
 
 
 def summarize(plan: dict, records: list[dict]) -> dict:
