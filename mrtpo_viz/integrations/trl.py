@@ -256,7 +256,7 @@ class MRTPOTrainer(GRPOTrainer):
     def _run_info(self) -> dict:
         import trl
 
-        from .. import __version__
+        from ..version import __version__
 
         a = self.args
         return {"kind": "mrtpo", "alpha": a.alpha, "gamma": a.gamma, "control": a.control, "metric": a.metric,
