@@ -21,7 +21,8 @@ import json
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
+from collections.abc import Callable
 
 from ..relevance.contexts import with_info
 from .violations import VIOLATIONS
@@ -85,7 +86,7 @@ class Pools:
     """database -> tuple of string literals of its gold queries."""
 
     @classmethod
-    def from_examples(cls, examples: list[Example]) -> "Pools":
+    def from_examples(cls, examples: list[Example]) -> Pools:
         tool, sql = {}, {}
         for ex in examples:
             for k, v in (ex.meta.get("arguments") or {}).items():
@@ -248,12 +249,10 @@ def make_sft_example(ex: Example, rng: random.Random, cfg: NoiseConfig, pools: P
 
 def training_examples(task: str, n: int, seed: int) -> list[Example]:
     """``n`` generated examples of a family (seed offset from the sample files'), minus any test-split prompt."""
-    import importlib
-
-    from ..tasks.generators import FAMILY_MODULES
+    from ..tasks.generators import generate
 
     test_prompts = {json.dumps(e.prompt) for e in load_examples(task, "test")}
-    generated = importlib.import_module(FAMILY_MODULES[task]).generate(n, seed=1000 + seed)
+    generated = generate(task, n, seed=1000 + seed)
     return [e for e in generated if json.dumps(e.prompt) not in test_prompts]
 
 
