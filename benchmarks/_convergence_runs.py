@@ -31,7 +31,8 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
+from collections.abc import Callable
 
 from mrtpo_viz import names
 from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR

@@ -23,7 +23,8 @@ import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from mrtpo_viz.tasks.ifeval import evaluation as E
 from mrtpo_viz.tasks.ifeval.instructions import BY_ID, describe

@@ -322,9 +322,9 @@ def write(rows: list[dict], info: dict, out: Path, suffix: str = "") -> None:
                  f"held-out examples per family: {info['examples']} · {info['seconds']:.0f} s on one CPU thread. ")
               + (own if info["slice"] else "Gold responses (views a, b) and one injected error per verifier (view c)")
               + ". AUROC 0.5 = chance; n = positive tokens (a, b) or responses (c); on the mean row, n = "
-              f"verifiers averaged. Verifiers whose spans are empty on a passing response (no_comma, lowercase, "
-              f"uppercase, forbidden_words) have no positives in (a) and appear in (c) only; the corrupted control "
-              f"needs information that varies between examples (not the format verifiers').\n")
+              "verifiers averaged. Verifiers whose spans are empty on a passing response (no_comma, lowercase, "
+              "uppercase, forbidden_words) have no positives in (a) and appear in (c) only; the corrupted control "
+              "needs information that varies between examples (not the format verifiers').\n")
     (out / f"localization{suffix}.md").write_text(markdown(rows, header))
     print((out / f"localization{suffix}.md").read_text())
 

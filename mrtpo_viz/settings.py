@@ -30,7 +30,8 @@ import math
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Optional
+from collections.abc import Mapping
 
 from .names import BUNDLED_POLICY
 from .tasks.bundled_data import BUNDLED_POLICIES

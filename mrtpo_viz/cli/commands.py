@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 
 def _policy(args):

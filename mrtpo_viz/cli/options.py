@@ -9,8 +9,9 @@ import dataclasses
 import inspect
 import textwrap
 import typing
-from functools import lru_cache
-from typing import Any, Callable, Optional
+from functools import cache
+from typing import Any, Optional
+from collections.abc import Callable
 
 from .. import names
 
@@ -20,7 +21,7 @@ CHOICES: dict[str, tuple[str, ...]] = {"method": names.METHODS, "control": names
 """Fields whose values are registry names (the task may also be any other family the examples file names)."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def field_docs(cls: type) -> dict[str, str]:
     """Field name -> the docstring written under it in the class body (attribute docstrings are not kept at run
     time, so they are read from the source)."""

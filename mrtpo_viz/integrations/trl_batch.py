@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
+from collections.abc import Callable, Sequence
 
 import torch
 

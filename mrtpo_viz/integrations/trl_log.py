@@ -21,7 +21,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

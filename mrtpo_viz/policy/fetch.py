@@ -16,7 +16,7 @@ import sys
 import time
 import zipfile
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 Progress = Callable[[str], None]
 

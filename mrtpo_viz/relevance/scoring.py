@@ -16,7 +16,8 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Optional
+from collections.abc import Iterator, Sequence
 
 from .rows import MAX_ROLLOUT_BYTES, Problem, RowLimits, read_rows
 

@@ -11,7 +11,8 @@ import inspect
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional, Union
+from collections.abc import Callable
 
 from ..names import VERIFIER_FAMILY
 
@@ -104,12 +105,12 @@ class Argument:
             raise ValueError(f"unknown argument kind {self.kind!r}; choose one of {list(ARGUMENT_KINDS)}")
 
 
-def _meta_args(verifier: "Verifier", example: Example) -> dict[str, Any]:
+def _meta_args(verifier: Verifier, example: Example) -> dict[str, Any]:
     """The default ``args_fn``: each argument is a key of ``example.meta``."""
     return {a.name: example.meta[a.name] for a in verifier.arguments if a.name in example.meta}
 
 
-def _with_meta_args(verifier: "Verifier", example: Example, values: dict[str, Any]) -> Example:
+def _with_meta_args(verifier: Verifier, example: Example, values: dict[str, Any]) -> Example:
     """The default ``with_args_fn``: the example with those keys of ``meta`` set."""
     from dataclasses import replace
 
@@ -136,9 +137,9 @@ class Verifier:
     """(response, example) -> character spans ``[start, end)`` that decide the verdict, or None if unknown."""
     arguments: tuple[Argument, ...] = ()
     """What the verifier reads from the example (shown as fields for a free prompt)."""
-    args_fn: Optional[Callable[["Verifier", Example], dict[str, Any]]] = None
+    args_fn: Optional[Callable[[Verifier, Example], dict[str, Any]]] = None
     """(verifier, example) -> the example's values of ``arguments`` (absent keys missing); default: ``meta`` keys."""
-    with_args_fn: Optional[Callable[["Verifier", Example, dict[str, Any]], Example]] = None
+    with_args_fn: Optional[Callable[[Verifier, Example, dict[str, Any]], Example]] = None
     """(verifier, example, values) -> the example with those argument values; default: ``meta`` updated."""
     trl_reward: Optional[TrlReward] = None
     """The TRL reward function this verifier wraps (:meth:`from_trl`): a TRL trainer calls it as is, batched."""
@@ -177,7 +178,7 @@ class Verifier:
         return (self.with_args_fn or _with_meta_args)(self, example, dict(values))
 
     @classmethod
-    def from_trl(cls, fn: Callable, name: str, info, title: Optional[str] = None, task: str = "custom") -> "Verifier":
+    def from_trl(cls, fn: Callable, name: str, info, title: Optional[str] = None, task: str = "custom") -> Verifier:
         """Wrap a TRL reward function ``fn(completions, **kwargs) -> list[float | None]`` (see :func:`verifier_from_trl`)."""
         return verifier_from_trl(fn, name=name, info=info, title=title, task=task)
 

@@ -15,7 +15,8 @@ import json
 import math
 from functools import lru_cache
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Literal, Optional
+from collections.abc import Callable
 
 import regex
 

@@ -10,7 +10,8 @@ then gets its entry in the example, so ``lowercase`` scores on a free prompt).
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
+from collections.abc import Sequence
 
 import gradio as gr
 

@@ -10,7 +10,6 @@ import inspect
 import logging
 import os
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import gradio as gr
@@ -124,7 +123,7 @@ class Limits:
     """Most rollouts scored from one upload (``MRTPO_MAX_ROLLOUTS``)."""
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "Limits":
+    def from_settings(cls, settings: Settings) -> Limits:
         return cls(max_tokens=settings.max_tokens, max_info_chars=settings.max_info_chars,
                    max_new_tokens=settings.max_new_tokens, max_upload_bytes=settings.max_upload_bytes,
                    max_chars=settings.max_chars, max_rollouts=settings.max_rollouts)
@@ -229,7 +228,7 @@ def load_status(checkpoint: str | None) -> str:
 
 # ----------------------------------------------------------------------------------------------- examples
 
-@lru_cache(maxsize=None)
+@functools.cache
 def examples(task: str) -> tuple[Example, ...]:
     """The first test examples of a task family (read once per process)."""
     return tuple(load_examples(task, split="test")[:MAX_EXAMPLES])

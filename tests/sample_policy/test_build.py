@@ -5,7 +5,6 @@ The policy tests use the committed checkpoint; the thresholds are set below what
 """
 import importlib.util
 import json
-from pathlib import Path
 import random
 import sys
 

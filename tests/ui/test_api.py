@@ -3,7 +3,6 @@ bad inputs that must come back as readable errors while the app keeps serving.
 
 One app per module; the checkpoint is the bundled policy when it exists, else the tests' random-init tiny policy.
 """
-import dataclasses
 import json
 import re
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..base import Example
 from ..tool_catalog import (ALL_UNITS, CITIES, CLOSE_TAG, CONTACTS, CUISINES, CURRENCIES, EVENTS, LABELS,  # noqa: F401

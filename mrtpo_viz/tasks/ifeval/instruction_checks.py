@@ -12,7 +12,8 @@ from __future__ import annotations
 import collections
 import json
 import re
-from typing import Callable, Optional
+from typing import Optional
+from collections.abc import Callable
 
 import regex
 

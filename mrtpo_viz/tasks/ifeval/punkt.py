@@ -21,7 +21,8 @@ import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
+from collections.abc import Iterator
 
 Span = tuple[int, int]
 

@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional
+from typing import Optional
+from collections.abc import Callable
 
 from .punkt import PunktModel, sentence_spans
 
