@@ -21,8 +21,8 @@ that fails most gold-style tasks: instruction following, where its own responses
 Usage: ``python benchmarks/localization.py [--quick] [--n 100] [--checkpoint DIR_OR_NAME] [--slice FILE]
 [--out benchmarks/results]``;
 ``--tasks bfcl --category parallel`` runs it on BFCL's rows instead (one or more calls per response; needs bfcl-eval,
-and writes ``localization_bfcl_<category>.*``). Writes ``localization.csv`` (long: model, view, verifier, method, value, n) and
-``localization.md`` (``--slice``: ``localization_slice.*``; ``--quick``: ``*_quick.*``).
+and writes ``localization_bfcl_<category>.*``). Writes ``localization.csv`` (long: model, view, verifier, method,
+value, n) and ``localization.md`` (``--slice``: ``localization_slice.*``; ``--quick``: ``*_quick.*``).
 """
 from __future__ import annotations
 

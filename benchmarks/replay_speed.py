@@ -2,8 +2,8 @@
 
 Methods, for one prompt, one response of ~100 tokens and K verifiers:
 
-- ``replay``: ``mrtpo_viz.replay`` (``relevance.engine.replay``) as users call it (tokenization, prefix pass, one batched forward of the
-  K + 1 suffixes, the metric and the per-token columns: log-probs, entropy, top-5).
+- ``replay``: ``mrtpo_viz.replay`` (``relevance.engine.replay``) as users call it (tokenization, prefix pass, one
+  batched forward of the K + 1 suffixes, the metric and the per-token columns: log-probs, entropy, top-5).
 - ``floor``: one prefix pass plus one forward of the K + 1 suffixes over a ready cache; no metric, no columns.
 - ``batched``: one bare batched forward of the K + 1 FULL sequences (right-padded, no cache); no metric.
 - ``naive``: two separate full forwards per verifier (with and without its information), no cache, then the

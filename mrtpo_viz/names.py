@@ -25,8 +25,8 @@ TASKS: tuple[str, ...] = ("tool_calling", "text_to_sql", "instruction_following"
 """The bundled task families (sample data ships with the package), in the order the UI and CLI show them."""
 
 BFCL_TASK: str = "bfcl"
-"""BFCL as a task family: its data is read from the installed ``bfcl-eval`` package (``tasks.example_sources.available_tasks``
-lists it only then)."""
+"""BFCL as a task family: its data is read from the installed ``bfcl-eval`` package
+(``tasks.example_sources.available_tasks`` lists it only then)."""
 BFCL_CATEGORIES: tuple[str, ...] = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple",
                                     "live_multiple", "live_parallel", "live_parallel_multiple")
 """BFCL's categories that ``load_examples("bfcl", category=...)`` loads (the first is the default)."""

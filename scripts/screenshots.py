@@ -201,7 +201,8 @@ def main(argv=None) -> int:
             page.locator("#replay-btn").wait_for()
             from mrtpo_viz.policy.known import list_downloaded
 
-            real = [real_model, real_model_ab] if REAL_MODEL in list_downloaded() else []  # last: it switches the checkpoint
+            real = [real_model, real_model_ab] if REAL_MODEL in list_downloaded() else []  # last: it switches the
+            # checkpoint
             for take in (relevance, free_prompt, ab, rollouts, method, *real):
                 take(page, out)
             ctx.close()

@@ -2,10 +2,11 @@
 
 - :mod:`.base`: :class:`Example`, :class:`Verifier`, :class:`Verdict`, the registry (``register``, ``get_verifier``,
   ``list_verifiers``) and the TRL reward-function adapters;
-- :mod:`.example_sources` / :mod:`.bundled_data`: the bundled examples (package data) and any JSONL file of examples; :mod:`.bfcl`:
-  BFCL's rows, read from the installed bfcl-eval (``available_tasks()`` lists ``bfcl`` only then);
-- one module per family with its verifiers, their information and relevant spans: :mod:`.tool_calling` (BFCL's semantics for any
-  tool; the built-in :mod:`.tool_catalog`), :mod:`.sql` (with the read-only :mod:`.sandbox`), :mod:`.ifeval`;
+- :mod:`.example_sources` / :mod:`.bundled_data`: the bundled examples (package data) and any JSONL file of examples;
+  :mod:`.bfcl`: BFCL's rows, read from the installed bfcl-eval (``available_tasks()`` lists ``bfcl`` only then);
+- one module per family with its verifiers, their information and relevant spans: :mod:`.tool_calling` (BFCL's
+  semantics for any tool; the built-in :mod:`.tool_catalog`), :mod:`.sql` (with the read-only :mod:`.sandbox`),
+  :mod:`.ifeval`;
   :mod:`.custom` builds declarative verifiers;
 - :mod:`.generators`: the sample-data generators, beside the verifiers and never imported by them.
 

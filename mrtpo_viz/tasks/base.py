@@ -1,9 +1,10 @@
 """Examples, the Verifier contract and the registry of verifiers.
 
 An :class:`Example` is one prompt of a task family with what its verifiers need (``meta``) and, for the sample data,
-a gold reference response. A verifier scores one reward of a response (``check`` -> score in [0, 1] and a short reason), says what it checks
-(``info``: its *verifier information*, the text the replay inserts into the prompt) and, where it can, which
-character spans of the response decide its verdict (``spans``: the ground truth of the localization benchmark).
+a gold reference response. A verifier scores one reward of a response (``check`` -> score in [0, 1] and a short
+reason), says what it checks (``info``: its *verifier information*, the text the replay inserts into the prompt) and,
+where it can, which character spans of the response decide its verdict (``spans``: the ground truth of the localization
+benchmark).
 """
 from __future__ import annotations
 
@@ -283,8 +284,8 @@ def as_trl_reward(verifier: Verifier) -> TrlReward:
     """The verifier as a TRL reward function ``fn(prompts, completions, completion_ids=None, **columns)``.
 
     Each row becomes an :class:`Example` from the dataset columns (:func:`example_from_row`): ``task`` (default:
-    the verifier's task), ``prompt``, ``id`` and ``meta`` (a dict or a JSON string; default: the row's other columns). Returns one score per completion, NaN as None.
-    ``__name__`` is the verifier name, which TRL logs as the reward name.
+    the verifier's task), ``prompt``, ``id`` and ``meta`` (a dict or a JSON string; default: the row's other columns).
+    Returns one score per completion, NaN as None. ``__name__`` is the verifier name, which TRL logs as the reward name.
     """
     def reward(prompts, completions, completion_ids=None, **columns) -> list[Optional[float]]:
         if len(prompts) != len(completions):

@@ -18,9 +18,9 @@ file, which otherwise is the bundled ``sample_data/databases/<db>.sqlite`` (:fun
 
 Relevant spans (character ``[start, end)`` offsets in the response):
 
-- ``sql.format``: its decision points: the opening fence with its info string (```` ```sql ````) of the first block, the statement's
-  first keyword (SELECT or WITH) and, for a WITH query, the main SELECT, and the closing fence. Points that are
-  absent are left out (an empty list when the response has no fence at all).
+- ``sql.format``: its decision points: the opening fence with its info string (```` ```sql ````) of the first block,
+  the statement's first keyword (SELECT or WITH) and, for a WITH query, the main SELECT, and the closing fence. Points
+  that are absent are left out (an empty list when the response has no fence at all).
 - ``sql.execution``: the tokens of the response's query that decide its result: table and column names of the
   database (each part of ``table.column``), string and number literals, and aggregate function names. Keywords,
   punctuation and comments are left out. ``None`` when the response has no fenced block.

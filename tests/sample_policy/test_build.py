@@ -339,5 +339,6 @@ def test_make_sample_policy_plans_the_default_stages(monkeypatch, tmp_path):
     assert make_sample_policy(argparse.Namespace(**{**vars(args), "steps": 50})) == 0  # --steps: one stage
     assert calls == [(50, 3, None, 1, 3e-3)]
     calls.clear()
-    assert make_sample_policy(argparse.Namespace(**{**vars(args), "stages": "10,20,30,40"})) == 0  # later stages: the last's
+    assert make_sample_policy(argparse.Namespace(**{**vars(args), "stages": "10,20,30,40"})) == 0  # later stages: the
+    # last's
     assert [c[0] for c in calls] == [10, 20, 30, 40] and calls[3][3:] == (1, 1e-3)

@@ -456,7 +456,8 @@ def test_the_token_view_component_sends_one_json_string_and_its_templates_hold_n
     assert not (Path(token_component.__file__).with_suffix(".pyi")).exists()  # no component subclass, so no stub file
     for template in (token_component.HTML_TEMPLATE, token_component.CSS_TEMPLATE):  # gr.HTML evaluates ${...} in them
         assert "${" not in template and "{{" not in template
-    assert "__VIRIDIS__" not in token_component.JS_ON_LOAD and "[68, 1, 84]" in token_component.JS_ON_LOAD  # Viridis' first stop
+    assert "__VIRIDIS__" not in token_component.JS_ON_LOAD and "[68, 1, 84]" in token_component.JS_ON_LOAD  # Viridis'
+    # first stop
     assert json.loads(token_component.advantages_json({"GDPO": 0.5, "MRTPO": [1.0, -0.123456]}, 2)) == \
         [["GDPO", 0.5], ["MRTPO", [1, -0.123]]]
     assert token_component.advantages_json({}, 2) is None
