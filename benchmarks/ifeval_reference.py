@@ -131,9 +131,9 @@ def compare(official: Official, cases: Iterable[Any]) -> tuple[dict, list[Disagr
     stats: dict = collections.defaultdict(collections.Counter)
     differ = []
     for case in cases:
-        (s,), (l,) = official_verdicts(official, "", [case.id], [case.kwargs], case.response)
-        agree = (E.check(case.id, case.response, case.kwargs)[0] == s,
-                 E.check(case.id, case.response, case.kwargs, loose=True)[0] == l,
+        (strict,), (loose,) = official_verdicts(official, "", [case.id], [case.kwargs], case.response)
+        agree = (E.check(case.id, case.response, case.kwargs)[0] == strict,
+                 E.check(case.id, case.response, case.kwargs, loose=True)[0] == loose,
                  describe(case.id, case.kwargs) == official_description(official, case.id, case.kwargs))
         stats[case.id].update(n=1, strict=agree[0], loose=agree[1], description=agree[2])
         if not all(agree):

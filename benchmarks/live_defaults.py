@@ -142,7 +142,8 @@ def markdown(summary: dict, settings: dict[str, LiveSettings], header: str) -> s
              "equal by design); gap = mean over steps of the highest minus the lowest method.", ""]
     if len(summary) > 1:
         lines += ["| settings | runs that rose | mean rise | smallest rise | end: highest - lowest method (mean over "
-                  "seeds) | differ from step (per seed) | gap | s per method-step |", "|---|---|---|---|---|---|---|---|"]
+                  "seeds) | differ from step (per seed) | gap | s per method-step |",
+                  "|---|---|---|---|---|---|---|---|"]
         for label, s in summary.items():
             ends = [m["end"]["mean"] for m in s["methods"].values()]
             rise = sum(m["rise"]["mean"] for m in s["methods"].values()) / len(s["methods"])
@@ -239,7 +240,8 @@ def main(argv=None) -> None:
     df.to_csv(stem.with_suffix(".csv"), index=False)
     stem.with_suffix(".md").write_text(markdown(summary, settings, header))
     stem.with_suffix(".json").write_text(json.dumps({"policy_sha256": digest, "edge_steps": EDGE,
-                                                     "settings": {k: dataclasses.asdict(v) for k, v in settings.items()},
+                                                     "settings": {k: dataclasses.asdict(v)
+                                                                  for k, v in settings.items()},
                                                      "results": summary}, indent=1, default=_json_default))
     print(stem.with_suffix(".md").read_text())
 

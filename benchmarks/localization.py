@@ -39,7 +39,7 @@ from scipy.stats import rankdata
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mrtpo_viz.names import TASKS
+from mrtpo_viz.names import TASKS  # noqa: E402
 from mrtpo_viz.tasks.example_sources import load_examples  # noqa: E402
 
 METHODS = ("js_raw", "js_placebo", "js_corrupted", "js_others", "kl", "entropy", "uniform")
@@ -120,9 +120,9 @@ class Pools:
     def add(self, view: str, verifier: str, method: str, scores, labels) -> None:
         if np.isnan(scores).any():  # a method that does not apply to this verifier
             return
-        s, l = self.pairs.setdefault((view, verifier, method), ([], []))
-        s.append(np.asarray(scores, dtype=float))
-        l.append(np.asarray(labels, dtype=bool))
+        score_list, label_list = self.pairs.setdefault((view, verifier, method), ([], []))
+        score_list.append(np.asarray(scores, dtype=float))
+        label_list.append(np.asarray(labels, dtype=bool))
 
 
 def spans_and_specificity(pools: Pools, sig: dict, rel) -> None:
@@ -165,9 +165,9 @@ def error_localization(pools: Pools, policy, ex, rng: random.Random, data_pools,
 def summarize(pools: Pools) -> list[dict]:
     """Long rows: view, verifier, method, value, n (pooled over responses); :func:`with_means` adds the means."""
     rows = []
-    for (view, v, method), (s, l) in sorted(pools.pairs.items()):
-        labels = np.concatenate(l)
-        rows.append({"view": view, "verifier": v, "method": method, "value": auroc(np.concatenate(s), labels),
+    for (view, v, method), (score_list, label_list) in sorted(pools.pairs.items()):
+        labels = np.concatenate(label_list)
+        rows.append({"view": view, "verifier": v, "method": method, "value": auroc(np.concatenate(score_list), labels),
                      "n": int(labels.sum())})
     for (v, method), ranks in sorted(pools.ranks.items()):
         r = np.asarray(ranks)
@@ -298,7 +298,8 @@ def main(argv=None) -> int:
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     rows, info = run(args.checkpoint, 5 if args.quick else args.n, args.seed, args.slice, tasks, args.category)
     suffix = "" if tasks == list(TASKS) else "_" + "_".join(tasks + ([args.category] if args.category else []))
-    write(rows, info, Path(args.out), suffix=suffix + ("_slice" if args.slice else "") + ("_quick" if args.quick else ""))
+    write(rows, info, Path(args.out),
+          suffix=suffix + ("_slice" if args.slice else "") + ("_quick" if args.quick else ""))
     return 0
 
 

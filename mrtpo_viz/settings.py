@@ -74,7 +74,8 @@ class Settings:
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("allowed_checkpoints", "checkpoint", "runs_dir", "mcp") or (f.name == "threads" and value is None):
+            if (f.name in ("allowed_checkpoints", "checkpoint", "runs_dir", "mcp")
+                    or (f.name == "threads" and value is None)):
                 continue
             if not value > 0:  # written so that NaN fails too
                 raise SettingsError(f"{ENV_VARS[f.name][0]} must be a positive number, got {value!r}")
@@ -198,7 +199,8 @@ def looks_like_path(name: str) -> bool:
     return name.startswith((".", "/", "~")) or "\\" in name or ".." in name or name.count("/") > 1
 
 
-def load_allowed_policy(name_or_path: str | os.PathLike, *, device=None, dtype=None, settings: Optional[Settings] = None,
+def load_allowed_policy(name_or_path: str | os.PathLike, *, device=None, dtype=None,
+                        settings: Optional[Settings] = None,
                         public: bool = False):
     """``load_policy`` under the operator's rules, read now: the allow-list, the thread count, the memory bound.
 

@@ -209,7 +209,8 @@ def test_the_package_has_no_cycle_and_no_upward_arrow():
 
 
 SCRATCH = {
-    "__init__.py": "import importlib\n\ndef __getattr__(name):\n    return importlib.import_module('.policy', __name__)\n",
+    "__init__.py": ("import importlib\n\ndef __getattr__(name):\n"
+                    "    return importlib.import_module('.policy', __name__)\n"),
     "names.py": "",
     "tasks/__init__.py": "from .base import X\nfrom . import ifeval, sql\n",
     "tasks/base.py": "from ..names import Y\nX = 1\n",
@@ -224,7 +225,8 @@ BACK_EDGES = {
     "root attribute": ("tasks/base.py", "from .. import load_policy\n",
                        ["upward arrow: house.tasks.base -> house"]),
     "import of the root": ("tasks/sql.py", "def f():\n    import house\n", ["upward arrow: house.tasks.sql -> house"]),
-    "import_module, absolute": ("tasks/base.py", "import importlib\nM = importlib.import_module('house.policy.loading')\n",
+    "import_module, absolute": ("tasks/base.py",
+                                "import importlib\nM = importlib.import_module('house.policy.loading')\n",
                                 ["upward arrow: house.tasks.base -> house.policy.loading"]),
     "import_module, relative": ("tasks/sql.py", "from importlib import import_module\n\ndef f():\n"
                                 "    return import_module('..policy.loading', __package__)\n",
@@ -236,7 +238,8 @@ BACK_EDGES = {
     "base to a family": ("tasks/base.py", "def f():\n    from .sql import X\n",
                          ["base imports a family: house.tasks.base -> house.tasks.sql"]),
     "verifier to a generator": ("tasks/ifeval/checks.py", "from ...tasks.generators import gen\n",
-                                ["a verifier imports a generator: house.tasks.ifeval.checks -> house.tasks.generators.gen"]),
+                                ["a verifier imports a generator: "
+                                 "house.tasks.ifeval.checks -> house.tasks.generators.gen"]),
 }
 """Each kind of back-edge: (file, what it gets appended, problems it must raise)."""
 
@@ -316,7 +319,8 @@ COVERED_BY = {
     "mrtpo_viz.relevance.branches": ENGINE, "mrtpo_viz.relevance.controls": ENGINE,
     "mrtpo_viz.relevance.tokens": ENGINE, "mrtpo_viz.relevance.results": ENGINE,
     # a loaded policy's generation and sampling, tested on the policy that loading gives
-    "mrtpo_viz.policy.model": "tests/policy/test_loading.py", "mrtpo_viz.policy.sampling": "tests/policy/test_loading.py",
+    "mrtpo_viz.policy.model": "tests/policy/test_loading.py",
+              "mrtpo_viz.policy.sampling": "tests/policy/test_loading.py",
     # the sample-data generators, one file for the four of them (determinism, uniqueness, gold passes)
     "mrtpo_viz.tasks.generators.*": "tests/tasks/test_generators.py",
     # one training step's pieces, tested on real steps of the tiny policy
@@ -338,7 +342,8 @@ COVERED_BY = {
 
 
 def default_test_file(module: str) -> str:
-    """``mrtpo_viz.relevance.engine`` -> ``tests/relevance/test_engine.py``; ``mrtpo_viz.names`` -> ``tests/test_names.py``."""
+    """``mrtpo_viz.relevance.engine`` -> ``tests/relevance/test_engine.py``; ``mrtpo_viz.names`` ->
+    ``tests/test_names.py``."""
     parts = module.split(".")[1:]
     return "/".join(["tests", *parts[:-1], f"test_{parts[-1]}.py"])
 

@@ -1,4 +1,6 @@
 """Operator settings: parsing, validation, and the checkpoint allow-list (also through ``load_policy``)."""
+import dataclasses
+
 import pytest
 
 from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICIES
@@ -8,7 +10,8 @@ from mrtpo_viz.settings import ENV_VARS, Settings, SettingsError, get_settings
 def test_defaults_when_nothing_is_set():
     s = get_settings({})
     assert s == Settings()
-    assert (s.max_tokens, s.max_chars, s.max_info_chars, s.max_trainings, s.max_new_tokens) == (2048, 8000, 4000, 1, 256)
+    limits = (s.max_tokens, s.max_chars, s.max_info_chars, s.max_trainings, s.max_new_tokens)
+    assert limits == (2048, 8000, 4000, 1, 256)
     assert s.max_rollouts == 200
     assert s.max_upload_bytes == 5 * 2**20
     assert s.checkpoint_allowed("/anything/at/all") and s.checkpoint_allowed("owner/model")
@@ -52,7 +55,7 @@ def test_invalid_values_name_the_variable(var, value, says):
 
 
 def test_settings_are_frozen():
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         Settings().max_tokens = 1
 
 

@@ -238,7 +238,8 @@ def completions_table(frame: pd.DataFrame, names: list[str], *, group=None, text
     keep = frame if group is None else frame[frame["group"] == int(group)]
     if text.strip():
         needle = text.strip().lower()
-        hit = keep["completion"].str.lower().str.contains(needle, regex=False) | keep["prompt"].str.lower().str.contains(
+        in_completion = keep["completion"].str.lower().str.contains(needle, regex=False)
+        hit = in_completion | keep["prompt"].str.lower().str.contains(
             needle, regex=False)
         keep = keep[hit]
     table = pd.DataFrame({"row": keep["row"], "group": keep["group"],

@@ -20,5 +20,6 @@ from . import ifeval  # noqa: E402,F401  (registers the ifeval.* verifiers)
 from . import tool_calling  # noqa: E402,F401  (registers tool_call.format, tool_call.correctness)
 from . import sql  # noqa: E402,F401  (registers sql.format, sql.execution)
 
-__all__ = ["TASKS", "VERIFIERS", "Argument", "Example", "MissingArguments", "Span", "Verdict", "Verifier", "get_verifier", "list_verifiers",
+__all__ = ["TASKS", "VERIFIERS", "Argument", "Example", "MissingArguments", "Span", "Verdict", "Verifier",
+           "get_verifier", "list_verifiers",
            "available_tasks", "load_examples", "register"]

@@ -180,11 +180,13 @@ class Verifier:
 
     @classmethod
     def from_trl(cls, fn: Callable, name: str, info, title: Optional[str] = None, task: str = "custom") -> Verifier:
-        """Wrap a TRL reward function ``fn(completions, **kwargs) -> list[float | None]`` (see :func:`verifier_from_trl`)."""
+        """Wrap a TRL reward function ``fn(completions, **kwargs) -> list[float | None]`` (see
+        :func:`verifier_from_trl`)."""
         return verifier_from_trl(fn, name=name, info=info, title=title, task=task)
 
     def as_trl_reward(self) -> Callable:
-        """This verifier as a TRL reward function ``fn(prompts, completions, **columns)`` (see :func:`as_trl_reward`)."""
+        """This verifier as a TRL reward function ``fn(prompts, completions, **columns)`` (see
+        :func:`as_trl_reward`)."""
         return as_trl_reward(self)
 
 

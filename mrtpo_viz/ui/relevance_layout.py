@@ -18,7 +18,8 @@ from .arguments import FIELDS
 from .common import MAX_VERIFIERS, MODEL, example_choices, first_example, get_example, limits, prompt_text
 from .custom_verifiers import KIND_CHOICES, add_custom
 from .relevance_tab import (RELEVANCE_SOURCES, VERDICT_HEADERS, GROUP_NOTE, advantages, cleared,
-                            derive_info, downloads, generate, info_boxes, pick_example, replay_response, reselect_info_boxes,
+                            derive_info, downloads, generate, info_boxes, pick_example, replay_response,
+                            reselect_info_boxes,
                             sample_group, task_examples)
 from .token_component import token_view
 

@@ -150,7 +150,8 @@ def downloads(rel):
 def default_group(rel) -> pd.DataFrame:
     """A group of four: the replayed response (its real rewards) and three contrasting ones, so every reward varies."""
     K = rel.K
-    rows = [[rel.rewards.get(n, 0.0) for n in rel.verifiers], [0.0] * K, [1.0] * K, [float(k % 2 == 0) for k in range(K)]]
+    rows = [[rel.rewards.get(n, 0.0) for n in rel.verifiers], [0.0] * K, [1.0] * K,
+            [float(k % 2 == 0) for k in range(K)]]
     frame = pd.DataFrame(rows, columns=rel.verifiers)
     frame.insert(0, "response", ["replayed", "2", "3", "4"])
     return frame
@@ -195,7 +196,8 @@ def replay_response(checkpoint, task, index, prompt, response, verifiers, positi
     raw_view = gr.update(value=view_value(viz.relevance_payload(rel, raw=True)) if show_raw else None,
                          visible=show_raw, adv=None)
     raw_heat = gr.update(value=viz.relevance_heatmap(rel, raw=True) if show_raw else None, visible=show_raw)
-    return (rel, gr.update(value=view_value(viz.relevance_payload(rel)), adv=None), raw_view, viz.relevance_heatmap(rel),
+    return (rel, gr.update(value=view_value(viz.relevance_payload(rel)), adv=None), raw_view,
+            viz.relevance_heatmap(rel),
             raw_heat, pd.DataFrame(viz.verdict_rows(rel, needs), columns=VERDICT_HEADERS), default_group(rel),
             _status(rel, policy, needs))
 

@@ -63,7 +63,8 @@ def token_relevance(response: str, verifiers: list[str], task: str = "tool_calli
         task: the task family: tool_calling, text_to_sql or instruction_following.
         example: index of a test example of the task (its prompt and gold arguments), or -1 for a free prompt.
         prompt: the user prompt; empty keeps the example's.
-        arguments: for a free prompt, each verifier's argument values, e.g. {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products"}}.
+        arguments: for a free prompt, each verifier's argument values, e.g.
+            {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products"}}.
         metric: js, kl or tvd.
         control: none, placebo, corrupted or others.
         checkpoint: the policy; empty for the app's default.
@@ -103,7 +104,8 @@ def score_response(response: str, verifiers: list[str], task: str = "tool_callin
         task: the task family: tool_calling, text_to_sql or instruction_following.
         example: index of a test example of the task (its gold arguments), or -1 for a free prompt.
         prompt: the user prompt; empty keeps the example's.
-        arguments: for a free prompt, each verifier's argument values, e.g. {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products"}}.
+        arguments: for a free prompt, each verifier's argument values, e.g.
+            {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products"}}.
     Returns:
         JSON: per verifier its reward and reason (reward null and the reason "needs input: ..." where it lacks
         arguments).

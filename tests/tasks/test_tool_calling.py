@@ -68,7 +68,8 @@ def test_format_table(response, score, reason):
 @pytest.mark.parametrize("ex, response, reason", [
     (MONEY, call("convert_currency", {"amount": "12.5", "from_currency": "EUR", "to_currency": "USD"}),
      "should be of type number, got string"),
-    (example("set_timer", {"minutes": 2}), call("set_timer", {"minutes": 2.5}), "should be of type integer, got number"),
+    (example("set_timer", {"minutes": 2}), call("set_timer", {"minutes": 2.5}),
+     "should be of type integer, got number"),
     (example("set_timer", {"minutes": 2}), call("set_timer", {"minutes": True}), "of type integer, got boolean"),
     (ALARM, call("set_alarm", {"time": "07:30", "repeat_daily": "true"}), "should be of type boolean"),
 ])

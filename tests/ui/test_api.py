@@ -327,7 +327,8 @@ def test_more_than_six_verifiers_are_cut_up_front_with_a_warning():
     from mrtpo_viz.tasks import list_verifiers
 
     names = list_verifiers("instruction_following")[:MAX_VERIFIERS + 2]
-    with pytest.warns(UserWarning, match=f"At most {MAX_VERIFIERS} verifiers at once: {names[-2]}, {names[-1]} left out"):
+    with pytest.warns(UserWarning,
+                      match=f"At most {MAX_VERIFIERS} verifiers at once: {names[-2]}, {names[-1]} left out"):
         out = reselect_info_boxes("instruction_following", 0, names, [], None,
                                   *[""] * (MAX_VERIFIERS * (1 + FIELDS)))
     assert out[-1]["value"] == names[:MAX_VERIFIERS] and out[-2] == names[:MAX_VERIFIERS]
@@ -342,8 +343,10 @@ def test_sql_arguments_fill_the_fields_and_a_free_prompt_needs_them():
     out = info_boxes("text_to_sql", 0, ["sql.format", "sql.execution"])
     fields = out[MAX_VERIFIERS + FIELDS:MAX_VERIFIERS + 2 * FIELDS]  # the second box's fields
     assert [f["label"] for f in fields] == ["sql.execution: database (one of company, school, shop)",
-                                           "sql.execution: gold SQL", "sql.execution: order matters (true / false; optional)"]
-    assert [f["value"] for f in fields] == [ex.meta["db"], ex.meta["gold_sql"], "true" if ex.meta["ordered"] else "false"]
+                                           "sql.execution: gold SQL",
+                                           "sql.execution: order matters (true / false; optional)"]
+    assert [f["value"] for f in fields] == [ex.meta["db"], ex.meta["gold_sql"],
+                                            "true" if ex.meta["ordered"] else "false"]
     assert out[MAX_VERIFIERS]["visible"] is False  # sql.format takes no arguments: its fields stay hidden
     free = info_boxes("text_to_sql", FREE_PROMPT, ["sql.execution"])
     assert free[0]["value"] == "" and free[0]["label"].endswith("needs input: database, gold SQL")
@@ -387,7 +390,8 @@ def test_a_free_prompt_scores_a_lowercase_response_and_marks_what_needs_input(cl
 
     switch(client, "instruction_following", FREE_PROMPT)
     free = dict(checkpoint=checkpoint, task="instruction_following", index=FREE_PROMPT,
-                prompt="Describe the sea in one sentence, all in lowercase.", response="the sea is calm and blue today.",
+                prompt="Describe the sea in one sentence, all in lowercase.",
+                response="the sea is calm and blue today.",
                 verifiers=["ifeval.lowercase", "ifeval.no_comma"], position="user_end", metric="js", control="none",
                 template=TEMPLATE)
     out = client.predict(*free.values(), *[""] * 6, api_name="/replay")
@@ -468,7 +472,8 @@ def test_the_token_view_component_sends_one_json_string_and_its_templates_hold_n
 
 
 def test_a_custom_verifier_from_the_form_scores_and_replays_in_its_session_only(client, checkpoint, example):
-    added = client.predict("tool_calling", list(example.verifiers), "no_apology", "No apology", "The response must not apologize.", "regex_must_not",
+    added = client.predict("tool_calling", list(example.verifiers), "no_apology", "No apology",
+                           "The response must not apologize.", "regex_must_not",
                            r"\bsorry\b", "", "", True, api_name="/add_verifier")
     choice, status = added
     assert "custom.no_apology" in [c[0] for c in choice["choices"]] and "Added `custom.no_apology`" in status

@@ -176,7 +176,8 @@ def test_ab_tab_click_a_token_pins_its_panel(page):
     page.get_by_role("tab", name="Verifier information A/B").click()
     page.locator("#ab-btn").click()
     page.locator("#ab-diff .heatmaplayer").first.wait_for()
-    assert page.locator("#ab-tokens-a .tv-h").inner_text() == "A" and page.locator("#ab-tokens-b .tv-h").inner_text() == "B"
+    assert page.locator("#ab-tokens-a .tv-h").inner_text() == "A"
+    assert page.locator("#ab-tokens-b .tv-h").inner_text() == "B"
     panel = pinned_panel(page, "ab-tokens-a", 0, 3)
     assert "tool_call.format" in panel and "log p with" in panel
     assert page.locator("#ab-tokens-b .tv-panel").inner_text().startswith("Hover or click")  # B has its own pin

@@ -233,6 +233,6 @@ def generate(n: int, seed: int = 0) -> list[Example]:
     for i in range(n):
         db = dbs[i % len(dbs)]
         tries = 15 if 2 * len(seen[db.name]) < space[db.name] else 1
-        draw = lambda: make_example(db.name, rng.randrange(len(db.templates)), rng)  # noqa: E731
+        draw = lambda db=db: make_example(db.name, rng.randrange(len(db.templates)), rng)  # noqa: E731
         out.append(draw_unique(draw, seen[db.name], tries))
     return out

@@ -192,5 +192,5 @@ def generate(n: int, seed: int = 0) -> list[Example]:
     for i in range(n):
         if i % len(names) == 0:
             rng.shuffle(names)
-        out.append(draw_unique(lambda: make_example(names[i % len(names)], rng), seen))
+        out.append(draw_unique(lambda i=i: make_example(names[i % len(names)], rng), seen))
     return out

@@ -113,7 +113,8 @@ def _catalogue_order(schema: dict) -> dict:
 
 
 def _legacy(meta: dict) -> bool:
-    return "possible_answer" not in meta and isinstance(meta.get("tool"), str) and isinstance(meta.get("arguments"), dict)
+    return ("possible_answer" not in meta and isinstance(meta.get("tool"), str)
+            and isinstance(meta.get("arguments"), dict))
 
 
 def example_functions(meta: dict) -> list[dict]:

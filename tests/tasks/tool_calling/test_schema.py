@@ -44,7 +44,8 @@ def test_answers_from_refuses_what_it_cannot_read(bad):
 
 def test_the_bundled_meta_reads_as_one_function_one_call():
     sorted_schema = {**TOOLS["get_weather"], "parameters": {**TOOLS["get_weather"]["parameters"],
-                     "properties": dict(sorted(TOOLS["get_weather"]["parameters"]["properties"].items(), reverse=True))}}
+                     "properties": dict(sorted(TOOLS["get_weather"]["parameters"]["properties"].items(),
+                                               reverse=True))}}
     meta = {"tool": "get_weather", "arguments": {"city": "Oslo"}, "schema": sorted_schema}
     fn, = example_functions(meta)
     assert list(fn["parameters"]["properties"]) == ["city", "unit"]  # the catalogue's order, as the information shows
@@ -82,7 +83,8 @@ def test_type_helpers():
     (True, {"type": "integer"}, ["x should be of type integer, got boolean"]),
     ("k", {"type": "string", "enum": ["a", "b"]}, ['x must be one of ["a", "b"], got "k"']),
     (["a", 1], {"type": "array", "items": {"type": "string"}}, ["x[1] should be of type string, got integer"]),
-    ({"h": "yes"}, {"type": "dict", "properties": {"h": {"type": "boolean"}}}, ["x.h should be of type boolean, got string"]),
+    ({"h": "yes"}, {"type": "dict", "properties": {"h": {"type": "boolean"}}},
+     ["x.h should be of type boolean, got string"]),
     ({"other": 1}, {"type": "dict", "properties": {"h": {"type": "boolean"}}}, []),  # undeclared nested keys pass
     (None, {"type": "string", "default": None}, []),
     (None, {"type": ["string", "null"]}, []),
