@@ -172,7 +172,8 @@ def run_query(db_path: str | Path, sql: str, *, max_steps: int = 2_000_000, max_
 
 
 @lru_cache(maxsize=64)
-def _schema_cached(path: str, mtime_ns: int) -> dict[str, tuple[str, ...]]:
+def _schema_cached(path: str, _mtime_ns: int) -> dict[str, tuple[str, ...]]:
+    """The schema of ``path``; ``_mtime_ns`` is only part of the cache key (a rewritten file is read again)."""
     conn = sql_worker.connect(path)
     try:
         tables = [r[0] for r in conn.execute(

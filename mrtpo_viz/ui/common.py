@@ -82,18 +82,6 @@ def remove_stale_download_roots(tmp: Path) -> list[Path]:
     return gone
 
 
-MAX_GROUP_ROWS = 64
-"""Most rows of the advantages table (a group of responses) a request may send."""
-
-
-def check_rewards_table(frame) -> None:
-    """Refuse an advantages table of more than ``MAX_GROUP_ROWS`` rows before anything parses its cells (a table
-    of 1,000,000 rows took 27 s and 950 MB)."""
-    n = len(frame) if frame is not None else 0
-    if n > MAX_GROUP_ROWS:
-        raise ValueError(f"The rewards table has {n:,} rows; a group here has at most {MAX_GROUP_ROWS} responses.")
-
-
 def rollout_limits():
     """The caps on an uploaded rollouts file and its rows, read from the operator settings now (MRTPO_MAX_UPLOAD_MB,
     MRTPO_MAX_ROLLOUTS, MRTPO_MAX_CHARS, MRTPO_MAX_TOKENS; at most ``MAX_VERIFIERS`` verifiers per row)."""

@@ -16,6 +16,7 @@ import pandas as pd
 from .. import viz
 from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
 from ..relevance.diagnostics import relevance_weight_diagnostics
+from ..viz.advantages import MAX_GROUP
 from .arguments import FIELDS, field_updates, information, slot_texts, typed_values, with_typed_args
 from .custom_verifiers import resolve, task_choices
 from .common import (FREE_PROMPT, MAX_VERIFIERS, check_text, check_token_count, download_folder, example_choices,
@@ -203,7 +204,10 @@ def replay_response(checkpoint, task, index, prompt, response, verifiers, positi
 
 
 def _group_rewards(frame: pd.DataFrame, verifiers: list[str]):
-    """The (G, K) rewards typed into the table, as floats."""
+    """The (G, K) rewards typed into the table, as floats; a table longer than the displayed group's cap
+    (``viz.advantages.MAX_GROUP``) is refused before any cell is parsed."""
+    if len(frame) > MAX_GROUP:
+        raise ValueError(f"the group has {len(frame):,} responses; at most {MAX_GROUP} are shown")
     missing = [v for v in verifiers if v not in frame.columns]
     if missing:
         raise ValueError(f"The rewards table lacks the column(s) {', '.join(missing)}; replay again to reset it.")
