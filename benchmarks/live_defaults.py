@@ -22,7 +22,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 import sys
 import tempfile
 import time
@@ -37,6 +36,7 @@ from _common import load_average, machine  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
+from mrtpo_viz.atomic import atomic_path  # noqa: E402
 from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR  # noqa: E402
 from mrtpo_viz.ui.training_tab import LIVE, LiveSettings  # noqa: E402
 
@@ -87,8 +87,8 @@ def cached_run(label: str, settings: LiveSettings, seed: int, policy, work: Path
         return pd.read_csv(path).assign(settings=label)
     start = time.perf_counter()
     df = run_once(settings, seed, policy).assign(settings=label)
-    df.to_csv(path.with_suffix(".tmp"), index=False)
-    os.replace(path.with_suffix(".tmp"), path)
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)
     print(f"  {label!r} seed {seed}: {time.perf_counter() - start:.0f} s", flush=True)
     return df
 

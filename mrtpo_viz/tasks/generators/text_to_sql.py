@@ -10,14 +10,13 @@ the columns it orders by have distinct values, so the expected order has no ties
 from __future__ import annotations
 
 import math
-import os
 import random
 import re
 import sqlite3
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...atomic import atomic_path
 from ..base import Example
 from . import draw_unique
 from .sql_templates import COMPANY_TEMPLATES, SCHOOL_TEMPLATES, SHOP_TEMPLATES
@@ -161,11 +160,9 @@ def build_databases(directory: str | Path) -> dict[str, Path]:
 
 
 def _write_database(db: Database, path: Path) -> Path:
-    fd, tmp = tempfile.mkstemp(suffix=".sqlite", dir=path.parent)
-    os.close(fd)
-    os.unlink(tmp)  # sqlite creates it fresh
-    try:
-        conn = sqlite3.connect(tmp)
+    """Write the database atomically; an identical file already there is left untouched (its mtime too)."""
+    with atomic_path(path) as tmp:
+        conn = sqlite3.connect(tmp)  # sqlite creates the file
         try:
             for table in db.tables:
                 conn.execute(table.ddl())
@@ -174,13 +171,9 @@ def _write_database(db: Database, path: Path) -> Path:
             conn.commit()
         finally:
             conn.close()
-        if path.is_file() and path.read_bytes() == Path(tmp).read_bytes():
-            return path
-        os.replace(tmp, path)
-        return path
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if path.is_file() and path.read_bytes() == tmp.read_bytes():
+            tmp.unlink()  # nothing to move
+    return path
 
 
 _SLOT = re.compile(r"\{(\w+?)(\d*)\}")
