@@ -141,7 +141,7 @@ def watch_rss(pid: int, workers: list[threading.Thread], every_s: float = 2.0) -
 
 def session_inputs(i: int, checkpoint: str) -> tuple[list, str, str]:
     """/replay inputs whose response and first information carry session ``i``'s marker; (inputs, response, info)."""
-    from mrtpo_viz.ui.common import get_example, prompt_text
+    from mrtpo_viz.ui.example_picker import get_example, prompt_text
     from mrtpo_viz.tasks import get_verifier
 
     ex = get_example(TASK, EXAMPLE)

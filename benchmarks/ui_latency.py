@@ -235,7 +235,7 @@ def token_view_kb(checkpoint: str, response: str) -> tuple[float, int]:
     in issue 18's measurement), and the replay's token count."""
     from mrtpo_viz.relevance import replay
     from mrtpo_viz.tasks.example_sources import load_examples
-    from mrtpo_viz.ui.common import get_policy
+    from mrtpo_viz.ui.policy_choice import get_policy
     from mrtpo_viz.viz import payload_bytes, relevance_payload
 
     ex = load_examples(TASK, split="test")[EXAMPLE]

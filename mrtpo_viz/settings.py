@@ -89,6 +89,14 @@ class Settings:
     def max_upload_bytes(self) -> int:
         return int(self.max_upload_mb * 2**20)
 
+    def row_limits(self, max_verifiers: Optional[int] = None):
+        """The caps on an uploaded rollouts file and its rows (``MRTPO_MAX_UPLOAD_MB``, ``MRTPO_MAX_ROLLOUTS``,
+        ``MRTPO_MAX_CHARS``, ``MRTPO_MAX_TOKENS``; ``max_verifiers`` the replay's verifiers per row)."""
+        from .relevance.rows import RowLimits
+
+        return RowLimits(max_bytes=self.max_upload_bytes, max_chars=self.max_chars, max_tokens=self.max_tokens,
+                         max_verifiers=max_verifiers, max_rows=self.max_rollouts)
+
     def checkpoint_allowed(self, name_or_path: str | os.PathLike) -> bool:
         """Whether the allow-list admits this checkpoint (always, when no list is set)."""
         if not self.allowed_checkpoints:
@@ -267,13 +275,3 @@ def check_serving(settings: Optional[Settings] = None) -> Settings:
         raise SettingsError(f"MRTPO_CHECKPOINT={name!r} is not admitted by MRTPO_ALLOWED_CHECKPOINTS: add it there "
                             "or choose an allowed checkpoint")
     return settings
-
-
-def rollout_limits(settings: Optional[Settings] = None, max_verifiers: Optional[int] = None):
-    """The app's caps on an uploaded rollouts file and its rows (``MRTPO_MAX_UPLOAD_MB``, ``MRTPO_MAX_ROLLOUTS``,
-    ``MRTPO_MAX_CHARS``, ``MRTPO_MAX_TOKENS``; ``max_verifiers`` the replay's verifiers per row), read now."""
-    from .relevance.rows import RowLimits
-
-    s = settings or get_settings()
-    return RowLimits(max_bytes=s.max_upload_bytes, max_chars=s.max_chars, max_tokens=s.max_tokens,
-                     max_verifiers=max_verifiers, max_rows=s.max_rollouts)

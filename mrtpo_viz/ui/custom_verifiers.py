@@ -15,7 +15,8 @@ import gradio as gr
 
 from ..tasks import Verifier, get_verifier, list_verifiers
 from ..tasks.custom import DECLARATIVE_KINDS, DeclarativeSpec, build_declarative
-from .common import limits, readable
+from .errors import readable
+from .input_limits import limits
 
 MAX_CUSTOM = 8
 """Custom verifiers per session."""

@@ -19,8 +19,11 @@ from ..relevance.diagnostics import relevance_weight_diagnostics
 from ..viz.advantages import MAX_GROUP
 from .arguments import FIELDS, field_updates, information, slot_texts, typed_values, with_typed_args
 from .custom_verifiers import resolve, task_choices
-from .common import (FREE_PROMPT, MAX_VERIFIERS, check_text, check_token_count, download_folder, example_choices,
-                     first_example, get_example, get_policy, limits, prompt_text, readable, with_prompt)
+from .downloads import download_folder
+from .errors import readable
+from .example_picker import FREE_PROMPT, example_choices, first_example, get_example, prompt_text, with_prompt
+from .input_limits import MAX_VERIFIERS, check_text, check_token_count, limits
+from .policy_choice import get_policy
 from .token_component import advantages_json, view_value
 from .zerogpu import gpu
 

@@ -16,7 +16,10 @@ from .. import viz
 from ..integrations import run_replay, trl_runs
 from ..settings import get_settings
 from ..viz.training import reward_curves_figure
-from .common import MODEL, download_folder, get_policy, limits, readable
+from .downloads import download_folder
+from .errors import readable
+from .input_limits import limits
+from .policy_choice import MODEL, get_policy
 from .token_component import token_view, view_value
 from .zerogpu import gpu
 

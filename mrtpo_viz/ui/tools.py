@@ -16,8 +16,10 @@ from .. import viz
 from ..settings import default_checkpoint
 from ..tasks import get_verifier
 from .arguments import information, with_values
-from .common import (MAX_VERIFIERS, check_text, check_token_count, get_example, get_policy, limits, prompt_text,
-                     readable, with_prompt)
+from .errors import readable
+from .example_picker import get_example, prompt_text, with_prompt
+from .input_limits import MAX_VERIFIERS, check_text, check_token_count, limits
+from .policy_choice import get_policy
 from .zerogpu import gpu
 
 TOP = 5

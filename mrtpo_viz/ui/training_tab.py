@@ -23,7 +23,8 @@ from ..settings import default_checkpoint, get_settings
 from ..tasks import available_tasks
 from ..viz.training import (advantage_tokens_html, phase_times_markdown, reward_curves_figure,
                              run_summary_markdown)
-from .common import get_policy, readable
+from .errors import readable
+from .policy_choice import get_policy
 from .zerogpu import gpu
 
 

@@ -55,14 +55,14 @@ def client(checkpoint):
 
 @pytest.fixture(scope="module")
 def example():
-    from mrtpo_viz.ui.common import get_example
+    from mrtpo_viz.ui.example_picker import get_example
 
     return get_example("tool_calling", 0)
 
 
 def replay_args(checkpoint, example, task="tool_calling", index=0, **kw):
     """The positional inputs of /replay: checkpoint ... template, then six information boxes."""
-    from mrtpo_viz.ui.common import prompt_text
+    from mrtpo_viz.ui.example_picker import prompt_text
 
     d = dict(checkpoint=checkpoint, task=task, index=index, prompt=prompt_text(example), response=example.reference,
              verifiers=list(example.verifiers), position="user_end", metric="js", control="none", template=TEMPLATE)
@@ -104,7 +104,7 @@ def test_load_status_names_the_model_or_the_problem(client, checkpoint):
 
 
 def test_generate_returns_text_and_token_count(client, checkpoint, example):
-    from mrtpo_viz.ui.common import prompt_text
+    from mrtpo_viz.ui.example_picker import prompt_text
 
     text, status = client.predict(checkpoint, "tool_calling", 0, prompt_text(example), 1.0, 1.0, 16, 3,
                                   api_name="/generate")
@@ -161,7 +161,7 @@ def test_advantages_follow_the_typed_group(client, checkpoint, example):
 
 
 def test_sample_group_scores_new_responses(client, checkpoint, example):
-    from mrtpo_viz.ui.common import prompt_text
+    from mrtpo_viz.ui.example_picker import prompt_text
 
     client.predict(*replay_args(checkpoint, example), api_name="/replay")
     out = table(client.predict(checkpoint, "tool_calling", 0, prompt_text(example), 3, 1.0, 1.0, 12, 0,
@@ -185,7 +185,7 @@ def test_other_task_after_switching(client, checkpoint):
     """Choices follow the task per session: an SQL example replays with the SQL verifiers. The argument fields are
     passed empty (the example's own values): omitted, an API call gets the page's first values, the tool-calling
     example's, which the SQL verifiers refuse by name."""
-    from mrtpo_viz.ui.common import get_example
+    from mrtpo_viz.ui.example_picker import get_example
 
     client.predict("text_to_sql", api_name="/task_examples")
     prompt, response, _ = client.predict("text_to_sql", 1, api_name="/pick_example")
@@ -202,7 +202,7 @@ def test_other_task_after_switching(client, checkpoint):
 
 
 def test_ab_difference_is_b_minus_a(client, checkpoint, example):
-    from mrtpo_viz.ui.common import prompt_text
+    from mrtpo_viz.ui.example_picker import prompt_text
     from mrtpo_viz.tasks import get_verifier
 
     name = example.verifiers[-1]
@@ -285,7 +285,7 @@ def test_download_folders_older_than_the_ttl_are_removed(tmp_path):
     import os
     import time
 
-    from mrtpo_viz.ui.common import download_folder
+    from mrtpo_viz.ui.downloads import download_folder
 
     old = download_folder("relevance-", root=tmp_path, ttl_s=60)
     (old / "relevance.csv").write_text("t,token\n")
@@ -299,7 +299,7 @@ def test_download_folders_older_than_the_ttl_are_removed(tmp_path):
 
 def test_changing_the_verifier_selection_keeps_edited_information():
     from mrtpo_viz.ui.arguments import FIELDS
-    from mrtpo_viz.ui.common import MAX_VERIFIERS
+    from mrtpo_viz.ui.input_limits import MAX_VERIFIERS
     from mrtpo_viz.ui.relevance_tab import info_boxes, reselect_info_boxes
 
     M, F = MAX_VERIFIERS, FIELDS
@@ -322,7 +322,7 @@ def test_changing_the_verifier_selection_keeps_edited_information():
 
 def test_more_than_six_verifiers_are_cut_up_front_with_a_warning():
     from mrtpo_viz.ui.arguments import FIELDS
-    from mrtpo_viz.ui.common import MAX_VERIFIERS
+    from mrtpo_viz.ui.input_limits import MAX_VERIFIERS
     from mrtpo_viz.ui.relevance_tab import reselect_info_boxes
     from mrtpo_viz.tasks import list_verifiers
 
@@ -336,7 +336,8 @@ def test_more_than_six_verifiers_are_cut_up_front_with_a_warning():
 
 def test_sql_arguments_fill_the_fields_and_a_free_prompt_needs_them():
     from mrtpo_viz.ui.arguments import FIELDS, with_typed_args
-    from mrtpo_viz.ui.common import FREE_PROMPT, MAX_VERIFIERS, get_example
+    from mrtpo_viz.ui.example_picker import FREE_PROMPT, get_example
+    from mrtpo_viz.ui.input_limits import MAX_VERIFIERS
     from mrtpo_viz.ui.relevance_tab import info_boxes
 
     ex = get_example("text_to_sql", 0)
@@ -386,7 +387,7 @@ def free_prompts(client):
 
 
 def test_a_free_prompt_scores_a_lowercase_response_and_marks_what_needs_input(client, checkpoint, free_prompts):
-    from mrtpo_viz.ui.common import FREE_PROMPT
+    from mrtpo_viz.ui.example_picker import FREE_PROMPT
 
     switch(client, "instruction_following", FREE_PROMPT)
     free = dict(checkpoint=checkpoint, task="instruction_following", index=FREE_PROMPT,

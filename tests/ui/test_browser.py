@@ -91,7 +91,8 @@ def pinned_panel(page, view: str, k: int, t: int) -> str:
 
 def test_relevance_tab_click_a_token_pins_its_panel_and_keys_move_it(page, checkpoint):
     from mrtpo_viz.relevance import replay
-    from mrtpo_viz.ui.common import get_example, get_policy
+    from mrtpo_viz.ui.example_picker import get_example
+    from mrtpo_viz.ui.policy_choice import get_policy
     from mrtpo_viz.tasks import get_verifier
 
     ex = get_example("tool_calling", 1)

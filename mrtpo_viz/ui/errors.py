@@ -1,0 +1,46 @@
+"""Readable errors: any exception of a handler becomes a ``gr.Error`` with a message a user can act on."""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+
+import gradio as gr
+
+log = logging.getLogger(__name__)
+
+
+def _message(err: BaseException) -> str:
+    text = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+    return str(text) or type(err).__name__
+
+
+def readable(fn):
+    """Turn any exception of a handler into a ``gr.Error`` with a readable message (no traceback reaches users).
+
+    Works for plain functions and generators; expected errors (bad input, missing files) keep their message,
+    anything else is logged and reported by type and message.
+    """
+    def convert(err: Exception) -> gr.Error:
+        if isinstance(err, gr.Error):
+            return err
+        if not isinstance(err, (ValueError, KeyError, FileNotFoundError, OSError, ImportError)):
+            log.exception("handler %s failed", fn.__name__)
+        return gr.Error(_message(err), print_exception=False)
+
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def gen_wrapper(*args, **kwargs):
+            try:
+                yield from fn(*args, **kwargs)
+            except Exception as err:
+                raise convert(err) from None
+        return gen_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as err:
+            raise convert(err) from None
+    return wrapper
