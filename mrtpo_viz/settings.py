@@ -1,19 +1,8 @@
 """Operator settings for a shared deployment (a public Space), read from environment variables.
 
-| variable                      | default | meaning                                                               |
-|-------------------------------|---------|-----------------------------------------------------------------------|
-| ``MRTPO_ALLOWED_CHECKPOINTS`` | (any)   | comma list of hub ids and local folders; when set, nothing else loads |
-| ``MRTPO_MAX_TOKENS``          | 2048    | tokens of one request: prompt + response + verifier information       |
-| ``MRTPO_MAX_CHARS``           | 8000    | characters of one prompt or response typed in the app                 |
-| ``MRTPO_MAX_INFO_CHARS``      | 4000    | characters of one verifier-information text                           |
-| ``MRTPO_MAX_TRAININGS``       | 1       | trainings running at once in one app process                          |
-| ``MRTPO_MAX_UPLOAD_MB``       | 5       | size of an uploaded rollouts file                                     |
-| ``MRTPO_MAX_ROLLOUTS``        | 200     | rollouts scored from one upload                                       |
-| ``MRTPO_MAX_NEW_TOKENS``      | 256     | longest generated response                                            |
-| ``MRTPO_CHECKPOINT``          | bundled | the app's default checkpoint (a local folder or a hub id)             |
-| ``MRTPO_THREADS``             | torch's | torch threads of the app's model calls                                |
-| ``MRTPO_RUNS_DIR``            | (none)  | folder whose TRL runs (``output_dir``) the app opens by typed path    |
-| ``MRTPO_MCP``                 | 0       | 1: also serve the relevance and scoring endpoints as MCP tools        |
+Every variable is a field of :class:`Settings` (``MRTPO_`` + the field's name in capitals), documented by the
+docstring under the field; :func:`settings_table` renders them as the table of variables, defaults and meanings
+(``docs/settings.md`` is :func:`settings_page`, generated from it).
 
 The allow-list: an entry that is an existing folder admits that checkpoint folder and every folder (or ``.gguf``
 file) below it (compared after resolving ``..`` and symbolic links, so a path cannot climb out); any other entry is
@@ -28,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Optional
@@ -64,7 +54,7 @@ class Settings:
     checkpoint: str = ""
     """``MRTPO_CHECKPOINT``: the app's default checkpoint; empty means the bundled tiny policy."""
     threads: Optional[int] = None
-    """``MRTPO_THREADS``: torch threads for the app's model calls; None leaves torch's default."""
+    """``MRTPO_THREADS``: torch threads for the app's model calls; unset leaves torch's default."""
     runs_dir: str = ""
     """``MRTPO_RUNS_DIR``: the folder under which the Runs view opens a typed run folder; empty: none (uploads only)."""
     mcp: bool = False
@@ -150,15 +140,20 @@ def _resolved(name: str) -> Optional[Path]:
         return None
 
 
-ENV_VARS: dict[str, tuple[str, type]] = {
-    "allowed_checkpoints": ("MRTPO_ALLOWED_CHECKPOINTS", tuple), "max_tokens": ("MRTPO_MAX_TOKENS", int),
-    "max_chars": ("MRTPO_MAX_CHARS", int), "max_info_chars": ("MRTPO_MAX_INFO_CHARS", int),
-    "max_trainings": ("MRTPO_MAX_TRAININGS", int), "max_upload_mb": ("MRTPO_MAX_UPLOAD_MB", float),
-    "max_rollouts": ("MRTPO_MAX_ROLLOUTS", int), "max_new_tokens": ("MRTPO_MAX_NEW_TOKENS", int),
-    "checkpoint": ("MRTPO_CHECKPOINT", str), "threads": ("MRTPO_THREADS", int),
-    "runs_dir": ("MRTPO_RUNS_DIR", str),
-    "mcp": ("MRTPO_MCP", bool),
-}
+def _env_vars() -> dict[str, tuple[str, type]]:
+    hints = typing.get_type_hints(Settings)
+    out = {}
+    for f in fields(Settings):
+        kind = hints[f.name]
+        if typing.get_origin(kind) is tuple:
+            kind = tuple
+        elif typing.get_origin(kind) is typing.Union:  # Optional[int]
+            kind = next(a for a in typing.get_args(kind) if a is not type(None))
+        out[f.name] = (f"MRTPO_{f.name.upper()}", kind)
+    return out
+
+
+ENV_VARS: dict[str, tuple[str, type]] = _env_vars()
 """Settings field -> (environment variable, type of its value)."""
 
 
@@ -275,3 +270,34 @@ def check_serving(settings: Optional[Settings] = None) -> Settings:
         raise SettingsError(f"MRTPO_CHECKPOINT={name!r} is not admitted by MRTPO_ALLOWED_CHECKPOINTS: add it there "
                             "or choose an allowed checkpoint")
     return settings
+
+
+
+def _shown_default(value) -> str:
+    if value == () or value is None or value == "":
+        return {(): "(any)", None: "(unset)", "": "(empty)"}[value]
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def settings_table() -> str:
+    """The environment variables as a markdown table (variable, default, meaning), generated from the fields of
+    :class:`Settings` and the docstrings under them."""
+    from .docstrings import field_docs
+
+    docs = field_docs(Settings)
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for f in fields(Settings):
+        var = ENV_VARS[f.name][0]
+        meaning = docs[f.name].removeprefix(f"``{var}``:").strip().replace("``", "`")
+        rows.append(f"| `{var}` | {_shown_default(f.default)} | {meaning} |")
+    return "\n".join(rows) + "\n"
+
+
+def settings_page() -> str:
+    """``docs/settings.md``: the operator settings page, its table generated by :func:`settings_table`."""
+    intro = " ".join(__doc__.split("\n\n")[0].split())
+    return (f"# Operator settings\n\n{intro} Unset or empty variables keep their defaults; an invalid value stops "
+            "the app at start-up with a message that names the variable.\n\n" + settings_table() + "\n"
+            "Generated from `mrtpo_viz.settings.Settings` (`settings_page()`); edit the field docstrings there.\n")

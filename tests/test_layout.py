@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "mrtpo_viz"
 
 RANKS = {
-    "names": 0, "guards": 0, "version": 0, "atomic": 0,
+    "names": 0, "guards": 0, "version": 0, "atomic": 0, "docstrings": 0,
     "divergence": 1, "advantages": 1, "tasks": 1,
     "policy": 2,
     "relevance": 3,

@@ -138,3 +138,26 @@ def test_the_mcp_switch_is_off_by_default_and_parses_flags():
         [True, True, True, True, False, False, False]
     with pytest.raises(SettingsError, match="MRTPO_MCP must be 1 or 0 .* got 'maybe'"):
         get_settings({"MRTPO_MCP": "maybe"})
+
+
+def test_every_setting_is_an_mrtpo_variable_with_its_type_and_a_docstring():
+    from mrtpo_viz.docstrings import field_docs
+
+    assert ENV_VARS["max_upload_mb"] == ("MRTPO_MAX_UPLOAD_MB", float)
+    assert ENV_VARS["threads"] == ("MRTPO_THREADS", int) and ENV_VARS["allowed_checkpoints"][1] is tuple
+    docs = field_docs(Settings)
+    assert all(docs[name].startswith(f"``{var}``: ") for name, (var, _) in ENV_VARS.items())
+
+
+def test_the_settings_page_is_generated_from_the_settings():
+    from mrtpo_viz.settings import settings_page, settings_table
+    from tests.apphelpers import REPO
+
+    table = settings_table().splitlines()
+    assert len(table) == 2 + len(dataclasses.fields(Settings))
+    assert "| `MRTPO_MAX_TOKENS` | 2048 | tokens of one request (prompt + response + all verifier information). |" \
+        in table
+    assert "| `MRTPO_MAX_UPLOAD_MB` | 5 | megabytes (MiB) of one uploaded rollouts file. |" in table
+    # regenerate with
+    # python -c "from mrtpo_viz.settings import settings_page; print(settings_page(), end='')" > docs/settings.md
+    assert (REPO / "docs" / "settings.md").read_text(encoding="utf-8") == settings_page()
