@@ -112,7 +112,7 @@ def official_description(official: Official, instruction_id: str, kwargs: dict) 
 KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {}
 """(instruction id, case label) -> why our verdict differs from the official one on that adversarial case. Empty:
 on valid kwargs there is none. (Differences on invalid kwargs and on inputs where the official code raises are
-tested one by one in ``tests/tasks/ifeval/test_reference.py`` and listed in the README.)"""
+tested one by one in ``tests/tasks/ifeval/test_reference.py`` and listed in docs/tasks.md.)"""
 
 
 @dataclass(frozen=True)

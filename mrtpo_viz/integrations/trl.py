@@ -16,7 +16,7 @@ rows). This is :func:`mrtpo_viz.advantages.mrtpo_token_advantages` rewritten aro
 - ``alpha = 0`` gives TRL's GDPO bitwise (``w = 1`` exactly: the shift is exactly 0), whatever the rewards;
 - a completion's token mean is TRL's sequence advantage, up to float rounding of a zero-mean shift;
 - where TRL's GDPO and ours differ on purpose (a reward constant across its group: TRL keeps float32 rounding
-  noise divided by 1e-4, we give exactly 0; README, "Agreement with TRL"), the token mean follows TRL and the
+  noise divided by 1e-4, we give exactly 0; docs/method.md, "Agreement with TRL"), the token mean follows TRL and the
   shift uses our exact zero.
 
 Refused, with the reason (``ValueError`` at construction): another ``multi_objective_aggregation`` (MRTPO splits
@@ -129,7 +129,7 @@ class MRTPOTrainer(GRPOTrainer):
         reward_funcs: verifiers (``mrtpo_viz.tasks``, or ``Verifier.from_trl(fn, name=..., info=...)``) or
             registered verifier names.
         args: an :class:`MRTPOConfig`.
-        Everything else goes to ``GRPOTrainer``.
+        **kwargs: everything else goes to ``GRPOTrainer``.
     """
 
     def __init__(self, model, reward_funcs, args: MRTPOConfig | None = None, **kwargs):

@@ -4,7 +4,7 @@
 - **loose**: also tries the response with its first line, its last line, or both removed (each then stripped), and
   each of those four with every ``*`` removed; it passes if any non-blank variant passes.
 
-Departures from the official code, each for a reason (listed in the README's "Differences from the references"):
+Departures from the official code, each for a reason (listed in docs/tasks.md, "Differences from the references"):
 kwargs are required (:mod:`.instructions`); deeply nested JSON (``[`` x 100,000) fails instead of raising
 ``RecursionError``; a kwarg pattern that runs past its time budget fails with a reason instead of hanging; a
 non-string response fails instead of raising; langdetect is seeded (``seed = 0``) so that a verdict on short or
