@@ -17,11 +17,16 @@ from pathlib import PurePosixPath
 
 PACKAGE = "mrtpo_viz"
 
-TOTAL_FLOOR = 0.0
+TOTAL_FLOOR = 93
 """Percent of the package's statements that the test suite runs, at least."""
 
-FLOORS: dict[str, float] = {}
-"""Part -> percent of its statements that the test suite runs, at least (a part not listed has no floor)."""
+FLOORS: dict[str, float] = {
+    "__init__": 90, "__main__": 0, "advantages": 98, "bench": 92, "cli": 91, "divergence": 95, "guards": 87,
+    "integrations": 95, "names": 100, "policy": 88, "relevance": 97, "sample_policy": 73, "settings": 87,
+    "tasks": 97, "training": 97, "ui": 94, "version": 100, "viz": 94,
+}
+"""Part -> percent of its statements that the test suite runs, at least (a part not listed has no floor). Measured
+on the full suite (1726 tests, 18 min on 2 shared cores) at commit 191b12f: 93.8% of 9,565 statements."""
 
 
 def part_of(path: str) -> str:
