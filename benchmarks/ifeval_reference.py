@@ -103,10 +103,29 @@ def official_verdicts(official: Official, prompt: str, ids: list[str], kwargs: l
     return list(strict), list(loose)
 
 
-def official_description(official: Official, instruction_id: str, kwargs: dict) -> str:
-    """The official ``build_description`` text (falsy values dropped, as the official loop does)."""
+def official_class_verdicts(official: Official, instruction_id: str, kwargs: dict,
+                            response: str) -> tuple[bool, bool]:
+    """(strict, loose) verdicts of the official *class* given ``kwargs`` with only None values dropped: the
+    official loops' code, except that they also drop falsy values (a count of 0) before ``build_description``,
+    which then draws a random value. The blank rule and the loose variants are the loops' own."""
     inst = official.registry.INSTRUCTION_DICT[instruction_id](instruction_id)
-    return inst.build_description(**{k: v for k, v in kwargs.items() if v})
+    inst.build_description(**{k: v for k, v in kwargs.items() if v is not None})
+    strict = bool(response.strip()) and bool(inst.check_following(response))
+    loose = any(text.strip() and inst.check_following(text) for _, text in E.loose_variants(response))
+    return strict, bool(loose)
+
+
+def has_falsy_kwarg(kwargs: dict) -> bool:
+    """True if a kwarg is set (not None) but falsy, which lm-eval's loops drop and the class would accept."""
+    return any(v is not None and not v for v in kwargs.values())
+
+
+def official_description(official: Official, instruction_id: str, kwargs: dict) -> str:
+    """The official ``build_description`` text (falsy values dropped, as the official loop does; only None values
+    when a falsy one is set, as the class alone takes them: see :func:`official_class_verdicts`)."""
+    inst = official.registry.INSTRUCTION_DICT[instruction_id](instruction_id)
+    keep = (lambda v: v is not None) if has_falsy_kwarg(kwargs) else bool
+    return inst.build_description(**{k: v for k, v in kwargs.items() if keep(v)})
 
 
 KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {}
@@ -127,11 +146,16 @@ class Disagreement:
 
 def compare(official: Official, cases: Iterable[Any]) -> tuple[dict, list[Disagreement]]:
     """Per id, counts of cases and agreements (``n``, ``strict``, ``loose``, ``description``), and every case
-    where ours and the official code differ. ``cases`` have ``id``, ``kwargs``, ``response``, ``label``."""
+    where ours and the official code differ. ``cases`` have ``id``, ``kwargs``, ``response``, ``label``. A case
+    with a kwarg of 0 is compared with the official class (:func:`official_class_verdicts`), the others with
+    the official loops themselves."""
     stats: dict = collections.defaultdict(collections.Counter)
     differ = []
     for case in cases:
-        (strict,), (loose,) = official_verdicts(official, "", [case.id], [case.kwargs], case.response)
+        if has_falsy_kwarg(case.kwargs):  # a count of 0: the class's verdict (the loop would draw a random one)
+            strict, loose = official_class_verdicts(official, case.id, case.kwargs, case.response)
+        else:
+            (strict,), (loose,) = official_verdicts(official, "", [case.id], [case.kwargs], case.response)
         agree = (E.check(case.id, case.response, case.kwargs)[0] == strict,
                  E.check(case.id, case.response, case.kwargs, loose=True)[0] == loose,
                  describe(case.id, case.kwargs) == official_description(official, case.id, case.kwargs))

@@ -46,7 +46,9 @@ def _add_replay(sub):
 def _add_score(sub):
     p = sub.add_parser("score", help="relevance for a JSONL file of rollouts (resumable; under accelerate launch the "
                                      "rows are split across the processes)")
-    p.add_argument("rollouts", help="JSONL: one rollout per line (task, prompt, response, meta, ...)")
+    p.add_argument("rollouts", help="JSONL: one rollout per line (task, prompt, response, meta, ...), or a verl "
+                                    "rollout dump folder (trainer.rollout_data_dir: {step}.jsonl files; each reward "
+                                    "is replayed with the row's gts as its information)")
     _replay_args(p)
     p.add_argument("--out", required=True, help="output .csv, .parquet or .jsonl")
 

@@ -73,7 +73,8 @@ def replay(args) -> int:
 
 
 def score(args) -> int:
-    """A rollouts file -> per-token relevance; progress bar, then a summary; bad lines listed with their numbers.
+    """A rollouts file (or a verl rollout dump folder) -> per-token relevance; progress bar, then a summary; bad
+    lines listed with their numbers.
 
     Under ``accelerate launch`` / ``torchrun`` each process scores its share (:mod:`mrtpo_viz.relevance.scaleout`);
     only the first prints the bar (its share) and the summary (all of them).
@@ -86,10 +87,17 @@ def score(args) -> int:
     check_out(Path(args.out))
     state = process_state()  # before the policy loads: it goes to this process's device
     shard = shard_of(state)
+    verl = Path(args.rollouts).is_dir()  # a verl rollout dump (trainer.rollout_data_dir)
+    if verl and shard.world > 1:
+        raise ValueError("a verl rollout dump is scored in one process; run without accelerate launch / torchrun")
     policy = _policy(args)
     names = args.verifiers.split(",") if args.verifiers else None
     kwargs = dict(out=args.out, metric=args.metric, control=args.control, info_position=args.info_position)
-    if shard.world > 1 or part_paths(Path(args.out)):  # parts left by a killed multi-process run are merged too
+    if verl:
+        from ..integrations.verl_runs import score_dump
+
+        run = score_dump(policy, args.rollouts, names, **kwargs)
+    elif shard.world > 1 or part_paths(Path(args.out)):  # parts left by a killed multi-process run are merged too
         run = score_sharded(policy, args.rollouts, names, state=state, **kwargs)
     else:
         run = score_rollouts(policy, args.rollouts, names, **kwargs)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .instruction_checks import CHECKS, PatternTimeout, Result
+from .instruction_checks import CHECKS, PatternError, PatternTimeout, Result
 from .instructions import KwargsError, instruction, validate_kwargs
 from .spans import SPANS, Span
 
@@ -32,7 +32,7 @@ def loose_variants(response: str) -> list[tuple[str, str]]:
 def _run(checker, text: str, kwargs: dict) -> Result:
     try:
         return checker(text, kwargs)
-    except PatternTimeout as e:
+    except (PatternTimeout, PatternError) as e:
         return False, str(e)
 
 
@@ -62,7 +62,7 @@ def relevant_spans(key: str, response: Any, kwargs: Any) -> list[Span]:
     inst, kw = instruction(key), validate_kwargs(key, kwargs)
     try:
         return SPANS[inst.id](response if isinstance(response, str) else "", kw)
-    except PatternTimeout:
+    except (PatternTimeout, PatternError):
         return []
 
 

@@ -3,9 +3,11 @@
 ``kwargs`` must already be validated by :func:`.instructions.validate_kwargs` (official names, no None values).
 Each function reproduces the verdict of the official ``check_following`` of lm-eval 0.4.13 on a non-blank response
 (the blank-response rule and loose mode live in :mod:`.evaluation`). Where the official checker uses a kwarg as a
-regular expression (keywords, forbidden words, section splitter, custom postscript markers) so does this one, on the
-``regex`` engine with a time budget (:func:`pattern_search`): a kwarg comes from data that anyone may upload, and a
-catastrophic pattern must not hang the app. A search past the budget raises :class:`PatternTimeout`.
+regular expression (keywords, forbidden words, section splitter, custom postscript markers) so does this one, on
+Python's ``re`` as the official code, through :mod:`mrtpo_viz.tasks.patterns` (:func:`pattern_run`): a kwarg comes
+from data that anyone may upload, so the pattern is checked before it is compiled (length, counted repeats), and a
+pattern that could backtrack for long runs in a worker process that is killed after its budget. A search past the
+budget raises :class:`PatternTimeout`.
 """
 from __future__ import annotations
 
@@ -15,8 +17,7 @@ import re
 from typing import Optional
 from collections.abc import Callable
 
-import regex
-
+from ..patterns import MATCH_BUDGET_S, PatternError, PatternTimeout, re_run  # noqa: F401 (re-exported)
 from . import text_units as text_units
 from .matchers import bullet_matches, placeholder_spans, title_spans
 
@@ -27,27 +28,14 @@ PARAGRAPH_SEP_RE = re.compile(r"\s?\*\*\*\s?")
 HIGHLIGHT_RE = re.compile(r"\*[^\n\*]*\*")
 DOUBLE_HIGHLIGHT_RE = re.compile(r"\*\*[^\n\*]*\*\*")
 JSON_FENCES = ("```json", "```Json", "```JSON", "```")
-REGEX_TIMEOUT_S = 0.25
-"""Time budget of one search with a kwarg used as a pattern (as :mod:`..custom` gives user regexes)."""
+REGEX_TIMEOUT_S = MATCH_BUDGET_S
+"""Time budget of one match with a kwarg used as a pattern (see :mod:`mrtpo_viz.tasks.patterns`)."""
 
 
-class PatternTimeout(Exception):
-    """A kwarg used as a regular expression took longer than :data:`REGEX_TIMEOUT_S` on this response."""
-
-
-def pattern_search(kind: str, pattern: str, value: str, flags: int = 0):
-    """``regex.<kind>(pattern, value, flags)`` (kind: ``search``, ``findall``, ``finditer``, ``split``) within the
-    time budget; ``finditer`` is materialized into a list so that the budget covers the whole iteration.
-
-    ``regex``'s version-0 syntax and its ``IGNORECASE``/``MULTILINE`` flags behave as Python's ``re`` here (the
-    agreement test runs the official ``re`` code on the same cases)."""
-    try:
-        if kind == "finditer":
-            return list(regex.finditer(pattern, value, flags, timeout=REGEX_TIMEOUT_S))
-        return getattr(regex, kind)(pattern, value, flags, timeout=REGEX_TIMEOUT_S)
-    except TimeoutError:
-        raise PatternTimeout(f"the pattern {pattern!r} took longer than {REGEX_TIMEOUT_S:g} s on this response") \
-            from None
+def pattern_run(op: str, pattern: str, value: str, flags: int = 0):
+    """``re``'s answer for a kwarg pattern (``op``: ``search`` -> bool, ``count`` -> ``len(re.findall)``,
+    ``split`` -> ``len(re.split)``, ``spans`` -> non-empty match spans), within the budget."""
+    return re_run(op, pattern, value, flags)
 
 
 def compare(n: int, relation: str, threshold: int) -> bool:
@@ -76,19 +64,19 @@ def _language(value: str) -> Optional[str]:
 # --- keywords ----------------------------------------------------------------------------------------------------
 
 def keyword_existence(value: str, kw: dict) -> Result:
-    missing = [k for k in kw["keywords"] if not pattern_search("search", k, value, regex.I)]
+    missing = [k for k in kw["keywords"] if not pattern_run("search", k, value, re.I)]
     return not missing, "all keywords present" if not missing else f"missing keywords: {missing}"
 
 
 def keyword_frequency(value: str, kw: dict) -> Result:
     keyword = kw["keyword"].strip()
-    n = len(pattern_search("findall", keyword, value, regex.I))
+    n = pattern_run("count", keyword, value, re.I)
     return _counted(n, f"occurrence(s) of {keyword!r}", kw["relation"], kw["frequency"])
 
 
 def forbidden_words(value: str, kw: dict) -> Result:
     found = [w for w in sorted(set(kw["forbidden_words"]))
-             if pattern_search("search", r"\b" + w + r"\b", value, regex.I)]
+             if pattern_run("search", r"\b" + w + r"\b", value, re.I)]
     return not found, "no forbidden words" if not found else f"uses forbidden words: {found}"
 
 
@@ -205,7 +193,7 @@ def postscript_pattern(marker: str) -> str:
 
 def postscript(value: str, kw: dict) -> Result:
     marker = kw["postscript_marker"].strip()
-    ok = bool(pattern_search("findall", postscript_pattern(marker), value.lower(), regex.M))
+    ok = pattern_run("search", postscript_pattern(marker), value.lower(), re.M)
     return ok, f"{'has' if ok else 'no'} postscript marked {marker!r}"
 
 
@@ -235,7 +223,7 @@ def section_pattern(splitter: str) -> str:
 
 
 def multiple_sections(value: str, kw: dict) -> Result:
-    n = len(pattern_search("split", section_pattern(kw["section_spliter"]), value)) - 1
+    n = pattern_run("split", section_pattern(kw["section_spliter"]), value) - 1
     return _counted(n, f"section(s) marked {kw['section_spliter'].strip()!r}", AT_LEAST, kw["num_sections"])
 
 

@@ -1,6 +1,9 @@
 """Text units of the official IFEval checkers, re-implemented without nltk.
 
-- words (``number_words``): runs of ``\\w`` characters (nltk's ``RegexpTokenizer(r"\\w+")``): ``don't`` is 2 words;
+- words (``number_words``): runs of ``\\w`` characters as nltk's ``RegexpTokenizer(r"\\w+")`` finds them: nltk 3.10
+  compiles it on the ``regex`` engine (flags ``UNICODE | MULTILINE | DOTALL``), whose ``\\w`` also holds combining marks
+  and the joiners ZWJ/ZWNJ (Python's ``re`` splits Devanagari, Thai, Hebrew with niqqud or NFD Latin at each mark, and
+  counts no superscript digit): ``don't`` is 2 words, ``नमस्ते`` 1;
 - sentences (``number_sentences``): nltk's English Punkt tokenizer, see :mod:`.punkt`;
 - capital words (``capital_word_frequency``): tokens of ``nltk.word_tokenize`` that are ``str.isupper()``. Only the
   *count* of all-capital tokens matters, so instead of nltk's Treebank rewrite rules we cut each whitespace-separated
@@ -17,11 +20,16 @@ import re
 from typing import Optional
 from collections.abc import Callable
 
+import regex
+
 from .punkt import PunktModel, sentence_spans
 
 Span = tuple[int, int]
 
 WORD_RE = re.compile(r"\w+")
+"""Word characters of nltk's Treebank rules as this module applies them (capital words)."""
+NLTK_WORD_RE = regex.compile(r"\w+", regex.UNICODE | regex.MULTILINE | regex.DOTALL)
+r"""The words of ``number_words``: nltk's ``RegexpTokenizer(r"\w+")`` with its default flags, on its engine."""
 CHUNK_RE = re.compile(r"\S+")
 ALONE = frozenset("\u00ab\u201c\u2018\u201e`\u00bb\u201d\u2019\";@#$%&?!*[](){}<>\u2012\u2013\u2014\u2015")
 """Characters that always form a token of their own (none of them is cased)."""
@@ -44,11 +52,11 @@ OPENING_QUOTE = re.compile(r"'(?=\w)(?!(?:re|ve|ll|m|t|s|d|n)\b)", re.I)
 
 def word_spans(text: str) -> list[Span]:
     """Spans of the words counted by ``length_constraints:number_words``."""
-    return [m.span() for m in WORD_RE.finditer(text)]
+    return [m.span() for m in NLTK_WORD_RE.finditer(text)]
 
 
 def count_words(text: str) -> int:
-    return len(WORD_RE.findall(text))
+    return len(NLTK_WORD_RE.findall(text))
 
 
 def sentences(text: str, model: Optional[PunktModel] = None) -> list[Span]:
