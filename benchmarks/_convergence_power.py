@@ -207,6 +207,7 @@ def outcome_lines(pilot: dict, est: dict, rows: pd.DataFrame) -> list[str]:
               "share is small, seeds are the better buy; where it is large, a longer window is free.", "",
               ("Decision: the trailing mean (largest share " + f"{max(shares):.0%}" + "); the plan's window is the "
                "last quarter of the steps." if shares and max(shares) < 0.5 else
-               "Decision: the sampling noise is a large share somewhere; the plan's window is the last quarter of the "
-               "steps (free), and a held-out evaluation would be worth adding before the full run."), ""]
+               "Decision: the sampling noise is a large share somewhere; the plan's window is the last "
+               "quarter of the steps (free), and a held-out evaluation would be worth adding before the full run."),
+              ""]
     return lines

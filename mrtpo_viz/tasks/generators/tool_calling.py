@@ -17,7 +17,7 @@ from typing import Any, Optional
 from collections.abc import Callable
 
 from ..base import Example
-from ..tool_catalog import (ALL_UNITS, CITIES, CLOSE_TAG, CONTACTS, CUISINES, CURRENCIES, EVENTS, LABELS,  # noqa: F401
+from ..tool_catalog import (CITIES, CLOSE_TAG, CONTACTS, CUISINES, CURRENCIES, EVENTS, LABELS,
                             LANGUAGES, MESSAGES, MONTHS, NEWS_TOPICS, OPEN_TAG, PHRASES, SYMBOLS, TOOLS, UNITS)
 from . import draw_unique
 
