@@ -57,6 +57,8 @@ class Database:
 
 
 # ---------------------------------------------------------------------------------------------------- data
+# a table, laid out by hand (ruff format would put one item per line)
+# fmt: off
 def _shop() -> Database:
     rng = random.Random(101)
     catalogue = {"books": ("Atlas", "Cookbook", "Novel", "Dictionary", "Comic", "Diary"),
@@ -143,6 +145,7 @@ def _company() -> Database:
 
 
 # ----------------------------------------------------------------------------------------------- templates
+# fmt: on
 DATABASES: dict[str, Database] = {db.name: db for db in (_shop(), _school(), _company())}
 """Name -> database; the registry that :func:`build_databases` and :func:`generate` draw from."""
 

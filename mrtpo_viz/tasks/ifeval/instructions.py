@@ -25,6 +25,8 @@ from ..base import Argument, MissingArguments
 from ..patterns import pattern_problem
 from .instruction_checks import AT_LEAST, CONSTRAINED_OPTIONS, LESS, postscript_pattern, section_pattern
 
+# a table, laid out by hand (ruff format would put one item per line)
+# fmt: off
 LANGUAGES = {
     "en": "English", "es": "Spanish", "pt": "Portuguese", "ar": "Arabic", "hi": "Hindi", "fr": "French",
     "ru": "Russian", "de": "German", "ja": "Japanese", "it": "Italian", "bn": "Bengali", "uk": "Ukrainian",
@@ -33,6 +35,7 @@ LANGUAGES = {
     "mr": "Marathi", "gu": "Gujarati", "pa": "Punjabi", "ml": "Malayalam", "fi": "Finnish",
 }
 """The ISO 639-1 codes the official ``response_language`` accepts, with the names its description uses."""
+# fmt: on
 RELATIONS = (LESS, AT_LEAST)
 """``less than`` is a strict ``<``; ``at least`` is ``>=``."""
 EXTENSION_IDS = frozenset({"mrtpo:starts_with"})
@@ -84,6 +87,8 @@ def _fixed(text: str) -> Callable[[dict], str]:
     return lambda k: text
 
 
+# a table, laid out by hand (ruff format would put one item per line)
+# fmt: off
 _I = Instruction
 INSTRUCTIONS: tuple[Instruction, ...] = (
     _I("punctuation:no_comma", "ifeval.no_comma", "No commas", (),
@@ -163,6 +168,7 @@ INSTRUCTIONS: tuple[Instruction, ...] = (
        _fixed("Wrap your entire response with double quotation marks.")),
 )
 """Every instruction, the 14 verifiers of mrtpo-viz 0.2 first (same names), then the other 11 official ids."""
+# fmt: on
 BY_ID: dict[str, Instruction] = {i.id: i for i in INSTRUCTIONS}
 BY_NAME: dict[str, Instruction] = {i.name: i for i in INSTRUCTIONS}
 OFFICIAL_IDS: tuple[str, ...] = tuple(i.id for i in INSTRUCTIONS if i.official)
@@ -180,6 +186,8 @@ def _regex_ok(pattern: str, flags: int = 0) -> bool:
     return pattern_problem(pattern, flags) is None
 
 
+# a table, laid out by hand (ruff format would put one item per line)
+# fmt: off
 PATTERNS: dict[str, Callable[[str], tuple[str, int]]] = {
     "keyword": lambda v: (v.strip(), re.I),
     "keywords": lambda v: (v, re.I),
@@ -190,6 +198,7 @@ PATTERNS: dict[str, Callable[[str], tuple[str, int]]] = {
 """kwarg name -> (the pattern the checker compiles from one value, its flags)."""
 
 
+# fmt: on
 def _pattern_reason(name: str, value: Any) -> Optional[str]:
     """Why a pattern kwarg (or one item of a list of them) cannot be used, or None."""
     for v in value if isinstance(value, list) else [value]:
@@ -204,6 +213,8 @@ def _text_ok(v: Any) -> bool:
     return isinstance(v, str) and bool(v.strip())
 
 
+# a table, laid out by hand (ruff format would put one item per line)
+# fmt: off
 KINDS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
     "count": (lambda v: _is_int(v) and v >= 0, "an integer >= 0", "integer"),
     "int": (_is_int, "an integer", "integer"),
@@ -258,6 +269,7 @@ KWARG_TITLES: dict[str, tuple[str, str]] = {
 """kwarg name -> (field title, what it means): the :class:`Argument` a verifier declares for it."""
 
 
+# fmt: on
 def arguments(inst: Instruction) -> tuple[Argument, ...]:
     """The :class:`Argument` fields of an instruction's kwargs (all required)."""
     out = []
