@@ -1,6 +1,6 @@
 """The slowest inputs a session can send to the app through its public endpoints (for ``load.py --hostile``).
 
-Each kind is one request; a hostile session cycles through them. They are the issue-20 probe's worst cases,
+Each kind is one request; a hostile session cycles through them. They are the worst cases of a hostile-input probe,
 sized to what the app's caps let through (so the work they cause is the most a caller can get):
 
 - ``sql_bomb``: /replay of a text-to-SQL response whose query makes 120 ``LIKE`` comparisons of a ~100 kB string
