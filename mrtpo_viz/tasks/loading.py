@@ -54,8 +54,9 @@ def load_examples(task: str, split: str = "test", path: str | Path | None = None
         raise ValueError(f"unknown task family {task!r}; known: {', '.join(known)}{hint}")
     file = Path(path) if path is not None else task_file(task)
     if not file.is_file():
-        raise FileNotFoundError(f"no examples file {file.name!r}" + (" at that path" if path is not None else
-                                " in the installed package (its sample data is missing): reinstall mrtpo-viz"))
+        raise FileNotFoundError(f"no examples file at the path given ({file.name!r})" if path is not None else
+                                f"no examples file {file.name!r} in the installed package (its sample data is "
+                                "missing): reinstall mrtpo-viz")
     if file.stat().st_size > MAX_FILE_BYTES:
         raise ValueError(f"{file.name} is {file.stat().st_size / 2**20:.0f} MiB; an examples file here has at most "
                          f"{MAX_FILE_BYTES // 2**20} MiB: split it")
