@@ -253,7 +253,8 @@ def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
                 break
             kind = list(hostile)[(n + i) % len(hostile)]
             api, inputs = hostile[kind]
-            inputs = [handle_file(x) if isinstance(x, str) and x.endswith(".jsonl") else x for x in inputs]
+            inputs = [handle_file(x) if isinstance(x, str) and x.endswith(hostile_inputs.UPLOADS) else x
+                      for x in inputs]
             start, answered, error = time.monotonic(), True, ""
             try:
                 if kind in hostile_inputs.SETUP:  # the session's verifier choices become that task's
@@ -262,8 +263,11 @@ def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
                 error = _answer_text(api, client.predict(*inputs, api_name=api))
             except AppError as err:  # a refusal with a message: what the app should do
                 error = str(err)[:160]
-            except Exception as err:  # noqa: BLE001 -- no answer at all: a failure
-                answered, error = False, f"{type(err).__name__}: {err}"[:200]
+            except Exception as err:  # noqa: BLE001 -- an upload over the cap is refused while it streams (413)
+                if "413" not in str(err) and "maximum allowed size" not in str(err):
+                    answered, error = False, f"{type(err).__name__}: {err}"[:200]
+                else:
+                    error = f"upload refused (413): {err}"[:160]
             load.add(Request(i, api, start - load.t0, time.monotonic() - start, answered, error=error, kind=kind))
     finally:
         client.close()
