@@ -25,7 +25,7 @@ def add(kind: str, keywords: str = "", schema: str = ""):
 
 
 def test_100000_keywords_are_refused_before_any_is_compiled():
-    """On main they took 25 s to add and +1 GB, kept in a process-wide cache."""
+    """The threat: 25 s to add and +1 GB, kept in a process-wide cache."""
     words = [f"word{i}" for i in range(100_000)]
     with bounded(), pytest.raises(ValueError, match=r"100,000 keywords; at most 100"):
         DeclarativeSpec(**spec(keywords=words))
@@ -34,7 +34,7 @@ def test_100000_keywords_are_refused_before_any_is_compiled():
 
 
 def test_a_200000_property_schema_is_refused_when_added():
-    """On main it cost 16 s of the shared model queue on every replay."""
+    """The threat: 16 s of the shared model queue on every replay."""
     schema = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(200_000)}}
     with bounded(), pytest.raises(ValueError, match="more than 500 sub-schemas"):
         DeclarativeSpec(**spec(kind="json_schema", schema=schema))
@@ -53,12 +53,12 @@ def test_a_deep_schema_and_a_huge_enum_are_refused_in_short_messages():
     assert len(str(err.value)) < 300
     with bounded(), pytest.raises(ValueError, match=r"'enum' has 1,000,000 values; at most 100") as err:
         DeclarativeSpec(**spec(kind="json_schema", schema={"enum": list(range(1_000_000))}))
-    assert len(str(err.value)) < 300  # on main: a 7.9 MB reason
+    assert len(str(err.value)) < 300  # not a 7.9 MB reason
 
 
 @pytest.mark.parametrize("schema, says", [
-    ({"properties": [1, 2]}, "'properties' must be an object of sub-schemas, got list"),  # main: 'list' object has no attribute 'items'
-    ({"enum": 5}, "'enum' must be a list of values, got int"),  # main: accepted, then blamed on "its meta"
+    ({"properties": [1, 2]}, "'properties' must be an object of sub-schemas, got list"),
+    ({"enum": 5}, "'enum' must be a list of values, got int"),  # refused when added, not blamed on "its meta" later
     ({"required": "a"}, "'required' must be a list of key names"),
     ({"type": 7}, "'type' must be a type name or a list of them"),
     ({"minimum": "1"}, "'minimum' must be a number"),
@@ -82,7 +82,7 @@ def test_reasons_stay_short():
 
 
 def test_100000_forbidden_words_are_refused_before_any_is_compiled():
-    """On main 100,000 forbidden words (1 MB) took 17-53 s of the shared model queue."""
+    """The threat: 100,000 forbidden words (1 MB) holding the shared model queue for tens of seconds."""
     ex = Example(task="instruction_following", prompt="p",
                  meta={"constraints": [{"id": "keywords:forbidden_words",
                                         "kwargs": {"forbidden_words": [f"w{i}" for i in range(100_000)]}}]})

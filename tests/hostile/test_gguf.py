@@ -1,6 +1,6 @@
 """Threat: a GGUF file whose header declares more than it holds. ``gguf``'s reader allocates and walks what the
-header declares, so on main a 52-byte file declaring a 2^40-element metadata array ran ``load_policy`` for over
-90 s into 5.6 GB. The metadata is now walked within the file and the caps before the reader sees it."""
+header declares, so a 52-byte file declaring a 2^40-element metadata array can run ``load_policy`` for minutes
+into gigabytes. The metadata is now walked within the file and the caps before the reader sees it."""
 import struct
 
 import pytest

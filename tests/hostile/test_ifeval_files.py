@@ -27,13 +27,13 @@ def refused(path, says: str):
 
 
 def test_a_bom_on_line_1_is_skipped(tmp_path):
-    """On main the BOM made line 1 invalid JSON."""
+    """A BOM must not make line 1 invalid JSON (the rollouts reader skips it too)."""
     path = write(tmp_path, json.dumps(ROW), json.dumps({**ROW, "key": 2}), prefix=b"\xef\xbb\xbf")
     assert [e.id for e in load_examples("instruction_following", path=path)] == ["1", "2"]
 
 
 def test_a_6_mb_python_literal_kwargs_line_is_refused_fast(tmp_path):
-    """On main it took 8 s and 2.9 GB before its error (RLVR sets write ground_truth as Python literals)."""
+    """The threat: seconds and gigabytes before an error (RLVR sets write ground_truth as Python literals)."""
     literal = "[" + ", ".join(["{'a': None}"] * 500_000) + "]"
     row = {"messages": [{"role": "user", "content": "hi"}],
            "ground_truth": "{'instruction_id': ['punctuation:no_comma'], 'kwargs': " + literal + "}"}
@@ -49,7 +49,7 @@ def test_a_literal_under_the_line_cap_is_capped_by_its_own_length(tmp_path):
 
 
 def test_a_deeply_nested_line_names_its_file_and_line(tmp_path):
-    """On main: a bare RecursionError, without file and line."""
+    """Not a bare RecursionError without file and line."""
     deep = '{"prompt": "hi", "instruction_id_list": ["punctuation:no_comma"], "kwargs": ' + "[" * 100_000 + \
         "]" * 100_000 + "}"
     refused(write(tmp_path, json.dumps(ROW), deep), ":2: nested deeper than 32 levels")

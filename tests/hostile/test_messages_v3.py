@@ -40,8 +40,8 @@ def says(runs, fn, *args, match):
 
 
 @pytest.mark.parametrize("columns, match", [
-    (dict(prompt=None), "completions_00001.parquet has no column 'prompt', which the Runs view needs"),  # main: "prompt"
-    (dict(prompt=[1, 2]), "'prompt' and 'completion' must be text or lists of chat messages"),  # main: 'int' object is not iterable
+    (dict(prompt=None), "completions_00001.parquet has no column 'prompt', which the Runs view needs"),
+    (dict(prompt=[1, 2]), "'prompt' and 'completion' must be text or lists of chat messages"),
     (dict(completion=[[{"role": "assistant", "content": 1}], [{"role": "assistant", "content": 2}]]), None),
     (dict(advantage=["high", "low"]), "column 'advantage' must hold numbers"),
 ])
@@ -54,7 +54,7 @@ def test_malformed_completions_files_read_as_messages(runs, columns, match):
 
 
 def test_a_reward_missing_from_a_later_step(runs):
-    """On main: "reward/a" (a KeyError's bare key)."""
+    """Not "reward/a" (a KeyError's bare key)."""
     trl(runs / "r" / "completions")
     pd.DataFrame({"step": [2], "prompt": ["a"], "completion": ["x"], "advantage": [0.0]}).to_parquet(
         runs / "r" / "completions" / "completions_00002.parquet")
@@ -62,7 +62,7 @@ def test_a_reward_missing_from_a_later_step(runs):
 
 
 def test_a_token_log_with_wrong_values(runs):
-    """On main: ".str accessor" (a completion column of numbers) and a bare KeyError for a missing column."""
+    """Not ".str accessor" (a completion column of numbers) nor a bare KeyError for a missing column."""
     folder = runs / "r" / "mrtpo"
     folder.mkdir(parents=True)
     base = {"row": [0], "group": [0], "prompt": ["p"], "completion": [5], "advantage": [0.1],
@@ -75,7 +75,7 @@ def test_a_token_log_with_wrong_values(runs):
 
 
 def test_group_and_row_numbers_that_are_not_numbers(runs):
-    """On main: "invalid literal for int() with base 10"."""
+    """Not "invalid literal for int() with base 10"."""
     trl(runs / "r" / "completions")
     state = runs_tab.open_run("r", None)[0]
     says(runs, runs_tab.run_completions, state, "train:1", "abc", "", "row", False,
@@ -85,7 +85,7 @@ def test_group_and_row_numbers_that_are_not_numbers(runs):
 
 
 def test_a_deeply_nested_run_json(runs):
-    """On main: a RecursionError."""
+    """Not a RecursionError."""
     trl(runs / "r" / "completions")
     (runs / "r" / "mrtpo").mkdir()
     (runs / "r" / "mrtpo" / "run.json").write_text("[" * 100_000 + "]" * 100_000)
@@ -95,8 +95,8 @@ def test_a_deeply_nested_run_json(runs):
 
 
 def test_a_missing_database_names_the_bundled_ones_not_the_install_path():
-    """On main: "no database at <install path>/...; run `python scripts/make_sample_data.py`" (a script that is
-    not installed with the package)."""
+    """Not "no database at <install path>/...; run `python scripts/make_sample_data.py`" (a script that is not
+    installed with the package)."""
     ex = Example(task="text_to_sql", prompt="q", meta={"db": "nosuch", "gold_sql": "SELECT 1"})
     with pytest.raises(FileNotFoundError) as err:
         get_verifier("sql.execution").check("SELECT 1", ex)
@@ -122,7 +122,7 @@ def _free_fields(values: list[str]) -> list[str]:
     ("ifeval.word_count", ["-1", "at least"], "kwarg 'num_words' must be a positive integer, got -1"),
 ])
 def test_a_refused_argument_says_why(verifier, fields, match):
-    """On main: "needs its arguments", the reason hidden."""
+    """Not "needs its arguments", the reason hidden."""
     with bounded(), pytest.raises(gr.Error) as err:
         relevance_tab.replay_response("tiny-mrtpo", "instruction_following", FREE_PROMPT, "Say hi.", "hi",
                                       [verifier], "user_end", "js", "none", "", None, *_free_fields(fields))
@@ -130,7 +130,7 @@ def test_a_refused_argument_says_why(verifier, fields, match):
 
 
 def test_a_boolean_argument_is_strict():
-    """On main ``ordered: "no"`` was taken as true (a non-empty string)."""
+    """``ordered: "no"`` must not be taken as true (a non-empty string)."""
     args = {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products", "ordered": "no"}}
     with bounded(), pytest.raises(gr.Error, match="argument 'ordered' must be true or false, got 'no'"):
         tools.score_response("SELECT name FROM products", ["sql.execution"], "text_to_sql", -1, "q", args)

@@ -30,7 +30,7 @@ def runs(tmp_path, monkeypatch):
 
 
 def test_a_linked_completions_folder_reads_as_missing(runs):
-    """On main the linked folder's files were read from wherever it pointed."""
+    """The threat: the linked folder's files read from wherever it points."""
     inside, outside = runs
     (inside / "r").mkdir()
     os.symlink(outside / "completions", inside / "r" / "completions")
@@ -54,7 +54,7 @@ def test_a_linked_token_log_and_completions_file_are_left_out(runs):
 
 
 def test_run_json_linked_to_etc_passwd_is_not_read(runs):
-    """On main ``run.json -> /etc/passwd`` was read (and its parse error shown)."""
+    """The threat: ``run.json -> /etc/passwd`` read, and its parse error shown."""
     inside, _ = runs
     completions(inside / "r" / "completions")
     (inside / "r" / "mrtpo").mkdir()

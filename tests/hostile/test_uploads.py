@@ -32,14 +32,14 @@ def trl_table(n: int, prompt="p", completion="c", extra=None) -> pa.Table:
 
 
 def test_many_identical_rows_are_refused_from_the_footer(tmp_path):
-    """On main a 385 KB file of 20M identical rows reached 5 GB in 55 s; the footer's row count refuses it."""
+    """The threat: a 385 KB file of 20M identical rows unpacks to gigabytes; the footer's row count refuses it."""
     up = write(trl_table(400_000), tmp_path / "completions_00001.parquet", use_dictionary=True)
     with bounded(), pytest.raises(gr.Error, match=r"400,000 rows; a run file here has at most 50,000"):
         runs_tab.open_run("", up)
 
 
 def test_one_huge_cell_is_refused_while_reading(tmp_path):
-    """A few-KB file that holds one 30 MB string (on main: +750 MB for 200 MB). Its footer is within the
+    """A few-KB file that holds one 30 MB string (a 200 MB one grows the server by 750 MB when materialized). Its footer is within the
     decompressed cap, so the batch check refuses the cell."""
     up = write(trl_table(1, completion="a" * (30 * 2**20)), tmp_path / "completions_00001.parquet")
     with bounded(), pytest.raises(gr.Error, match=r"a cell of column 'completion' holds 30.0 MiB"):
@@ -54,7 +54,7 @@ def test_a_footer_that_declares_more_than_the_cap_is_refused_before_reading(tmp_
 
 
 def test_ten_thousand_reward_columns_are_refused(tmp_path):
-    """On main 10,000 reward columns ran over 300 s and kept a core busy after the client left."""
+    """The threat: 10,000 reward columns take minutes and keep a core busy after the client has left."""
     extra = {f"r{i}": pa.array([1.0, 0.0]) for i in range(10_000)}
     up = write(trl_table(2, extra=extra), tmp_path / "completions_00001.parquet")
     with bounded(), pytest.raises(gr.Error, match=r"10,005 columns; a run file here has at most 512"):
@@ -62,7 +62,7 @@ def test_ten_thousand_reward_columns_are_refused(tmp_path):
 
 
 def test_a_million_token_row_is_refused(tmp_path):
-    """On main one row of a million token advantages took 87 s."""
+    """The threat: one row of a million token advantages holds the tab for over a minute."""
     n = 1_000_000
     table = pa.table({"step": [1], "row": [0], "group": [0], "prompt": ["p"], "completion": ["c"],
                       "advantage": [0.0], "token_advantages": pa.array([[0.0] * n]), "reward/ok": [1.0]})
@@ -93,8 +93,8 @@ def understated_zip(path, size: int):
 
 
 def test_a_zip_whose_headers_understate_its_sizes_stays_bounded(tmp_path):
-    """On main such a zip peaked at 2.5 GB before "Bad CRC-32": ``ZipFile.read`` decompressed the member in one
-    call. Members are now streamed in 1 MiB reads under a running cap, whatever the headers say."""
+    """The threat: ``ZipFile.read`` decompresses a member in one call, so such a zip reaches gigabytes before
+    "Bad CRC-32". Members are now streamed in 1 MiB reads under a running cap, whatever the headers say."""
     up = tmp_path / "run.zip"
     understated_zip(up, 400 * 2**20)
     with bounded(extra_mb=150), pytest.raises(gr.Error, match="is not a readable zip"):
@@ -120,7 +120,7 @@ def test_the_running_cap_stops_members_that_unpack_to_more_than_their_headers_sa
 
 
 def test_a_step_beyond_int64_in_a_member_name_is_not_a_run_file(tmp_path):
-    """On main ``completions_99999999999999999999.parquet`` ended in Gradio's generic error."""
+    """The threat: a step number beyond int64 (``completions_99999999999999999999.parquet``) crashing the reader."""
     up = tmp_path / "run.zip"
     with zipfile.ZipFile(up, "w") as zf:
         zf.writestr("completions_" + "9" * 20 + ".parquet", b"x")
@@ -129,7 +129,7 @@ def test_a_step_beyond_int64_in_a_member_name_is_not_a_run_file(tmp_path):
 
 
 def test_uploads_over_the_cap_are_refused_while_they_stream_in(tmp_path, monkeypatch):
-    """On main a 200 MB upload was written to Gradio's cache and refused only afterwards. ``launch_options`` gives
+    """The threat: a 200 MB upload written to Gradio's cache and refused only afterwards. ``launch_options`` gives
     ``max_file_size`` from MRTPO_MAX_UPLOAD_MB, which Gradio's upload route enforces while it reads the body."""
     import httpx
 
