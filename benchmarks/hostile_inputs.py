@@ -17,7 +17,8 @@ sized to what the app's caps let through (so the work they cause is the most a c
 - ``run_rows``, ``run_cell``, ``run_columns``, ``run_zip``: /open_run of an uploaded run: 400,000 identical rows
   (a few KB), one 30 MB cell, 10,000 reward columns, a zip whose headers understate a 200 MB member;
 - ``custom_caps``: /add_verifier of 100,000 keywords; ``forbidden_words``: /score_response with 100,000 forbidden
-  words; ``big_upload``: an upload over ``MRTPO_MAX_UPLOAD_MB`` (refused while it streams in: HTTP 413).
+  words; ``big_upload``: an 8 MiB body posted straight to Gradio's upload route (gradio_client itself refuses a
+  file over the component's limit), over ``MRTPO_MAX_UPLOAD_MB``: refused while it streams in (HTTP 413).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ _STRING = ("d(x) AS (SELECT 'a' UNION ALL SELECT x || x FROM d WHERE length(x) <
            "s(v) AS (SELECT x || substr(x, 1, 34000) FROM d WHERE length(x) = 65536), ")
 KINDS = ("sql_bomb", "max_replay", "big_table", "sql_wide", "hostile_upload", "typed_specials", "probe_paths",
          "run_rows", "run_cell", "run_columns", "run_zip", "custom_caps", "forbidden_words", "big_upload")
-UPLOADS = (".jsonl", ".parquet", ".zip", ".bin")
+UPLOADS = (".jsonl", ".parquet", ".zip")
 """Inputs that are files to upload (the session wraps them with ``handle_file``)."""
 
 
@@ -39,9 +40,14 @@ def like_query(n: int, pattern_chars: int) -> str:
 
 def replay_inputs(checkpoint: str, task: str, index: int, prompt: str, response: str, verifiers: list[str],
                   infos: list[str], control: str = "none") -> list:
-    """Positional inputs of /replay."""
+    """Positional inputs of /replay: the six information boxes, then every argument field empty (the example's
+    own values; an omitted field would send the page's first value)."""
+    from mrtpo_viz.ui.arguments import FIELDS
+    from mrtpo_viz.ui.common import MAX_VERIFIERS
+
     return [checkpoint, task, index, prompt, response, list(verifiers), "user_end", "js", control,
-            "\n\n[Verifier: {title}] {info}", *(list(infos) + [""] * 6)[:6]]
+            "\n\n[Verifier: {title}] {info}", *(list(infos) + [""] * MAX_VERIFIERS)[:MAX_VERIFIERS],
+            *[""] * (MAX_VERIFIERS * FIELDS)]
 
 
 def _sql(checkpoint: str, query: str) -> list:
@@ -154,7 +160,7 @@ def build(checkpoint: str, folder: Path, max_tokens: int = 2048) -> dict[str, tu
         "hostile_upload": ("/rollouts", [checkpoint, str(hostile_upload(folder)), "js", "none", "user_end"]),
         "probe_paths": ("/load_checkpoint", ["/root/.ssh"]),
         **{kind: ("/open_run", ["", str(path)]) for kind, path in runs.items() if kind.startswith("run_")},
-        "big_upload": ("/open_run", ["", str(runs["big_upload"])]),
+        "big_upload": ("/gradio_api/upload", [str(runs["big_upload"])]),
         "custom_caps": ("/add_verifier", ["instruction_following", [], "custom.many", "many", "checks words",
                                           "keywords", "", ", ".join(f"w{i}" for i in range(100_000)), "", False]),
         "forbidden_words": ("/score_response", ["a response", ["ifeval.forbidden_words"], "instruction_following", -1,
