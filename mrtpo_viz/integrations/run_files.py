@@ -38,6 +38,8 @@ MAX_LIST_ITEMS = 65_536
 """Items of one list cell (a completion's token ids, its per-token relevance)."""
 MAX_FILE_BYTES = 512 * 2**20
 """Decompressed bytes of one run parquet file, unless the caller passes a smaller ``max_bytes``."""
+MAX_FOOTER_BYTES = 2**20
+"""Bytes of a run parquet file's footer (its schema and row-group metadata: ~300 bytes per column)."""
 MAX_NESTING = 16
 """Nesting levels of one column (TRL's chat messages: a list of structs, 3 levels)."""
 READ_BUDGET_S = 30.0
@@ -141,10 +143,25 @@ def _open_parquet(path: Path, root: Path):
     real = safe_file(path, root)
     if real is None:
         raise FileNotFoundError(f"{path.name}: no such run file")
+    _check_footer_size(real, path.name)
     try:
         return pq.ParquetFile(real)
     except Exception as e:  # noqa: BLE001 -- any unreadable file: one readable message
         raise RunFileError(f"{path.name} is not a readable parquet file ({type(e).__name__})") from None
+
+
+def _check_footer_size(real: Path, name: str) -> None:
+    """Refuse a footer over :data:`MAX_FOOTER_BYTES` from its length field (the file's last 8 bytes), before it is
+    parsed: parsing the footer of 10,000 columns costs more memory than any run file needs."""
+    try:
+        with open(real, "rb") as fh:
+            fh.seek(-8, os.SEEK_END)
+            tail = fh.read(8)
+    except OSError:
+        return  # shorter than 8 bytes: the parquet reader says it is not a parquet file
+    if tail[4:] == b"PAR1" and int.from_bytes(tail[:4], "little") > MAX_FOOTER_BYTES:
+        raise RunFileError(f"{name}'s footer is {int.from_bytes(tail[:4], 'little') / 2**20:.1f} MiB (thousands of "
+                           f"columns or row groups); a run file here has at most {MAX_COLUMNS} columns")
 
 
 def check_footer(meta, name: str, max_bytes: int) -> None:

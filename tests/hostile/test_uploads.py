@@ -57,8 +57,13 @@ def test_ten_thousand_reward_columns_are_refused(tmp_path):
     """The threat: 10,000 reward columns take minutes and keep a core busy after the client has left."""
     extra = {f"r{i}": pa.array([1.0, 0.0]) for i in range(10_000)}
     up = write(trl_table(2, extra=extra), tmp_path / "completions_00001.parquet")
-    with bounded(), pytest.raises(gr.Error, match=r"10,005 columns; a run file here has at most 512"):
-        runs_tab.open_run("", up)
+    with bounded(), pytest.raises(gr.Error, match=r"footer is \d.\d MiB \(thousands of columns or row groups\); a run "
+                                                  r"file here has at most 512 columns"):
+        runs_tab.open_run("", up)  # refused from the footer's length, before the footer is parsed
+    extra = {f"r{i}": pa.array([1.0, 0.0]) for i in range(1000)}
+    up = write(trl_table(2, extra=extra), tmp_path / "completions_00002.parquet")
+    with bounded(), pytest.raises(gr.Error, match=r"1,005 columns; a run file here has at most 512"):
+        runs_tab.open_run("", up)  # a footer under 1 MiB: parsed, then its column count refuses it
 
 
 def test_a_million_token_row_is_refused(tmp_path):
