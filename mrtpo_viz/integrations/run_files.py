@@ -177,6 +177,11 @@ def check_footer(meta, name: str, max_bytes: int) -> None:
     declared = 0
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
+        for c in range(group.num_columns):  # more bytes than rows x the cell cap: some cell is over it
+            chunk = group.column(c)
+            if chunk.total_uncompressed_size > MAX_CELL_BYTES * max(group.num_rows, 1) + 2**16:
+                raise RunFileError(f"{name}: a cell of column {chunk.path_in_schema!r} holds more than "
+                                   f"{MAX_CELL_BYTES // 1024} KiB (the file says so); at most that here")
         declared += max(group.total_byte_size, sum(group.column(c).total_uncompressed_size
                                                    for c in range(group.num_columns)))
         if declared > max_bytes:

@@ -38,11 +38,18 @@ def test_many_identical_rows_are_refused_from_the_footer(tmp_path):
         runs_tab.open_run("", up)
 
 
-def test_one_huge_cell_is_refused_while_reading(tmp_path):
-    """A few-KB file that holds one 30 MB string (a 200 MB one grows the server by 750 MB when materialized). Its footer is within the
-    decompressed cap, so the batch check refuses the cell."""
+def test_one_huge_cell_is_refused_from_the_footer_or_while_reading(tmp_path):
+    """A few-KB file that holds one 30 MB string (a 200 MB one grows the server by 750 MB when materialized). Its
+    footer says its column chunk is larger than one row can hold under the cell cap; where the rows are many, the
+    chunk passes and the batch check refuses the cell."""
     up = write(trl_table(1, completion="a" * (30 * 2**20)), tmp_path / "completions_00001.parquet")
-    with bounded(), pytest.raises(gr.Error, match=r"a cell of column 'completion' holds 30.0 MiB"):
+    with bounded(), pytest.raises(gr.Error, match=r"a cell of column 'completion' holds more than 1024 KiB \(the "
+                                                  r"file says so\)"):
+        runs_tab.open_run("", up)
+    table = pa.table({"step": [1] * 40, "prompt": ["p"] * 40, "completion": ["a" * (3 * 2**20)] + ["c"] * 39,
+                      "ok": [1.0] * 40, "advantage": [0.0] * 40})
+    up = write(table, tmp_path / "completions_00002.parquet", use_dictionary=False)
+    with bounded(), pytest.raises(gr.Error, match=r"a cell of column 'completion' holds 3.0 MiB; at most 1024 KiB"):
         runs_tab.open_run("", up)
 
 
