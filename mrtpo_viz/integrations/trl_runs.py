@@ -10,6 +10,8 @@ Known limits of TRL's own files, which the reader cannot undo: an evaluation at 
 completions of step ``s``; with ``steps_per_generation > 1`` consecutive files repeat the same completions; prompts
 are grouped by runs of equal consecutive prompts (TRL logs no group index).
 
+A verl rollout dump (``trainer.rollout_data_dir``: ``{step}.jsonl`` files) opens too (:mod:`.verl_runs`).
+
 Frames have one row per completion, columns ``step, mode, row, group, prompt, completion, advantage``,
 ``reward/<name>`` per reward and, from a token log, its per-token columns (:mod:`.trl_log`).
 """
@@ -24,7 +26,7 @@ from typing import Optional
 
 import pandas as pd
 
-from . import run_files, trl_log
+from . import run_files, trl_log, verl_runs
 from .run_files import RunFileError
 
 _COMPLETIONS = re.compile(r"^completions_(\d{1,9})\.parquet$")
@@ -54,15 +56,19 @@ class RunFiles:
     @property
     def allowed(self) -> Path:
         return self.base or self.root
+    verl: dict[int, Path] = field(default_factory=dict)
+    """verl's rollout dump file per step (``{step}.jsonl``)."""
 
     @property
     def kind(self) -> str:
-        """``"mrtpo"`` when a per-token log exists, else ``"trl"``."""
-        return "mrtpo" if self.tokens else "trl"
+        """``"mrtpo"`` when a per-token log exists, ``"verl"`` for a verl dump, else ``"trl"``."""
+        return "mrtpo" if self.tokens else "verl" if self.verl else "trl"
 
     def steps(self) -> list[tuple[str, int]]:
-        """Every (mode, step) with a file: the token log's, and TRL's (as ``"train"``) where no token log exists."""
-        keys = set(self.tokens) | ({("train", s) for s in self.completions} if not self.tokens else set())
+        """Every (mode, step) with a file: the token log's, and TRL's or verl's (as ``"train"``) where no token log
+        exists."""
+        plain = set(self.completions) | set(self.verl)
+        keys = set(self.tokens) | ({("train", s) for s in plain} if not self.tokens else set())
         return sorted(keys, key=lambda k: (k[1], k[0] == "eval"))
 
 
@@ -83,14 +89,26 @@ def open_run(path, base=None, max_bytes: int = run_files.MAX_FILE_BYTES) -> RunF
     tokens = {("eval" if m[1] else "train", int(m[2])): p for p in run_files.files_in(root / trl_log.LOG_DIR, base)
               if (m := _TOKENS.match(p.name))}
     info = run_files.read_json(root / trl_log.LOG_DIR / trl_log.RUN_FILE, base)
-    if not comp and not tokens:
+    verl = _verl_files(root, base) if not comp and not tokens else {}
+    if not comp and not tokens and not verl:
         raise FileNotFoundError(f"{root.name or 'the folder'} holds no run files: neither "
                                 "completions/completions_*.parquet (TRL, with log_completions=True) nor "
-                                "mrtpo/tokens_*.parquet (MRTPOTrainer)")
-    return RunFiles(root, comp, tokens, info, base, max_bytes)
+                                "mrtpo/tokens_*.parquet (MRTPOTrainer) nor {step}.jsonl (verl's "
+                                "trainer.rollout_data_dir)")
+    return RunFiles(root, comp, tokens, info, base, max_bytes, verl)
+
+
+def _verl_files(folder: Path, base: Path) -> dict[int, Path]:
+    """verl's step files in ``folder`` that are regular files under ``base``, steps of at most 9 digits."""
+    return {step: p for step, p in verl_runs.step_files(folder).items()
+            if len(p.stem) <= 9 and run_files.safe_file(p, base) is not None}
 
 
 def _single_file(path: Path, base: Path, max_bytes: int) -> RunFiles:
+    if (m := verl_runs.STEP_FILE.match(path.name)):
+        if len(m[1]) > 9 or run_files.safe_file(path, base) is None:
+            raise ValueError(f"{_shown(path)} is not a verl step file ({{step}}.jsonl, a step of at most 9 digits)")
+        return RunFiles(path.parent, verl={int(m[1]): path}, base=base, max_bytes=max_bytes)
     columns = run_files.parquet_columns(path, base)
     step = _file_step(path, base)
     if "token_advantages" in columns:
@@ -129,22 +147,24 @@ def _file_step(path: Path, base: Path) -> int:
 
 
 def extract_upload(upload, dest, max_bytes: int, max_files: int = 2000) -> Path:
-    """An uploaded zip of a run (or one parquet file) unpacked into ``dest``; returns what :func:`open_run` opens.
+    """An uploaded zip of a run (or one parquet or verl jsonl file) unpacked into ``dest``; returns what
+    :func:`open_run` opens.
 
     Only run files are taken from a zip, by their names alone (``completions_*.parquet``, ``tokens_*.parquet``,
-    ``eval_tokens_*.parquet``, ``run.json``), into ``dest/completions`` and ``dest/mrtpo``: a member's folders,
-    absolute paths and ``..`` never reach the disk. ``max_bytes`` caps the uncompressed total (a zip bomb stops
-    before anything is written).
+    ``eval_tokens_*.parquet``, ``run.json``, verl's ``{step}.jsonl``), into ``dest/completions``, ``dest/mrtpo`` and
+    ``dest`` itself (verl): a member's folders, absolute paths and ``..`` never reach the disk. ``max_bytes`` caps
+    the uncompressed total (a zip bomb stops before anything is written).
     """
     upload, dest = Path(upload), Path(dest)
     size = upload.stat().st_size
     if size > max_bytes:
         raise ValueError(f"{_shown(upload)} is {size / 2**20:.1f} MiB; at most {max_bytes / 2**20:.1f} MiB are "
                          "accepted here (MRTPO_MAX_UPLOAD_MB)")
-    if upload.suffix.lower() == ".parquet":
+    if upload.suffix.lower() == ".parquet" or verl_runs.STEP_FILE.match(upload.name):
         return upload
     if not zipfile.is_zipfile(upload):
-        raise ValueError(f"{_shown(upload)} is neither a .zip of a run's output_dir nor a .parquet file")
+        raise ValueError(f"{_shown(upload)} is neither a .zip of a run's output_dir (or of a verl rollout dump) nor "
+                         "a .parquet file nor one verl {step}.jsonl file")
     try:
         with zipfile.ZipFile(upload) as zf:
             _unpack(zf, dest, _shown(upload), max_bytes, max_files)
@@ -164,7 +184,8 @@ def _unpack(zf: zipfile.ZipFile, dest: Path, name: str, max_bytes: int, max_file
         raise ValueError(f"{name} unpacks to more than {max_files} files or {10 * max_bytes / 2**20:.0f} MiB; "
                          "upload fewer steps")
     if not members:
-        raise ValueError(f"{name} holds no run files (completions_*.parquet, tokens_*.parquet)")
+        raise ValueError(f"{name} holds no run files (completions_*.parquet, tokens_*.parquet, verl's "
+                         "{step}.jsonl)")
     budget = [10 * max_bytes]
     try:
         for info, target in members:
@@ -187,6 +208,8 @@ def _target(dest: Path, member: str) -> Optional[Path]:
         return dest / "completions" / name
     if _TOKENS.match(name) or name == trl_log.RUN_FILE:
         return dest / trl_log.LOG_DIR / name
+    if verl_runs.STEP_FILE.match(name):
+        return dest / name
     return None
 
 
@@ -200,6 +223,8 @@ def reward_names(run: RunFiles) -> list[str]:
         if not isinstance(listed, list) or not all(isinstance(n, str) and 0 < len(n) <= 200 for n in listed):
             raise ValueError("the run's mrtpo/run.json lists its rewards wrongly: 'rewards' must be a list of names")
         return list(listed)
+    if run.verl and not run.tokens:
+        return verl_runs.reward_names(verl_runs.read_step(next(iter(run.verl.values()))))
     if run.tokens:
         cols = run_files.parquet_columns(next(iter(run.tokens.values())), run.allowed)
         return [c.removeprefix("reward/") for c in cols if c.startswith("reward/")]
@@ -223,6 +248,8 @@ def step_frame(run: RunFiles, step: int, mode: str = "train") -> pd.DataFrame:
         frame = _read(run, path)
         _require(frame, path, [*TOKEN_LOG_COLUMNS, *map(trl_log.reward_column, names)])
         return _checked(frame, path, names)
+    if mode == "train" and step in run.verl:
+        return verl_runs.step_frame(run.verl[step], step)
     if step not in run.completions:
         raise KeyError(f"the run has no {mode} step {step}; it has {', '.join(f'{m} {s}' for m, s in run.steps())}")
     path = run.completions[step]

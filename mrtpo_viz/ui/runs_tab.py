@@ -1,14 +1,15 @@
-"""Runs tab: open a TRL run (an ``output_dir`` under ``MRTPO_RUNS_DIR``, or an uploaded zip or parquet), see its
-reward curves, pick a step, a group and a completion, and see its tokens with their relevance and advantages.
+"""Runs tab: open a TRL run (an ``output_dir``) or a verl rollout dump (a ``rollout_data_dir``), a folder under
+``MRTPO_RUNS_DIR`` or an upload; see its reward curves, pick a step, a group and a completion, and see its tokens
+with their relevance and advantages.
 
-An MRTPO run (``MRTPOTrainer``) shows what its per-token log holds; a plain TRL run (GRPO, GDPO) logged no tokens,
-so its completions are replayed on demand with the chosen checkpoint and the information typed (or found for a
-bundled example). Reading and aggregation are :mod:`mrtpo_viz.integrations.trl_runs` and
+An MRTPO run (``MRTPOTrainer``) shows what its per-token log holds; a plain TRL run (GRPO, GDPO) or a verl dump
+logged no tokens, so its completions are replayed on demand with the chosen checkpoint and the information typed
+(or found for a bundled example, or a verl row's ground truth). Reading and aggregation are
+:mod:`mrtpo_viz.integrations.trl_runs` (and :mod:`~mrtpo_viz.integrations.verl_runs`) and
 :mod:`~mrtpo_viz.integrations.run_replay`; rendering is :mod:`mrtpo_viz.viz`.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import gradio as gr
@@ -18,7 +19,7 @@ from ..integrations import run_files, run_replay, trl_runs
 from ..settings import get_settings
 from ..viz.training import reward_curves_figure
 from .common import MODEL, download_folder, get_policy, limits, readable
-from .token_view import token_view, view_value
+from .token_component import token_view, view_value
 from .zerogpu import gpu
 
 ALL = "all"
@@ -73,8 +74,10 @@ def open_run(typed: str, upload):
     values = curves[[f"reward/{n}" for n in names]].to_numpy()
     if values.size and (values.min() < 0 or values.max() > 1):  # TRL rewards need not lie in [0, 1]
         fig.update_yaxes(range=None, autorange=True)
-    kind = ("an MRTPO run (per-token log)" if run.kind == "mrtpo" else
-            "a plain TRL run (no per-token log: replay a completion with a checkpoint)")
+    kind = {"mrtpo": "an MRTPO run (per-token log)",
+            "verl": "a verl rollout dump (no per-token log: replay a completion with a checkpoint; each reward's "
+                    "information starts as the row's ground truth, gts)",
+            }.get(run.kind, "a plain TRL run (no per-token log: replay a completion with a checkpoint)")
     status = f"Opened {kind}: {len(steps)} step file(s), rewards {', '.join(f'`{n}`' for n in names)}."
     choices = [(f"step {s}" + (" (eval)" if m == "eval" else ""), f"{m}:{s}") for m, s in steps]
     last = next((c[1] for c in reversed(choices) if c[1].startswith("train:")), choices[-1][1])
@@ -111,8 +114,9 @@ def pick_row(table, evt: gr.SelectData):
 def _view_outputs(view: run_replay.CompletionView, record: dict, note: str):
     rel, br = view.relevance, view.breakdown
     rewards = ", ".join(f"{n} {v:.3f}" for n, v in rel.rewards.items()) or "none scored"
-    text = (f"**Row {record['row']}** (group {record['group']}), {note}: rewards {rewards}; TRL's sequence "
-            f"advantage {float(record['advantage']):+.3f}; token advantages {float(br.mrtpo.min()):+.3f} .. "
+    sequence = "verl's GRPO advantage of the score" if "gts" in record else "TRL's sequence advantage"
+    text = (f"**Row {record['row']}** (group {record['group']}), {note}: rewards {rewards}; {sequence} "
+            f"{float(record['advantage']):+.3f}; token advantages {float(br.mrtpo.min()):+.3f} .. "
             f"{float(br.mrtpo.max()):+.3f}.  \nPrompt: {record['prompt'][:300]}")
     return view_value(viz.relevance_payload(rel)), viz.advantage_bars(rel.tokens, rel.verifiers, br), text
 
@@ -129,14 +133,16 @@ def run_completion(state, key, row):
         view = _logged(record, names, run.info)
         return (*_view_outputs(view, record, f"{mode} step {step}, from the run's per-token log"), gr.update())
     try:
-        infos = run_replay.guess_infos(json.loads(record["messages"]), names)
+        infos = run_replay.record_infos(record, names)
     except (TypeError, ValueError, RecursionError):  # a hand-made file's messages: replay with typed information
         infos = {}
     lines = "\n".join(f"{n}: {infos.get(n, '')}" for n in names)
-    note = ("Information found for this bundled prompt: check it and press Replay." if infos else
+    found = "from the row's ground truth (gts)" if "gts" in record else "found for this bundled prompt"
+    note = (f"Information {found}: check it and press Replay." if infos else
             "Type each reward's information (one line per reward, `reward: text`) and press Replay.")
+    what = "a verl dump" if "gts" in record else "a plain TRL run"
     return (None, viz.placeholder_figure("Replay this completion to see its token advantages"),
-            f"**Row {record['row']}**: a plain TRL run logged no tokens. {note}", lines)
+            f"**Row {record['row']}**: {what} logged no tokens. {note}", lines)
 
 
 def _logged(record: dict, names: list[str], info: dict) -> run_replay.CompletionView:
@@ -174,11 +180,13 @@ def replay_completion(checkpoint, state, key, row, infos_text, alpha, gamma):
 def build_runs_tab(checkpoint: gr.components.Component) -> None:
     state = gr.State(None)
     gr.Markdown("Open a TRL run: its `output_dir` (with `log_completions=True` for TRL's files; `MRTPOTrainer` "
-                "also writes `mrtpo/tokens_*.parquet`). See `examples/trl_mrtpo.py`.")
+                "also writes `mrtpo/tokens_*.parquet`; see `examples/trl_mrtpo.py`), or a verl rollout dump "
+                "(the folder of `trainer.rollout_data_dir`).")
     with gr.Row():
         typed = gr.Textbox(label="Run folder, relative to the operator's runs folder (MRTPO_RUNS_DIR)", scale=3,
                            elem_id="run-path")
-        upload = gr.File(label="or upload a zip of the run, or one parquet file", file_types=[".zip", ".parquet"],
+        upload = gr.File(label="or upload a zip of the run, one parquet file or one verl {step}.jsonl",
+                         file_types=[".zip", ".parquet", ".jsonl"],
                          type="filepath", scale=2)
         open_btn = gr.Button("Open run", variant="primary", scale=0, min_width=110, elem_id="run-open")
     status = gr.Markdown("No run open.", elem_id="run-status")

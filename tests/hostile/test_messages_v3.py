@@ -119,7 +119,7 @@ def _free_fields(values: list[str]) -> list[str]:
 
 @pytest.mark.parametrize("verifier, fields, match", [
     ("ifeval.keyword", ["(", "1", "at least"], "kwarg 'keyword' must be a non-blank string that is a valid regular"),
-    ("ifeval.word_count", ["-1", "at least"], "kwarg 'num_words' must be a positive integer, got -1"),
+    ("ifeval.word_count", ["-1", "at least"], "kwarg 'num_words' must be an integer >= 0, got -1"),
 ])
 def test_a_refused_argument_says_why(verifier, fields, match):
     """Not "needs its arguments", the reason hidden."""

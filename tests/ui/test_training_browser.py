@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 from tests.apphelpers import free_port, patient_url_ok
 
 CHROMIUM = Path("/usr/bin/chromium")
