@@ -89,3 +89,17 @@ def test_a_5000_character_name_names_no_server_folder(runs):
         runs_tab.open_run("a" * 5000, None)
     text = str(err.value)
     assert str(inside) not in text and len(text) < 300 and "no run folder" in text
+
+
+def test_a_linked_verl_step_file_reads_as_missing(runs):
+    """verl's ``{step}.jsonl`` dumps go through the same check as TRL's files."""
+    inside, outside = runs
+    row = '{"input": "user\\nhi\\nassistant\\n", "output": "hello", "gts": null, "score": 1.0, "step": 1}\n'
+    (outside / "1.jsonl").write_text(row * 2)
+    (inside / "v").mkdir()
+    os.symlink(outside / "1.jsonl", inside / "v" / "1.jsonl")
+    with bounded(), pytest.raises(gr.Error, match="holds no run files"):
+        runs_tab.open_run("v", None)
+    (inside / "v" / "2.jsonl").write_text(row * 2)  # a real one beside it opens
+    state, status, _, steps = runs_tab.open_run("v", None)
+    assert [v for _, v in steps["choices"]] == ["train:2"]
