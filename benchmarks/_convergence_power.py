@@ -172,8 +172,8 @@ def text(pilot: dict, est: dict, power: dict, budget: float, rows: pd.DataFrame,
         lines.append(f"| {key} | {p['steps']} | {p['window']} | {p['sd']:.4f} | {p['seeds_needed']} | "
                      f"{p['cpu_h_needed']:.1f} | {p['seeds']} | {p['mde']:.3f} | {p['cpu_h']:.2f} |")
     lines += ["", f"Planned total: {total:.2f} CPU hours.", ""]
-    lines += steps_lines(pilot) + outcome_lines(pilot, est, rows) + ["## Assumptions", "",
-                                                                     __doc__.split("(assumptions, each stated in the written file):", 1)[1].strip(), ""]
+    assumptions = __doc__.split("(assumptions, each stated in the written file):", 1)[1].strip()
+    lines += steps_lines(pilot) + outcome_lines(pilot, est, rows) + ["## Assumptions", "", assumptions, ""]
     return "\n".join(lines)
 
 
@@ -192,7 +192,7 @@ def steps_lines(pilot: dict) -> list[str]:
 def outcome_lines(pilot: dict, est: dict, rows: pd.DataFrame) -> list[str]:
     """Trailing training mean or a held-out evaluation? The share of the variance an evaluation could remove."""
     lines, shares = ["## Outcome: trailing training mean or a held-out evaluation?", ""], []
-    for key, e in est.items():
+    for key in est:
         a, f = pilot["arms"][key], est[key]["full"]
         share = (f["noise"] / a["window"]) / f["sd"] ** 2 if f["sd"] > 0 else math.nan
         r = rows[rows["arm"] == key]
@@ -205,8 +205,9 @@ def outcome_lines(pilot: dict, est: dict, rows: pd.DataFrame) -> list[str]:
               "prompts can remove at most the sampling-noise share above, and matching the trailing mean's "
               "sample count (w x P x G completions) costs about w x (sampling share) steps of CPU per run. Where the "
               "share is small, seeds are the better buy; where it is large, a longer window is free.", "",
-              ("Decision: the trailing mean (largest share " + f"{max(shares):.0%}" + "); the plan's window is the last "
-               "quarter of the steps." if shares and max(shares) < 0.5 else
-               "Decision: the sampling noise is a large share somewhere; the plan's window is the last quarter of the "
-               "steps (free), and a held-out evaluation would be worth adding before the full run."), ""]
+              ("Decision: the trailing mean (largest share " + f"{max(shares):.0%}" + "); the plan's window is the "
+               "last quarter of the steps." if shares and max(shares) < 0.5 else
+               "Decision: the sampling noise is a large share somewhere; the plan's window is the last "
+               "quarter of the steps (free), and a held-out evaluation would be worth adding before the full run."),
+              ""]
     return lines

@@ -105,7 +105,8 @@ def relevance_table(arms: dict) -> list[dict]:
     for key, a in arms.items():
         model = localization_model(a["checkpoint"])
         row = {"arm": key, "model": model}
-        for view, method, name in (("span_all", "js_raw", "span_auroc_raw"), ("span_all", "js_others", "span_auroc_others"),
+        for view, method, name in (("span_all", "js_raw", "span_auroc_raw"),
+                                   ("span_all", "js_others", "span_auroc_others"),
                                    ("specificity", "js_raw", "specificity_raw"),
                                    ("specificity", "js_others", "specificity_others")):
             row[name] = _loc_mean(loc, a["task"], view, method, model) if loc is not None else None

@@ -31,11 +31,13 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
+from collections.abc import Callable
 
 from mrtpo_viz import names
 from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
-from mrtpo_viz.training.checkpoints import atomic_write_text, save_checkpoint
+from mrtpo_viz.atomic import write_text as atomic_write_text
+from mrtpo_viz.training.checkpoints import save_checkpoint
 from mrtpo_viz.training.config import TrainConfig
 from mrtpo_viz.training.report import parse_variant
 

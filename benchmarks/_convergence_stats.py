@@ -21,7 +21,8 @@ Pure functions of numbers (numpy, pandas; scipy for the exact noncentral t where
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Optional
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

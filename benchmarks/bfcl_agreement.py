@@ -105,7 +105,8 @@ def _right_of_call(calls, i):
     optional = [k for k in args if "" in accepted[k] and k not in required]
     if optional:
         yield "right:omit_optional", _with(calls, i, args={k: v for k, v in args.items() if k not in optional})
-    absent = {k: next(a for a in v if a != "") for k, v in accepted.items() if k not in args and any(a != "" for a in v)}
+    absent = {k: next(a for a in v if a != "")
+              for k, v in accepted.items() if k not in args and any(a != "" for a in v)}
     if absent:
         yield "right:explicit_optional", _with(calls, i, args={**args, **absent})
     ints = {k: int(v) for k, v in args.items() if _kind(props, k) == "float" and type(v) is float
@@ -225,7 +226,7 @@ def _edge_values(kind, v, prop, accepted):
 
 
 def edge_variants(calls):
-    for i, (name, args, accepted, props, required) in enumerate(calls[:3]):
+    for i, (_name, args, accepted, props, _required) in enumerate(calls[:3]):
         for k in list(accepted)[:6]:
             for label, value in _edge_values(_kind(props, k), args.get(k, ""), props.get(k, {}), accepted[k]):
                 yield "edge:" + label, _with(calls, i, args={**args, k: value})

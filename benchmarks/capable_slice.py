@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -32,6 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
 from _common import ROOT, set_threads  # noqa: E402
+
+from mrtpo_viz.atomic import write_text  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
 TEMPERATURE = 0.7
@@ -83,10 +84,7 @@ def summary(rows: list[dict]) -> tuple[list[dict], dict]:
 
 def write(rows: list[dict], out: Path, argv) -> Path:
     """The JSONL (atomically) and its summary ``.md``."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    os.replace(tmp, out)
+    write_text(out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     table, totals = summary(rows)
     r0 = rows[0]
     prompt = "prompt with every verifier's information appended" if r0["info"] else "plain prompt"

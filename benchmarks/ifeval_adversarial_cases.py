@@ -78,7 +78,7 @@ def forbidden_cases():
 
 
 def letter_cases():
-    k = lambda l, n, r="at least": {"letter": l, "let_frequency": n, "let_relation": r}
+    k = lambda letter, n, r="at least": {"letter": letter, "let_frequency": n, "let_relation": r}
     return [(k("a", 3), "banana"), (k("a", 4), "banana"), (k("A", 3), "AAa"), (k("z", 2, "less than"), "zz"),
             (k("i", 1), "\u0130stanbul"), (k("e", 2), "caf\u00e9 e"), (k("s", 1), "stra\u00dfe".upper()),
             (k("k", 1), "\u212a")]

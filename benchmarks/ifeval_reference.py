@@ -23,7 +23,8 @@ import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from mrtpo_viz.tasks.ifeval import evaluation as E
 from mrtpo_viz.tasks.ifeval.instructions import BY_ID, describe
@@ -152,11 +153,11 @@ def compare(official: Official, cases: Iterable[Any]) -> tuple[dict, list[Disagr
     differ = []
     for case in cases:
         if has_falsy_kwarg(case.kwargs):  # a count of 0: the class's verdict (the loop would draw a random one)
-            s, l = official_class_verdicts(official, case.id, case.kwargs, case.response)
+            strict, loose = official_class_verdicts(official, case.id, case.kwargs, case.response)
         else:
-            (s,), (l,) = official_verdicts(official, "", [case.id], [case.kwargs], case.response)
-        agree = (E.check(case.id, case.response, case.kwargs)[0] == s,
-                 E.check(case.id, case.response, case.kwargs, loose=True)[0] == l,
+            (strict,), (loose,) = official_verdicts(official, "", [case.id], [case.kwargs], case.response)
+        agree = (E.check(case.id, case.response, case.kwargs)[0] == strict,
+                 E.check(case.id, case.response, case.kwargs, loose=True)[0] == loose,
                  describe(case.id, case.kwargs) == official_description(official, case.id, case.kwargs))
         stats[case.id].update(n=1, strict=agree[0], loose=agree[1], description=agree[2])
         if not all(agree):

@@ -22,7 +22,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 import sys
 import tempfile
 import time
@@ -37,6 +36,7 @@ from _common import load_average, machine  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
+from mrtpo_viz.atomic import atomic_path  # noqa: E402
 from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR  # noqa: E402
 from mrtpo_viz.ui.training_tab import LIVE, LiveSettings  # noqa: E402
 
@@ -87,8 +87,8 @@ def cached_run(label: str, settings: LiveSettings, seed: int, policy, work: Path
         return pd.read_csv(path).assign(settings=label)
     start = time.perf_counter()
     df = run_once(settings, seed, policy).assign(settings=label)
-    df.to_csv(path.with_suffix(".tmp"), index=False)
-    os.replace(path.with_suffix(".tmp"), path)
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False)
     print(f"  {label!r} seed {seed}: {time.perf_counter() - start:.0f} s", flush=True)
     return df
 
@@ -142,7 +142,8 @@ def markdown(summary: dict, settings: dict[str, LiveSettings], header: str) -> s
              "equal by design); gap = mean over steps of the highest minus the lowest method.", ""]
     if len(summary) > 1:
         lines += ["| settings | runs that rose | mean rise | smallest rise | end: highest - lowest method (mean over "
-                  "seeds) | differ from step (per seed) | gap | s per method-step |", "|---|---|---|---|---|---|---|---|"]
+                  "seeds) | differ from step (per seed) | gap | s per method-step |",
+                  "|---|---|---|---|---|---|---|---|"]
         for label, s in summary.items():
             ends = [m["end"]["mean"] for m in s["methods"].values()]
             rise = sum(m["rise"]["mean"] for m in s["methods"].values()) / len(s["methods"])
@@ -239,7 +240,8 @@ def main(argv=None) -> None:
     df.to_csv(stem.with_suffix(".csv"), index=False)
     stem.with_suffix(".md").write_text(markdown(summary, settings, header))
     stem.with_suffix(".json").write_text(json.dumps({"policy_sha256": digest, "edge_steps": EDGE,
-                                                     "settings": {k: dataclasses.asdict(v) for k, v in settings.items()},
+                                                     "settings": {k: dataclasses.asdict(v)
+                                                                  for k, v in settings.items()},
                                                      "results": summary}, indent=1, default=_json_default))
     print(stem.with_suffix(".md").read_text())
 

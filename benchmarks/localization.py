@@ -21,8 +21,8 @@ that fails most gold-style tasks: instruction following, where its own responses
 Usage: ``python benchmarks/localization.py [--quick] [--n 100] [--checkpoint DIR_OR_NAME] [--slice FILE]
 [--out benchmarks/results]``;
 ``--tasks bfcl --category parallel`` runs it on BFCL's rows instead (one or more calls per response; needs bfcl-eval,
-and writes ``localization_bfcl_<category>.*``). Writes ``localization.csv`` (long: model, view, verifier, method, value, n) and
-``localization.md`` (``--slice``: ``localization_slice.*``; ``--quick``: ``*_quick.*``).
+and writes ``localization_bfcl_<category>.*``). Writes ``localization.csv`` (long: model, view, verifier, method,
+value, n) and ``localization.md`` (``--slice``: ``localization_slice.*``; ``--quick``: ``*_quick.*``).
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ from scipy.stats import rankdata
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mrtpo_viz.names import TASKS
+from mrtpo_viz.names import TASKS  # noqa: E402
 from mrtpo_viz.tasks.example_sources import load_examples  # noqa: E402
 
 METHODS = ("js_raw", "js_placebo", "js_corrupted", "js_others", "kl", "entropy", "uniform")
@@ -120,9 +120,9 @@ class Pools:
     def add(self, view: str, verifier: str, method: str, scores, labels) -> None:
         if np.isnan(scores).any():  # a method that does not apply to this verifier
             return
-        s, l = self.pairs.setdefault((view, verifier, method), ([], []))
-        s.append(np.asarray(scores, dtype=float))
-        l.append(np.asarray(labels, dtype=bool))
+        score_list, label_list = self.pairs.setdefault((view, verifier, method), ([], []))
+        score_list.append(np.asarray(scores, dtype=float))
+        label_list.append(np.asarray(labels, dtype=bool))
 
 
 def spans_and_specificity(pools: Pools, sig: dict, rel) -> None:
@@ -165,9 +165,9 @@ def error_localization(pools: Pools, policy, ex, rng: random.Random, data_pools,
 def summarize(pools: Pools) -> list[dict]:
     """Long rows: view, verifier, method, value, n (pooled over responses); :func:`with_means` adds the means."""
     rows = []
-    for (view, v, method), (s, l) in sorted(pools.pairs.items()):
-        labels = np.concatenate(l)
-        rows.append({"view": view, "verifier": v, "method": method, "value": auroc(np.concatenate(s), labels),
+    for (view, v, method), (score_list, label_list) in sorted(pools.pairs.items()):
+        labels = np.concatenate(label_list)
+        rows.append({"view": view, "verifier": v, "method": method, "value": auroc(np.concatenate(score_list), labels),
                      "n": int(labels.sum())})
     for (v, method), ranks in sorted(pools.ranks.items()):
         r = np.asarray(ranks)
@@ -298,7 +298,8 @@ def main(argv=None) -> int:
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     rows, info = run(args.checkpoint, 5 if args.quick else args.n, args.seed, args.slice, tasks, args.category)
     suffix = "" if tasks == list(TASKS) else "_" + "_".join(tasks + ([args.category] if args.category else []))
-    write(rows, info, Path(args.out), suffix=suffix + ("_slice" if args.slice else "") + ("_quick" if args.quick else ""))
+    write(rows, info, Path(args.out),
+          suffix=suffix + ("_slice" if args.slice else "") + ("_quick" if args.quick else ""))
     return 0
 
 
@@ -322,9 +323,9 @@ def write(rows: list[dict], info: dict, out: Path, suffix: str = "") -> None:
                  f"held-out examples per family: {info['examples']} · {info['seconds']:.0f} s on one CPU thread. ")
               + (own if info["slice"] else "Gold responses (views a, b) and one injected error per verifier (view c)")
               + ". AUROC 0.5 = chance; n = positive tokens (a, b) or responses (c); on the mean row, n = "
-              f"verifiers averaged. Verifiers whose spans are empty on a passing response (no_comma, lowercase, "
-              f"uppercase, forbidden_words) have no positives in (a) and appear in (c) only; the corrupted control "
-              f"needs information that varies between examples (not the format verifiers').\n")
+              "verifiers averaged. Verifiers whose spans are empty on a passing response (no_comma, lowercase, "
+              "uppercase, forbidden_words) have no positives in (a) and appear in (c) only; the corrupted control "
+              "needs information that varies between examples (not the format verifiers').\n")
     (out / f"localization{suffix}.md").write_text(markdown(rows, header))
     print((out / f"localization{suffix}.md").read_text())
 

@@ -2,8 +2,8 @@
 
 Methods, for one prompt, one response of ~100 tokens and K verifiers:
 
-- ``replay``: ``mrtpo_viz.replay`` (``relevance.engine.replay``) as users call it (tokenization, prefix pass, one batched forward of the
-  K + 1 suffixes, the metric and the per-token columns: log-probs, entropy, top-5).
+- ``replay``: ``mrtpo_viz.replay`` (``relevance.engine.replay``) as users call it (tokenization, prefix pass, one
+  batched forward of the K + 1 suffixes, the metric and the per-token columns: log-probs, entropy, top-5).
 - ``floor``: one prefix pass plus one forward of the K + 1 suffixes over a ready cache; no metric, no columns.
 - ``batched``: one bare batched forward of the K + 1 FULL sequences (right-padded, no cache); no metric.
 - ``naive``: two separate full forwards per verifier (with and without its information), no cache, then the
@@ -242,13 +242,13 @@ def write_md(rows: list[dict], path: Path) -> None:
              "Seconds (median of the runs), peak RSS above the start of the call in MiB; `-`: not run. The CSV also "
              "has `cpu_seconds` (CPU time of the process: on a busy shared machine it moves less than wall time).",
              "",
-             "| model | dtype | prompt | K | floor s | replay s | batched s | naive s | replay / floor | naive / replay "
-             "| replay MiB | naive MiB |", "|" + "---|" * 12]
+             "| model | dtype | prompt | K | floor s | replay s | batched s | naive s | replay / floor "
+             "| naive / replay | replay MiB | naive MiB |", "|" + "---|" * 12]
     for m, P, K in cases:
         sec = {meth: float(by[(m, P, K, meth)]["seconds"]) for meth in METHODS if (m, P, K, meth) in by}
         mib = {meth: float(by[(m, P, K, meth)]["peak_mb"]) for meth in METHODS if (m, P, K, meth) in by}
         cell = lambda d, k, f: f.format(d[k]) if k in d else "-"  # noqa: E731
-        ratio = lambda a, b: f"{sec[a] / sec[b]:.2f}x" if a in sec and b in sec else "-"  # noqa: E731
+        ratio = lambda a, b, sec=sec: f"{sec[a] / sec[b]:.2f}x" if a in sec and b in sec else "-"  # noqa: E731
         lines.append(f"| {m} | {dtypes[m]} | {P} | {K} | " + " | ".join(cell(sec, k, "{:.3f}") for k in METHODS)
                      + f" | {ratio('replay', 'floor')} | {ratio('naive', 'replay')} | "
                      f"{cell(mib, 'replay', '{:.0f}')} | {cell(mib, 'naive', '{:.0f}')} |")

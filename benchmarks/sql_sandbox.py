@@ -30,7 +30,8 @@ HOSTILE = {
     "attach": "ATTACH DATABASE '/tmp/mrtpo_attack.db' AS x",
     "pragma": "PRAGMA journal_mode = WAL",
     "endless_recursive_cte": "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT COUNT(*) FROM r",
-    "doubling_string_cte": "WITH RECURSIVE r(s) AS (SELECT 'ab' UNION ALL SELECT s || s FROM r) SELECT MAX(LENGTH(s)) FROM r",
+    "doubling_string_cte": "WITH RECURSIVE r(s) AS (SELECT 'ab' UNION ALL SELECT s || s FROM r) "
+                           "SELECT MAX(LENGTH(s)) FROM r",
     "huge_randomblob": "SELECT length(randomblob(1000000000))",
     "huge_printf": "SELECT printf('%.*c', 1000000000, 'x')",
     "load_extension": "SELECT load_extension('/tmp/evil')",
@@ -53,7 +54,7 @@ def main() -> int:
                      meta={"db": "shop", "db_path": str(shop), "gold_sql": "SELECT COUNT(*) FROM orders"})
         hostile = {}
         for name, sql in HOSTILE.items():
-            verdict, secs = _timed(lambda: exe.check(f"```sql\n{sql}\n```", ex))
+            verdict, secs = _timed(lambda sql=sql: exe.check(f"```sql\n{sql}\n```", ex))
             hostile[name] = {"score": verdict.score, "reason": verdict.reason, "seconds": round(secs, 4)}
         unchanged = hashlib.sha256(shop.read_bytes()).hexdigest() == digest
     regex_v = build_declarative(DeclarativeSpec("bench.regex", "r", "i", "regex_must", pattern=r"(a|aa)+$"))

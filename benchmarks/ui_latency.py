@@ -19,7 +19,7 @@ until the heatmap is drawn (the replay's outputs: token view, heatmap, verdicts,
 the advantage bars are drawn as well (the chained advantages step). Gradio's event stream is not compressed, so
 these are the bytes on the wire. ``server_cpu_median_s``: CPU seconds of the app's process during the flow.
 
-The first replay (policy load, warm-up) is not counted. Target: the heatmap within 1.0 s of the click (issue 18).
+The first replay (policy load, warm-up) is not counted. Target: the heatmap within 1.0 s of the click.
 ``--checkpoint`` (a folder or a known model's name such as ``smollm2-135m-instruct``) becomes the app's default
 checkpoint (``MRTPO_CHECKPOINT``); the default is the bundled policy.
 
@@ -232,10 +232,10 @@ def summary(name: str, runs: list[tuple]) -> dict:
 
 def token_view_kb(checkpoint: str, response: str) -> tuple[float, int]:
     """KiB of the token view's JSON for the benchmark's replay (the span HTML with tooltips it replaced was ~220 KB
-    in issue 18's measurement), and the replay's token count."""
+    for the same replay), and the replay's token count."""
     from mrtpo_viz.relevance import replay
     from mrtpo_viz.tasks.example_sources import load_examples
-    from mrtpo_viz.ui.common import get_policy
+    from mrtpo_viz.ui.policy_choice import get_policy
     from mrtpo_viz.viz import payload_bytes, relevance_payload
 
     ex = load_examples(TASK, split="test")[EXAMPLE]

@@ -7,9 +7,9 @@ per response token per verifier:
   identification (CTI) step only: KL metric, and a selection threshold so high that no token goes on to the
   attribution (CCI) step. One context per call, so K calls. Its CTI runs the model once per response token with and
   without the context (about 2T forwards of the growing sequence, no KV cache).
-- ``replay_kl``, ``replay_js``: ``mrtpo_viz.replay`` (``relevance.engine.replay``) with ``metric="kl"`` / ``"js"``: the shared prompt
-  prefix once (KV cache), the K + 1 suffixes in one batched forward, the metric chunked over positions; it also
-  computes the per-token columns (log-probs, entropy, top-5) that the app shows.
+- ``replay_kl``, ``replay_js``: ``mrtpo_viz.replay`` (``relevance.engine.replay``) with ``metric="kl"`` / ``"js"``: the
+  shared prompt prefix once (KV cache), the K + 1 suffixes in one batched forward, the metric chunked over positions;
+  it also computes the per-token columns (log-probs, entropy, top-5) that the app shows.
 
 The information enters both in the same place: appended to the user message (our ``user_end`` position), through
 Inseq's ``input_template`` / ``contextless_input_current_text``, with a newline as the decoder input/output

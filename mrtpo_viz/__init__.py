@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.2.0"
+from .version import __version__
 
 _LAZY = {
     "load_policy": "policy", "Policy": "policy", "Completion": "policy", "PolicyLoadError": "policy",

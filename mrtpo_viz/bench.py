@@ -19,7 +19,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional
+from collections.abc import Callable, Sequence
 
 def benchmarks_dir() -> Path:
     """The checkout's ``benchmarks/``: under the working directory, else beside the package (an editable install)."""

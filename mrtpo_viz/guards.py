@@ -13,7 +13,8 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
+from collections.abc import Iterator
 
 _CHECK_EVERY = 256
 """Trace events between clock reads (a clock read costs about as much as the event itself)."""

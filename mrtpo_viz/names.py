@@ -32,8 +32,8 @@ STUDY_TASKS: tuple[str, ...] = ("slots",)
 ``load_examples`` loads them, but the app's task menus keep to :data:`TASKS`."""
 
 BFCL_TASK: str = "bfcl"
-"""BFCL as a task family: its data is read from the installed ``bfcl-eval`` package (``tasks.example_sources.available_tasks``
-lists it only then)."""
+"""BFCL as a task family: its data is read from the installed ``bfcl-eval`` package
+(``tasks.example_sources.available_tasks`` lists it only then)."""
 BFCL_CATEGORIES: tuple[str, ...] = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple",
                                     "live_multiple", "live_parallel", "live_parallel_multiple")
 """BFCL's categories that ``load_examples("bfcl", category=...)`` loads (the first is the default)."""

@@ -1,19 +1,8 @@
 """Operator settings for a shared deployment (a public Space), read from environment variables.
 
-| variable                      | default | meaning                                                               |
-|-------------------------------|---------|-----------------------------------------------------------------------|
-| ``MRTPO_ALLOWED_CHECKPOINTS`` | (any)   | comma list of hub ids and local folders; when set, nothing else loads |
-| ``MRTPO_MAX_TOKENS``          | 2048    | tokens of one request: prompt + response + verifier information       |
-| ``MRTPO_MAX_CHARS``           | 8000    | characters of one prompt or response typed in the app                 |
-| ``MRTPO_MAX_INFO_CHARS``      | 4000    | characters of one verifier-information text                           |
-| ``MRTPO_MAX_TRAININGS``       | 1       | trainings running at once in one app process                          |
-| ``MRTPO_MAX_UPLOAD_MB``       | 5       | size of an uploaded rollouts file                                     |
-| ``MRTPO_MAX_ROLLOUTS``        | 200     | rollouts scored from one upload                                       |
-| ``MRTPO_MAX_NEW_TOKENS``      | 256     | longest generated response                                            |
-| ``MRTPO_CHECKPOINT``          | bundled | the app's default checkpoint (a local folder or a hub id)             |
-| ``MRTPO_THREADS``             | torch's | torch threads of the app's model calls                                |
-| ``MRTPO_RUNS_DIR``            | (none)  | folder whose TRL runs (``output_dir``) the app opens by typed path    |
-| ``MRTPO_MCP``                 | 0       | 1: also serve the relevance and scoring endpoints as MCP tools        |
+Every variable is a field of :class:`Settings` (``MRTPO_`` + the field's name in capitals), documented by the
+docstring under the field; :func:`settings_table` renders them as the table of variables, defaults and meanings
+(``docs/reference/settings.md`` is generated from it by ``scripts/gen_docs.py``).
 
 The allow-list: an entry that is an existing folder admits that checkpoint folder and every folder (or ``.gguf``
 file) below it (compared after resolving ``..`` and symbolic links, so a path cannot climb out); any other entry is
@@ -28,9 +17,11 @@ from __future__ import annotations
 
 import math
 import os
+import typing
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Optional
+from collections.abc import Mapping
 
 from .names import BUNDLED_POLICY
 from .tasks.bundled_data import BUNDLED_POLICIES
@@ -63,7 +54,7 @@ class Settings:
     checkpoint: str = ""
     """``MRTPO_CHECKPOINT``: the app's default checkpoint; empty means the bundled tiny policy."""
     threads: Optional[int] = None
-    """``MRTPO_THREADS``: torch threads for the app's model calls; None leaves torch's default."""
+    """``MRTPO_THREADS``: torch threads for the app's model calls; unset leaves torch's default."""
     runs_dir: str = ""
     """``MRTPO_RUNS_DIR``: the folder under which the Runs view opens a typed run folder; empty: none (uploads only)."""
     mcp: bool = False
@@ -73,7 +64,8 @@ class Settings:
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("allowed_checkpoints", "checkpoint", "runs_dir", "mcp") or (f.name == "threads" and value is None):
+            if (f.name in ("allowed_checkpoints", "checkpoint", "runs_dir", "mcp")
+                    or (f.name == "threads" and value is None)):
                 continue
             if not value > 0:  # written so that NaN fails too
                 raise SettingsError(f"{ENV_VARS[f.name][0]} must be a positive number, got {value!r}")
@@ -86,6 +78,14 @@ class Settings:
     @property
     def max_upload_bytes(self) -> int:
         return int(self.max_upload_mb * 2**20)
+
+    def row_limits(self, max_verifiers: Optional[int] = None):
+        """The caps on an uploaded rollouts file and its rows (``MRTPO_MAX_UPLOAD_MB``, ``MRTPO_MAX_ROLLOUTS``,
+        ``MRTPO_MAX_CHARS``, ``MRTPO_MAX_TOKENS``; ``max_verifiers`` the replay's verifiers per row)."""
+        from .relevance.rows import RowLimits
+
+        return RowLimits(max_bytes=self.max_upload_bytes, max_chars=self.max_chars, max_tokens=self.max_tokens,
+                         max_verifiers=max_verifiers, max_rows=self.max_rollouts)
 
     def checkpoint_allowed(self, name_or_path: str | os.PathLike) -> bool:
         """Whether the allow-list admits this checkpoint (always, when no list is set)."""
@@ -121,12 +121,19 @@ class Settings:
             path = (path if path.is_absolute() else root / path).resolve()
         except (OSError, ValueError, RuntimeError):
             path = None
+        shown = str(typed).strip()
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
         if path is None or not (path == root or root in path.parents):
-            raise ValueError(f"{str(typed)!r} is not under the runs folder this app may read (MRTPO_RUNS_DIR); "
+            raise ValueError(f"{shown!r} is not under the runs folder this app may read (MRTPO_RUNS_DIR); "
                              "type a run folder relative to it")
-        if not path.is_dir():
-            raise FileNotFoundError(f"There is no run folder {str(path.relative_to(root)) or '.'!r} in the runs "
-                                    "folder (MRTPO_RUNS_DIR).")
+        try:
+            found = path.is_dir()
+        except OSError:  # a name too long for the file system, permission denied: the answer of a missing folder
+            found = False
+        if not found:
+            inside = str(path.relative_to(root)) or "."
+            raise FileNotFoundError(f"There is no run folder {inside if len(inside) <= 80 else inside[:77] + '...'!r} "
+                                    "in the runs folder (MRTPO_RUNS_DIR).")
         return path
 
 
@@ -140,15 +147,20 @@ def _resolved(name: str) -> Optional[Path]:
         return None
 
 
-ENV_VARS: dict[str, tuple[str, type]] = {
-    "allowed_checkpoints": ("MRTPO_ALLOWED_CHECKPOINTS", tuple), "max_tokens": ("MRTPO_MAX_TOKENS", int),
-    "max_chars": ("MRTPO_MAX_CHARS", int), "max_info_chars": ("MRTPO_MAX_INFO_CHARS", int),
-    "max_trainings": ("MRTPO_MAX_TRAININGS", int), "max_upload_mb": ("MRTPO_MAX_UPLOAD_MB", float),
-    "max_rollouts": ("MRTPO_MAX_ROLLOUTS", int), "max_new_tokens": ("MRTPO_MAX_NEW_TOKENS", int),
-    "checkpoint": ("MRTPO_CHECKPOINT", str), "threads": ("MRTPO_THREADS", int),
-    "runs_dir": ("MRTPO_RUNS_DIR", str),
-    "mcp": ("MRTPO_MCP", bool),
-}
+def _env_vars() -> dict[str, tuple[str, type]]:
+    hints = typing.get_type_hints(Settings)
+    out = {}
+    for f in fields(Settings):
+        kind = hints[f.name]
+        if typing.get_origin(kind) is tuple:
+            kind = tuple
+        elif typing.get_origin(kind) is typing.Union:  # Optional[int]
+            kind = next(a for a in typing.get_args(kind) if a is not type(None))
+        out[f.name] = (f"MRTPO_{f.name.upper()}", kind)
+    return out
+
+
+ENV_VARS: dict[str, tuple[str, type]] = _env_vars()
 """Settings field -> (environment variable, type of its value)."""
 
 
@@ -197,7 +209,8 @@ def looks_like_path(name: str) -> bool:
     return name.startswith((".", "/", "~")) or "\\" in name or ".." in name or name.count("/") > 1
 
 
-def load_allowed_policy(name_or_path: str | os.PathLike, *, device=None, dtype=None, settings: Optional[Settings] = None,
+def load_allowed_policy(name_or_path: str | os.PathLike, *, device=None, dtype=None,
+                        settings: Optional[Settings] = None,
                         public: bool = False):
     """``load_policy`` under the operator's rules, read now: the allow-list, the thread count, the memory bound.
 
@@ -266,11 +279,27 @@ def check_serving(settings: Optional[Settings] = None) -> Settings:
     return settings
 
 
-def rollout_limits(settings: Optional[Settings] = None, max_verifiers: Optional[int] = None):
-    """The app's caps on an uploaded rollouts file and its rows (``MRTPO_MAX_UPLOAD_MB``, ``MRTPO_MAX_ROLLOUTS``,
-    ``MRTPO_MAX_CHARS``, ``MRTPO_MAX_TOKENS``; ``max_verifiers`` the replay's verifiers per row), read now."""
-    from .relevance.rows import RowLimits
 
-    s = settings or get_settings()
-    return RowLimits(max_bytes=s.max_upload_bytes, max_chars=s.max_chars, max_tokens=s.max_tokens,
-                     max_verifiers=max_verifiers, max_rows=s.max_rollouts)
+_KINDS = {tuple: "comma list", str: "text", int: "whole number", float: "number", bool: "1 or 0"}
+
+
+def _shown_default(value) -> str:
+    if value in ((), "", None):
+        return "(unset)"
+    if isinstance(value, bool):
+        return "`1`" if value else "`0`"
+    return f"`{value}`"
+
+
+def settings_table() -> str:
+    """The environment variables as a markdown table (variable, value, default, meaning), generated from the fields
+    of :class:`Settings` and the docstrings under them (the docs' settings page is this table)."""
+    from .docstrings import field_docs
+
+    docs = field_docs(Settings)
+    rows = ["| variable | value | default | meaning |", "|---|---|---|---|"]
+    for f in fields(Settings):
+        var, kind = ENV_VARS[f.name]
+        meaning = docs[f.name].removeprefix(f"``{var}``:").strip().replace("``", "`").replace("|", "\\|")
+        rows.append(f"| `{var}` | {_KINDS[kind]} | {_shown_default(f.default)} | {meaning} |")
+    return "\n".join(rows) + "\n"

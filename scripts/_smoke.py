@@ -28,7 +28,7 @@ def wait_for_port(server: subprocess.Popen, port: int, timeout_s: float = 300) -
         except OSError:
             if server.poll() is not None:
                 raise SystemExit(f"FAILED: the app exited with {server.returncode}\n"
-                                 f"{(server.stderr.read() if server.stderr else '')[-3000:]}")
+                                 f"{(server.stderr.read() if server.stderr else '')[-3000:]}") from None
             time.sleep(0.25)
     raise SystemExit(f"FAILED: the app did not listen on port {port} within {timeout_s:.0f} s")
 

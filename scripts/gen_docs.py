@@ -15,11 +15,9 @@ regenerated. The pages do not depend on the machine: the task families are liste
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import re
 import sys
 from pathlib import Path
-from typing import Any
 from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,32 +89,16 @@ def cli_page() -> str:
     return "\n".join(s for s in out if s is not None).rstrip() + "\n"
 
 
-def _setting_default(value: Any) -> str:
-    if value in ((), "", None):
-        return "(unset)"
-    if isinstance(value, bool):
-        return "`1`" if value else "`0`"
-    return f"`{value}`"
-
-
 def settings_page() -> str:
-    """Markdown table of the operator settings (one row per field of ``Settings``)."""
-    from mrtpo_viz.cli.options import field_docs
-    from mrtpo_viz.settings import ENV_VARS, Settings
+    """The operator settings page: an introduction and ``mrtpo_viz.settings.settings_table()``."""
+    from mrtpo_viz.settings import settings_table
 
-    docs = field_docs(Settings)
-    kinds = {tuple: "comma list", str: "text", int: "whole number", float: "number", bool: "1 or 0"}
     out = [HEADER.format(source="the fields of mrtpo_viz.settings.Settings"), "# Operator settings\n",
            "Environment variables, parsed into one frozen `Settings` by `get_settings()` "
            "(`mrtpo_viz/settings.py`). `python app.py` and `python -m mrtpo_viz serve` check them at start-up: an "
            "invalid value stops the app with one line that names the variable, before anything is served. "
            "[Deployment and security](../deployment.md) says which to set on a public Space.\n",
-           "| variable | value | default | meaning |", "|---|---|---|---|"]
-    for f in dataclasses.fields(Settings):
-        var, kind = ENV_VARS[f.name]
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        meaning = re.sub(r"^``[A-Z_]+``:\s*", "", docs.get(f.name, ""))
-        out.append(f"| `{var}` | {kinds[kind]} | {_setting_default(default)} | {_md(meaning)} |")
+           settings_table().rstrip("\n")]
     return "\n".join(out) + "\n"
 
 

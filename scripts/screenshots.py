@@ -50,7 +50,8 @@ def shot(page, path: Path, height: int) -> None:
 def most_relevant(task: str, index: int, row: int) -> int:
     """The position of the example's reference token most relevant to its verifier ``row`` (the one to pin)."""
     from mrtpo_viz.relevance import replay
-    from mrtpo_viz.ui.common import get_example, get_policy
+    from mrtpo_viz.ui.example_picker import get_example
+    from mrtpo_viz.ui.policy_choice import get_policy
 
     ex = get_example(task, index)
     rel = replay(get_policy("tiny-mrtpo"), ex, ex.reference, list(ex.verifiers))
@@ -59,7 +60,7 @@ def most_relevant(task: str, index: int, row: int) -> int:
 
 def relevance(page, out: Path) -> None:
     """Tool calling, example 1: replayed, the most relevant token of the correctness row pinned."""
-    from mrtpo_viz.ui.common import get_example
+    from mrtpo_viz.ui.example_picker import get_example
 
     choose(page, "Example (test split)", re.compile(r"^1:"))
     from mrtpo_viz.tasks import get_verifier
@@ -201,7 +202,8 @@ def main(argv=None) -> int:
             page.locator("#replay-btn").wait_for()
             from mrtpo_viz.policy.known import list_downloaded
 
-            real = [real_model, real_model_ab] if REAL_MODEL in list_downloaded() else []  # last: it switches the checkpoint
+            real = [real_model, real_model_ab] if REAL_MODEL in list_downloaded() else []  # last: it switches the
+            # checkpoint
             for take in (relevance, free_prompt, ab, rollouts, method, *real):
                 take(page, out)
             ctx.close()

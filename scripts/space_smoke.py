@@ -34,7 +34,8 @@ def front_matter(readme: Path) -> dict[str, str]:
     """The README's YAML front matter as flat key -> value strings (the keys a Space reads)."""
     text = readme.read_text(encoding="utf-8")
     block = re.match(r"---\n(.*?)\n---\n", text, re.S).group(1)
-    return {k.strip(): v.strip().strip('"') for k, v in (line.split(":", 1) for line in block.splitlines() if ":" in line)}
+    pairs = (line.split(":", 1) for line in block.splitlines() if ":" in line)
+    return {k.strip(): v.strip().strip('"') for k, v in pairs}
 
 
 def clone(root: Path, dest: Path) -> None:

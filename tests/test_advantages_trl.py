@@ -56,7 +56,8 @@ def make_case(cls: str, rng: np.random.Generator):
 
 def ours(rewards, weights, aggregation) -> np.ndarray:
     r = torch.tensor(rewards, dtype=torch.float64)
-    return (grpo_advantages(r, weights) if aggregation == "sum_then_normalize" else gdpo_advantages(r, weights)[1]).numpy()
+    adv = grpo_advantages(r, weights) if aggregation == "sum_then_normalize" else gdpo_advantages(r, weights)[1]
+    return adv.numpy()
 
 
 @pytest.fixture(scope="module")

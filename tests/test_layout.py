@@ -1,8 +1,11 @@
 """The house stays a house: no import cycle between modules, arrows between the package's parts point down only,
-modules stay under 400 lines, and every library module has its test module.
+``tasks/`` keeps its families apart, and modules stay under 400 lines.
 
 Imports are read with :mod:`ast` (module level and inside functions, relative and absolute), so a lazy import inside
-a function counts as much as one at the top.
+a function counts as much as one at the top. Three kinds of arrow count besides ``import x`` / ``from x import y``:
+an import of the package root for one of its attributes (``from .. import load_policy``, ``import mrtpo_viz``: the
+root re-exports policy, relevance and training lazily, so a lower layer could reach up through it), and a constant
+module name given to ``importlib.import_module`` (absolute, or relative to ``__name__`` / ``__package__``).
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "mrtpo_viz"
 
 RANKS = {
-    "names": 0, "guards": 0,
+    "names": 0, "guards": 0, "version": 0, "atomic": 0, "docstrings": 0,
     "divergence": 1, "advantages": 1, "tasks": 1,
     "policy": 2,
     "relevance": 3,
@@ -29,6 +32,10 @@ RANKS = {
 """Each part of the package (a top-level module or subpackage) and its layer: a part imports only lower layers."""
 MAX_LINES = 400
 
+TASK_FAMILIES = {"ifeval": ("ifeval",), "tool_calling": ("tool_calling",), "sql": ("sql", "sandbox", "sql_worker"),
+                 "custom": ("custom",)}
+"""The verifier families inside ``tasks/`` (first name under ``tasks.``): a family imports no other family."""
+
 
 def module_names(root: Path, package: str) -> dict[str, Path]:
     """Dotted module name -> file, for every module of ``package`` under ``root`` (a package is its __init__)."""
@@ -40,8 +47,31 @@ def module_names(root: Path, package: str) -> dict[str, Path]:
     return out
 
 
+def _import_module_target(node: ast.Call, name: str, is_pkg: bool) -> str | None:
+    """The module that ``importlib.import_module("...", package)`` imports, if its name is a constant."""
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    if called != "import_module" or not node.args or not isinstance(node.args[0], ast.Constant) \
+            or not isinstance(node.args[0].value, str):
+        return None
+    target = node.args[0].value
+    if not target.startswith("."):
+        return target
+    anchor = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "package"), None)
+    if isinstance(anchor, ast.Constant) and isinstance(anchor.value, str):
+        package = anchor.value
+    elif isinstance(anchor, ast.Name) and anchor.id in ("__name__", "__package__"):
+        package = name if (is_pkg or anchor.id == "__name__") else name.rpartition(".")[0]
+    else:
+        return None
+    level = len(target) - len(target.lstrip("."))
+    base = package.split(".")
+    return ".".join(base[:len(base) - level + 1] + ([target[level:]] if target[level:] else []))
+
+
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The package's modules that module ``name`` imports (``from .x import y`` counts ``.x.y`` if it is a module)."""
+    """The package's modules that module ``name`` imports: ``from .x import y`` counts ``.x.y`` if it is a module
+    and ``.x`` if some ``y`` is not (an attribute of ``.x``); ``import_module`` with a constant name counts too."""
     is_pkg = path.name == "__init__.py"
     here = name.split(".") if is_pkg else name.split(".")[:-1]
     found = set()
@@ -49,20 +79,27 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         if isinstance(node, ast.ImportFrom):
             base = here[:len(here) - node.level + 1] if node.level else []
             target = ".".join(base + ([node.module] if node.module else []))
-            found |= {t for t in [target] + [f"{target}.{a.name}" for a in node.names] if t in modules}
+            subs = {f"{target}.{a.name}" for a in node.names} & set(modules)
+            found |= subs
+            if target in modules and len(subs) < len(node.names):
+                found.add(target)
         elif isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name in modules}
+        elif isinstance(node, ast.Call) and (t := _import_module_target(node, name, is_pkg)) in modules:
+            found.add(t)
     return found - {name}
 
 
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:
-    """Module -> modules it imports; a package importing its own children and a child importing its package are
-    left out (re-exports, not arrows between rooms)."""
+    """Module -> modules it imports. A package importing its own children and a child importing its own package
+    are left out (re-exports, not arrows between rooms), except the root package: every module is its child, and
+    it re-exports the upper layers, so an import of the root is an arrow to the top layer."""
     modules = module_names(root, package)
     graph = {}
     for name, path in modules.items():
         deps = imports_of(name, path, modules)
-        graph[name] = {d for d in deps if not d.startswith(name + ".") and not name.startswith(d + ".")}
+        graph[name] = {d for d in deps if not d.startswith(name + ".")
+                       and (d == package or not name.startswith(d + "."))}
     return graph
 
 
@@ -115,37 +152,130 @@ def upward_arrows(graph: dict[str, set[str]], ranks: dict[str, int]) -> list[tup
     return sorted(bad)
 
 
+def task_role(module: str, package: str) -> str | None:
+    """A module's role inside ``tasks/``: ``base``, ``generators``, ``family:<name>``, ``tasks`` (the package, which
+    imports every family to register it), ``other`` (sources, data and catalogues); None outside ``tasks/``."""
+    parts = module.split(".")
+    if parts[:2] != [package, "tasks"]:
+        return None
+    if len(parts) == 2:
+        return "tasks"
+    first = parts[2]
+    if first in ("base", "generators"):
+        return first
+    family = next((f for f, names in TASK_FAMILIES.items() if first in names), None)
+    return f"family:{family}" if family else "other"
+
+
+def task_problems(graph: dict[str, set[str]], package: str) -> list[str]:
+    """Inside ``tasks/``: a family imports no other family (nor the tasks package, which imports them all); ``base``
+    imports no family; no verifier (a family's module or ``base``) imports a generator."""
+    raw = {src: deps for src, deps in graph.items() if task_role(src, package)}
+    bad = []
+    for src, deps in sorted(raw.items()):
+        a = task_role(src, package)
+        for dst in sorted(deps):
+            b = task_role(dst, package)
+            if b is None:
+                continue
+            if a.startswith("family:") and (b.startswith("family:") and b != a or b == "tasks"):
+                bad.append(f"family imports another family: {src} -> {dst}")
+            if a == "base" and (b.startswith("family:") or b == "tasks"):
+                bad.append(f"base imports a family: {src} -> {dst}")
+            if (a.startswith("family:") or a == "base") and b == "generators":
+                bad.append(f"a verifier imports a generator: {src} -> {dst}")
+    return bad
+
+
+def task_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """Like :func:`import_graph`, but a module importing its own package counts (``from .. import X`` in a family
+    goes through ``tasks/__init__``, which imports every family)."""
+    modules = module_names(root, package)
+    return {name: {d for d in imports_of(name, path, modules) if not d.startswith(name + ".")}
+            for name, path in modules.items()}
+
+
 def problems(root: Path, package: str, ranks: dict[str, int]) -> list[str]:
     graph = import_graph(root, package)
     unranked = sorted({part_of(m) for m in graph} - set(ranks))
     return ([f"import cycle: {' <-> '.join(c)}" for c in cycles(graph)]
             + [f"upward arrow: {a} -> {b}" for a, b in upward_arrows(graph, ranks)]
-            + [f"part without a layer in RANKS: {p}" for p in unranked])
+            + [f"part without a layer in RANKS: {p}" for p in unranked]
+            + task_problems(task_graph(root, package), package))
 
 
 def test_the_package_has_no_cycle_and_no_upward_arrow():
     assert problems(ROOT, PACKAGE, RANKS) == []
 
 
-def test_the_check_fails_on_a_deliberate_back_edge(tmp_path):
+SCRATCH = {
+    "__init__.py": ("import importlib\n\ndef __getattr__(name):\n"
+                    "    return importlib.import_module('.policy', __name__)\n"),
+    "names.py": "",
+    "tasks/__init__.py": "from .base import X\nfrom . import ifeval, sql\n",
+    "tasks/base.py": "from ..names import Y\nX = 1\n",
+    "tasks/ifeval/__init__.py": "from ..base import X\n", "tasks/ifeval/checks.py": "from ..base import X\n",
+    "tasks/sql.py": "from .base import X\n",
+    "tasks/generators/__init__.py": "", "tasks/generators/gen.py": "from ..ifeval.checks import X\n",
+    "policy/__init__.py": "", "policy/loading.py": "from ..tasks.base import X\nfrom .. import names\n",
+}
+"""A clean scratch package (a lazy root like ours, two families, a generator that uses a family)."""
+
+BACK_EDGES = {
+    "root attribute": ("tasks/base.py", "from .. import load_policy\n",
+                       ["upward arrow: house.tasks.base -> house"]),
+    "import of the root": ("tasks/sql.py", "def f():\n    import house\n", ["upward arrow: house.tasks.sql -> house"]),
+    "import_module, absolute": ("tasks/base.py",
+                                "import importlib\nM = importlib.import_module('house.policy.loading')\n",
+                                ["upward arrow: house.tasks.base -> house.policy.loading"]),
+    "import_module, relative": ("tasks/sql.py", "from importlib import import_module\n\ndef f():\n"
+                                "    return import_module('..policy.loading', __package__)\n",
+                                ["upward arrow: house.tasks.sql -> house.policy.loading"]),
+    "family to family": ("tasks/sql.py", "from .ifeval.checks import X\n",
+                         ["family imports another family: house.tasks.sql -> house.tasks.ifeval.checks"]),
+    "family through the tasks package": ("tasks/ifeval/checks.py", "from ... import tasks\nfrom ...tasks import X\n",
+                                         ["family imports another family: house.tasks.ifeval.checks -> house.tasks"]),
+    "base to a family": ("tasks/base.py", "def f():\n    from .sql import X\n",
+                         ["base imports a family: house.tasks.base -> house.tasks.sql"]),
+    "verifier to a generator": ("tasks/ifeval/checks.py", "from ...tasks.generators import gen\n",
+                                ["a verifier imports a generator: "
+                                 "house.tasks.ifeval.checks -> house.tasks.generators.gen"]),
+}
+"""Each kind of back-edge: (file, what it gets appended, problems it must raise)."""
+
+SCRATCH_RANKS = {"names": 0, "tasks": 1, "policy": 2, "__init__": 9}
+
+
+def _scratch(tmp_path: Path) -> Path:
     pkg = tmp_path / "house"
-    for rel, text in {
-        "__init__.py": "", "names.py": "", "tasks/__init__.py": "from .base import X\n",
-        "tasks/base.py": "from ..names import Y\nX = 1\n",
-        "policy/__init__.py": "", "policy/loading.py": "from ..tasks.base import X\n",
-    }.items():
+    for rel, text in SCRATCH.items():
         (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
         (pkg / rel).write_text(text)
-    ranks = {"names": 0, "tasks": 1, "policy": 2, "__init__": 9}
-    assert problems(tmp_path, "house", ranks) == []
+    return pkg
+
+
+def test_the_check_fails_on_a_deliberate_back_edge(tmp_path):
+    pkg = _scratch(tmp_path)
+    assert problems(tmp_path, "house", SCRATCH_RANKS) == []
     # the back-edge: a task module reaches up into policy, inside a function (lazy imports count too)
     (pkg / "tasks/base.py").write_text("from ..names import Y\nX = 1\n\ndef f():\n    from ..policy.loading import X\n")
-    found = problems(tmp_path, "house", ranks)
+    found = problems(tmp_path, "house", SCRATCH_RANKS)
     assert "import cycle: house.policy.loading <-> house.tasks.base" in found
     assert "upward arrow: house.tasks.base -> house.policy.loading" in found
     # an unknown part is reported rather than silently allowed
     (pkg / "extra.py").write_text("from .names import Y\n")
-    assert "part without a layer in RANKS: extra" in problems(tmp_path, "house", ranks)
+    assert "part without a layer in RANKS: extra" in problems(tmp_path, "house", SCRATCH_RANKS)
+
+
+@pytest.mark.parametrize("kind", list(BACK_EDGES))
+def test_each_kind_of_back_edge_is_caught(tmp_path, kind):
+    pkg = _scratch(tmp_path)
+    rel, added, expected = BACK_EDGES[kind]
+    (pkg / rel).write_text((pkg / rel).read_text() + added)
+    found = problems(tmp_path, "house", SCRATCH_RANKS)
+    assert found, kind
+    for line in expected:
+        assert line in found, (kind, found)
 
 
 def test_modules_stay_under_400_lines():
@@ -176,68 +306,3 @@ def test_names_imports_nothing_heavy(name):
     code = f"import mrtpo_viz.names, mrtpo_viz.tasks, sys; print({name!r} in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
-
-
-# --- every module has its test module -------------------------------------------------------------------------------
-ENGINE, LOOP, BUILD, VIEWS, APP, CLI = ("tests/relevance/test_engine.py", "tests/training/test_loop.py",
-                                       "tests/sample_policy/test_build.py", "tests/viz/test_views.py",
-                                       "tests/ui/test_api.py", "tests/cli/test_cli.py")
-COVERED_BY = {
-    # the lazy public API, and the replay's pieces, exercised through the replay they make up
-    "mrtpo_viz": "tests/test_public_api.py",
-    "mrtpo_viz.advantages.*": "tests/test_advantages.py",  # the math, tested as one piece (and against TRL)
-    "mrtpo_viz.relevance.branches": ENGINE, "mrtpo_viz.relevance.controls": ENGINE,
-    "mrtpo_viz.relevance.tokens": ENGINE, "mrtpo_viz.relevance.results": ENGINE,
-    # a loaded policy's generation and sampling, tested on the policy that loading gives
-    "mrtpo_viz.policy.model": "tests/policy/test_loading.py", "mrtpo_viz.policy.sampling": "tests/policy/test_loading.py",
-    # the sample-data generators, one file for the four of them (determinism, uniqueness, gold passes)
-    "mrtpo_viz.tasks.generators.*": "tests/tasks/test_generators.py",
-    # one training step's pieces, tested on real steps of the tiny policy
-    **{f"mrtpo_viz.training.{m}": LOOP for m in ("config", "rollouts", "group_replay", "metrics", "checkpoints",
-                                                 "report")},
-    # the bundled policy's data, violations and evaluation, tested with its build
-    **{f"mrtpo_viz.sample_policy.{m}": BUILD for m in ("sft_data", "evaluate", "violations")},
-    # the views, on one hand-built Relevance and frame
-    "mrtpo_viz.viz.*": VIEWS,
-    "mrtpo_viz.viz.training": "tests/viz/test_training.py",
-    # the app: one launched server serves every tab's endpoints; the Runs tab's handlers have their own file
-    "mrtpo_viz.ui.*": APP, "mrtpo_viz.ui.runs_tab": "tests/ui/test_runs_tab.py",
-    # MRTPOTrainer's batch handling, tested through the trainer on real TRL runs
-    "mrtpo_viz.integrations.trl_batch": "tests/integrations/test_trl.py",
-    "mrtpo_viz.ui.training_tab": "tests/ui/test_training_tab.py",
-    "mrtpo_viz.cli.*": CLI,
-}
-"""Modules whose tests live in a sibling's test file, and why; ``pkg.*`` covers a package and all its modules."""
-
-
-def default_test_file(module: str) -> str:
-    """``mrtpo_viz.relevance.engine`` -> ``tests/relevance/test_engine.py``; ``mrtpo_viz.names`` -> ``tests/test_names.py``."""
-    parts = module.split(".")[1:]
-    return "/".join(["tests", *parts[:-1], f"test_{parts[-1]}.py"])
-
-
-def covering_test_file(module: str) -> str:
-    """The test file of ``module``: :func:`default_test_file` where it exists, else its entry in COVERED_BY."""
-    if module != PACKAGE and (ROOT / default_test_file(module)).is_file():
-        return default_test_file(module)
-    if module in COVERED_BY:
-        return COVERED_BY[module]
-    pkg = next((k for k in COVERED_BY if k.endswith(".*") and (module + ".").startswith(k[:-1])), None)
-    return COVERED_BY[pkg] if pkg else default_test_file(module)
-
-
-def defines_code(path: Path) -> bool:
-    """Whether a module defines a function or class (a package that only re-exports needs no test of its own)."""
-    return any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) for n in ast.parse(path.read_text()).body)
-
-
-def test_every_module_has_a_test_module_that_imports_it():
-    modules = module_names(ROOT, PACKAGE)
-    missing = []
-    for name, path in modules.items():
-        if not defines_code(path) and name != PACKAGE:
-            continue
-        test = ROOT / covering_test_file(name)
-        if not test.is_file() or name not in imports_of("tests.x", test, modules):
-            missing.append(f"{name} -> {test.relative_to(ROOT)}")
-    assert missing == []

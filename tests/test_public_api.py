@@ -12,7 +12,8 @@ def test_replay_is_the_function_and_no_module_shares_its_name():
 
     assert inspect.isfunction(replay) and replay.__name__ == "replay"
     assert "verifiers" in inspect.signature(replay).parameters
-    assert replay is sys.modules["mrtpo_viz.relevance.engine"].replay is importlib.import_module("mrtpo_viz.relevance").replay
+    engine = sys.modules["mrtpo_viz.relevance.engine"]
+    assert replay is engine.replay is importlib.import_module("mrtpo_viz.relevance").replay
     assert importlib.util.find_spec("mrtpo_viz.replay") is None
 
 

@@ -1,4 +1,6 @@
 """Operator settings: parsing, validation, and the checkpoint allow-list (also through ``load_policy``)."""
+import dataclasses
+
 import pytest
 
 from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICIES
@@ -8,7 +10,8 @@ from mrtpo_viz.settings import ENV_VARS, Settings, SettingsError, get_settings
 def test_defaults_when_nothing_is_set():
     s = get_settings({})
     assert s == Settings()
-    assert (s.max_tokens, s.max_chars, s.max_info_chars, s.max_trainings, s.max_new_tokens) == (2048, 8000, 4000, 1, 256)
+    limits = (s.max_tokens, s.max_chars, s.max_info_chars, s.max_trainings, s.max_new_tokens)
+    assert limits == (2048, 8000, 4000, 1, 256)
     assert s.max_rollouts == 200
     assert s.max_upload_bytes == 5 * 2**20
     assert s.checkpoint_allowed("/anything/at/all") and s.checkpoint_allowed("owner/model")
@@ -52,7 +55,7 @@ def test_invalid_values_name_the_variable(var, value, says):
 
 
 def test_settings_are_frozen():
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         Settings().max_tokens = 1
 
 
@@ -135,3 +138,25 @@ def test_the_mcp_switch_is_off_by_default_and_parses_flags():
         [True, True, True, True, False, False, False]
     with pytest.raises(SettingsError, match="MRTPO_MCP must be 1 or 0 .* got 'maybe'"):
         get_settings({"MRTPO_MCP": "maybe"})
+
+
+def test_every_setting_is_an_mrtpo_variable_with_its_type_and_a_docstring():
+    from mrtpo_viz.docstrings import field_docs
+
+    assert ENV_VARS["max_upload_mb"] == ("MRTPO_MAX_UPLOAD_MB", float)
+    assert ENV_VARS["threads"] == ("MRTPO_THREADS", int) and ENV_VARS["allowed_checkpoints"][1] is tuple
+    docs = field_docs(Settings)
+    assert all(docs[name].startswith(f"``{var}``: ") for name, (var, _) in ENV_VARS.items())
+
+
+def test_the_settings_table_is_generated_from_the_settings():
+    """docs/reference/settings.md is this table (tests/docs/test_generated.py checks the page is current)."""
+    from mrtpo_viz.settings import settings_table
+
+    table = settings_table().splitlines()
+    assert len(table) == 2 + len(dataclasses.fields(Settings))
+    assert "| `MRTPO_MAX_TOKENS` | whole number | `2048` | tokens of one request (prompt + response + all verifier " \
+           "information). |" in table
+    assert "| `MRTPO_MAX_UPLOAD_MB` | number | `5.0` | megabytes (MiB) of one uploaded rollouts file. |" in table
+    assert "| `MRTPO_ALLOWED_CHECKPOINTS` | comma list | (unset) | hub ids and folders that may load; empty admits " \
+           "any checkpoint. |" in table

@@ -3,7 +3,7 @@ relevance, entropy weighting). Keyed by :data:`mrtpo_viz.names.METHODS`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

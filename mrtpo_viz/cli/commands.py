@@ -8,11 +8,12 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 
 def _policy(args):
-    """The policy of ``--checkpoint`` (default: ``MRTPO_CHECKPOINT``, else the bundled one) under the operator's rules."""
+    """The policy of ``--checkpoint`` (default: ``MRTPO_CHECKPOINT``, else the bundled one) under the operator's
+    rules."""
     import dataclasses
 
     from ..settings import default_checkpoint, get_settings, load_allowed_policy

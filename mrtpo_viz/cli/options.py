@@ -4,15 +4,14 @@ annotation, its help the field's docstring, its choices from :mod:`mrtpo_viz.nam
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
-import inspect
-import textwrap
 import typing
-from functools import lru_cache
-from typing import Any, Callable, Optional
+from functools import cache
+from typing import Any, Optional
+from collections.abc import Callable
 
 from .. import names
+from ..docstrings import field_docs
 
 CHOICES: dict[str, tuple[str, ...]] = {"method": names.METHODS, "control": names.CONTROLS, "metric": names.METRICS,
                                        "info_position": names.INFO_POSITIONS, "task": names.TASKS,
@@ -20,20 +19,7 @@ CHOICES: dict[str, tuple[str, ...]] = {"method": names.METHODS, "control": names
 """Fields whose values are registry names (the task may also be any other family the examples file names)."""
 
 
-@lru_cache(maxsize=None)
-def field_docs(cls: type) -> dict[str, str]:
-    """Field name -> the docstring written under it in the class body (attribute docstrings are not kept at run
-    time, so they are read from the source)."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body
-    docs = {}
-    for node, after in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr) \
-                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
-            docs[node.target.id] = " ".join(after.value.value.split())
-    return docs
-
-
+@cache
 def _weights(text: str) -> tuple[tuple[str, float], ...]:
     """``"tool_call.format=0.5,tool_call.correctness=2"`` -> pairs."""
     pairs = []

@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -47,6 +47,7 @@ from accelerate.utils import gather_object
 from trl import GRPOConfig, GRPOTrainer
 
 from ..advantages import mrtpo_token_shift, mrtpo_token_weights
+from ..docstrings import help_from_docstrings
 from ..names import BUNDLED_POLICY, CONTROLS, INFO_POSITIONS, METRICS, check_choice
 from ..relevance.tokens import display_tokens
 from ..tasks.bundled_data import BUNDLED_POLICY_DIR
@@ -63,19 +64,25 @@ ZERO3_REFUSAL = ("MRTPOTrainer does not support DeepSpeed ZeRO-3: its replay wou
                  "docs/scale.md). Use FSDP2 (fsdp_version: 2): it is tested")
 
 
+@help_from_docstrings
 @dataclass
 class MRTPOConfig(GRPOConfig):
     """``GRPOConfig`` plus MRTPO's settings; reward weights ``lambda_k`` are GRPOConfig's ``reward_weights``."""
 
-    alpha: float = field(default=1.0, metadata={"help": "MRTPO mixing: 0 = GDPO (uniform), 1 = relevance only."})
-    gamma: float = field(default=1.0, metadata={"help": "Sharpening of the relevance: w ~ d**gamma."})
-    control: str = field(default="none", metadata={"help": f"Relevance control, one of {list(CONTROLS)}."})
-    metric: str = field(default="js", metadata={"help": f"Relevance metric, one of {list(METRICS)}."})
-    info_position: str = field(default="user_end",
-                               metadata={"help": f"Where the information goes, one of {list(INFO_POSITIONS)}."})
-    log_tokens: bool = field(default=True, metadata={"help": "Write output_dir/mrtpo/tokens_{step:05d}.parquet."})
-    multi_objective_aggregation: str = field(
-        default="normalize_then_sum", metadata={"help": "Must be 'normalize_then_sum' (GDPO): MRTPO splits it."})
+    alpha: float = 1.0
+    """MRTPO mixing: 0 = GDPO (uniform), 1 = relevance only."""
+    gamma: float = 1.0
+    """Sharpening of the relevance: w ~ d**gamma."""
+    control: str = "none"
+    """Relevance control: none, placebo, corrupted or others (``names.CONTROLS``)."""
+    metric: str = "js"
+    """Relevance metric: js, kl or tvd (``names.METRICS``)."""
+    info_position: str = "user_end"
+    """Where the information goes (``names.INFO_POSITIONS``)."""
+    log_tokens: bool = True
+    """Write output_dir/mrtpo/tokens_{step:05d}.parquet."""
+    multi_objective_aggregation: str = "normalize_then_sum"
+    """Must be 'normalize_then_sum' (GDPO): MRTPO splits it."""
 
     def __post_init__(self):
         super().__post_init__()
@@ -270,7 +277,7 @@ class MRTPOTrainer(GRPOTrainer):
     def _run_info(self) -> dict:
         import trl
 
-        from .. import __version__
+        from ..version import __version__
 
         a = self.args
         return {"kind": "mrtpo", "alpha": a.alpha, "gamma": a.gamma, "control": a.control, "metric": a.metric,

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -60,7 +61,7 @@ def reward_function(verifier: Verifier) -> Callable:
     fn = verifier.trl_reward
     if fn is None:
         return as_trl_reward(verifier)
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004 (an async __call__)
         async def reward(*args, **kwargs):
             return await fn(*args, **kwargs)
     else:
@@ -137,8 +138,8 @@ def check_prompt(policy: Policy, example: Example, sampled_ids: Sequence[int]) -
     compare two contexts neither of which the policy saw."""
     ours = policy.chat_ids(example.messages())
     if list(ours) != list(sampled_ids):
+        first = next((i for i, (a, b) in enumerate(zip(ours, sampled_ids)) if a != b), min(len(ours), len(sampled_ids)))
         raise ValueError(f"the replay's prompt differs from the one TRL sampled from ({len(ours)} vs "
-                         f"{len(sampled_ids)} tokens, first difference at token "
-                         f"{next((i for i, (a, b) in enumerate(zip(ours, sampled_ids)) if a != b), min(len(ours), len(sampled_ids)))}"
+                         f"{len(sampled_ids)} tokens, first difference at token {first}"
                          "): MRTPOTrainer renders prompts with the tokenizer's own chat template and no "
                          "chat_template_kwargs")

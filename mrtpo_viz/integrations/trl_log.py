@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
+
+from ..atomic import atomic_path, write_text
 
 LOG_DIR = "mrtpo"
 RUN_FILE = "run.json"
@@ -133,34 +134,16 @@ def completion_rows(*, step: int, mode: str, first_row: int, num_generations: in
 
 
 def write_table(rows: Sequence[dict], path: str | os.PathLike) -> Path:
-    """Write the records as one parquet file atomically (a temporary file in the same folder, then ``os.replace``)."""
+    """Write the records as one parquet file atomically (:func:`mrtpo_viz.atomic.atomic_path`)."""
     import pandas as pd
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         pd.DataFrame(list(rows)).to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return Path(path)
 
 
 def write_json(data: dict, path: str | os.PathLike) -> Path:
     """Write a JSON file atomically."""
     import json
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text(path, json.dumps(data, indent=2, sort_keys=True))

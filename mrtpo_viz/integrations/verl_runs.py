@@ -29,7 +29,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import pandas as pd
 

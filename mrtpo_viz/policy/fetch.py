@@ -16,7 +16,7 @@ import sys
 import time
 import zipfile
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 Progress = Callable[[str], None]
 
@@ -27,10 +27,12 @@ ERROR_KINDS = ("unknown_model", "missing_dependency", "registry_unreachable", "n
 class ModelDownloadError(RuntimeError):
     """A known model could not be fetched or converted; the message says why and what to do.
 
-    ``kind`` is one of :data:`ERROR_KINDS`.
+    ``kind`` is one of :data:`ERROR_KINDS` (callers and the CLI branch on it; any other is a programming error).
     """
 
     def __init__(self, message: str, kind: str):
+        if kind not in ERROR_KINDS:
+            raise ValueError(f"unknown ModelDownloadError kind {kind!r}; one of {ERROR_KINDS}")
         super().__init__(message)
         self.kind = kind
 

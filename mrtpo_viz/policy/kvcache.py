@@ -13,7 +13,7 @@ import inspect
 import torch
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cache_kwarg(model_cls: type) -> str:
     """transformers 5 names the forward's cache ``cache``; older models still take ``past_key_values``."""
     params = inspect.signature(model_cls.forward).parameters

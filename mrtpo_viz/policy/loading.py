@@ -171,7 +171,8 @@ def _check_folder(folder: Path) -> dict:
     cfg_file = folder / "config.json"
     if not cfg_file.is_file():
         raise PolicyLoadError(f"{folder} is not a model folder (no config.json)")
-    config = checkpoint_checks.read_json(cfg_file)  # size and depth capped (a 100,000-deep file is refused, not recursed)
+    config = checkpoint_checks.read_json(cfg_file)  # size and depth capped (a 100,000-deep file is refused, not
+    # recursed)
     if not isinstance(config, dict):
         raise PolicyLoadError(f"{cfg_file} is not a model configuration (expected a JSON object)")
     if config.get("auto_map"):

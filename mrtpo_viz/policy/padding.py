@@ -6,7 +6,7 @@ masked out of attention and out of the loss, but one rule keeps the ids reproduc
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

@@ -186,7 +186,8 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
     def limited_concat(self, parts) -> str:
         parts = [str(p) for p in parts]
         if _join_size(parts) > MAX_VALUE_CHARS:
-            raise TemplateLimitError(f"the chat template joins (~) a string of more than {MAX_VALUE_CHARS:,} characters")
+            raise TemplateLimitError(f"the chat template joins (~) a string of more than {MAX_VALUE_CHARS:,} "
+                                     "characters")
         return "".join(parts)
 
     def call_binop(self, context, operator, left, right):

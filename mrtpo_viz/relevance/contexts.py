@@ -6,7 +6,7 @@ blocks exactly as the replay inserts them.
 from __future__ import annotations
 
 import string
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..names import INFO_POSITIONS, check_choice
 

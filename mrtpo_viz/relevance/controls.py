@@ -13,7 +13,8 @@ Names come from :data:`mrtpo_viz.names.CONTROLS`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Optional
+from collections.abc import Callable, Sequence
 
 import torch
 

@@ -20,7 +20,8 @@ These are ours (the paper reports none); they summarize what the advantage panel
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
+from collections.abc import Sequence
 
 import torch
 

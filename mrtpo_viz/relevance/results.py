@@ -118,7 +118,7 @@ class Relevance:
         return json.dumps(self.to_dict(), **kw)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Relevance":
+    def from_dict(cls, d: dict[str, Any]) -> Relevance:
         d = dict(d)
         d["offsets"] = [tuple(o) for o in d.get("offsets") or []]
         d["top_without"] = [[tuple(p) for p in pos] for pos in d.get("top_without") or []]
@@ -128,5 +128,5 @@ class Relevance:
         return cls(**{k: v for k, v in d.items() if k in known})
 
     @classmethod
-    def from_json(cls, text: str) -> "Relevance":
+    def from_json(cls, text: str) -> Relevance:
         return cls.from_dict(json.loads(text))

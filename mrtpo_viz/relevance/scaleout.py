@@ -21,7 +21,8 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Optional
+from collections.abc import Iterator, Sequence
 
 from .rows import RowLimits, read_rows
 from .scoring import ScoreProgress, read_existing, check_out, score_rows, write_atomic

@@ -6,18 +6,19 @@ gets ``line<N>``. A bad line is reported with its line number and skipped.
 
 Output: ``.jsonl`` holds one :class:`Relevance` per rollout (``Relevance.to_dict()`` plus ``id`` and ``task``);
 ``.csv`` / ``.parquet`` hold the long frame of ``Relevance.to_frame()`` with ``id`` and ``task`` columns. The
-output is rewritten through a temporary file and ``os.replace`` after every batch of rollouts, so a kill leaves
-the previous complete file; a rerun skips the ids already in it (resume).
+output is rewritten through a temporary file moved into place (:mod:`mrtpo_viz.atomic`) after every batch of rollouts,
+so a kill leaves the previous complete file; a rerun skips the ids already in it (resume).
 """
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Optional
+from collections.abc import Iterator, Sequence
 
+from ..atomic import atomic_path
 from .rows import MAX_ROLLOUT_BYTES, Problem, RowLimits, read_rows
 
 OUT_FORMATS = (".jsonl", ".csv", ".parquet")
@@ -104,11 +105,8 @@ def _records(rel, row: dict, suffix: str) -> list[dict]:
 
 
 def write_atomic(out: Path, records: list[dict], suffix: str) -> None:
-    """Write all records to a temporary file next to ``out``, then ``os.replace`` it (a kill leaves the old file)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    try:
+    """Write all records to a temporary file next to ``out``, then move it into place (a kill leaves the old file)."""
+    with atomic_path(out) as tmp:
         if suffix == ".jsonl":
             with open(tmp, "w", encoding="utf-8") as fh:
                 fh.writelines(json.dumps(r) + "\n" for r in records)
@@ -117,10 +115,6 @@ def write_atomic(out: Path, records: list[dict], suffix: str) -> None:
 
             frame = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=list(FRAME_COLUMNS))
             frame.to_csv(tmp, index=False) if suffix == ".csv" else frame.to_parquet(tmp, index=False)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 # --- scoring -------------------------------------------------------------------------------------------------------

@@ -157,7 +157,8 @@ def _stages_table(stages: list[dict]) -> str:
     for i, st in enumerate(stages, 1):
         c, n = st["config"], st["noise"]
         rows.append(f"| {i} | {c['steps']} | {c['seed']} | {c['tokens_per_batch']} | {c['lr']:g} | "
-                    f"{st['n_train_examples']:,} | {_upto(n.get('max_content_edits', 1))} | {st['data_seconds'] / 60:.1f} | "
+                    f"{st['n_train_examples']:,} | {_upto(n.get('max_content_edits', 1))} | "
+                    f"{st['data_seconds'] / 60:.1f} | "
                     f"{st['train_seconds'] / 60:.1f} | {st['final_loss']:.3f} |")
     return "\n".join(rows)
 
@@ -182,12 +183,12 @@ def write_model_card(out: Path, info: dict, results: dict, out_name: str) -> Pat
     return out / "README.md"
 
 
-WHY_STAGES = """- Why three stages: after stage 1 the policy followed the format information but not yet the content information
-  (p(gold) on argument values the same with and without it). Stage 2 continues with content errors that change
-  several values at once, which makes the content information worth more per token. It also left the content
-  sampled without information (temperature 1) right less often than the data's own noise allows (tool-call
-  correctness 35%, SQL execution 32%). Stage 3 continues at a third of the learning rate with single-value errors
-  again: 40% and 50%, while the content information still raises p(gold).
+WHY_STAGES = """- Why three stages: after stage 1 the policy followed the format information but not yet the content
+  information (p(gold) on argument values the same with and without it). Stage 2 continues with content errors that
+  change several values at once, which makes the content information worth more per token. It also left the content
+  sampled without information (temperature 1) right less often than the data's own noise allows (tool-call correctness
+  35%, SQL execution 32%). Stage 3 continues at a third of the learning rate with single-value errors again: 40% and
+  50%, while the content information still raises p(gold).
 """
 
 CARD = """---
@@ -210,16 +211,16 @@ does, and to be unsure without it.
 ```
 
 Deterministic for a seed: on the build machine one and two torch threads give the same weights, byte for byte
-(tests/test_sample_policy.py), so `--threads 2` rebuilds this policy on an idle 2-core machine in about an hour
-(0.54-0.58 s per step against 0.87 s on one thread). Code: `mrtpo_viz/sample_policy.py` (tokenizer, model,
-training), `mrtpo_viz/sft_data.py` and `mrtpo_viz/sft_violations.py` (data), `mrtpo_viz/sample_policy_eval.py`
+(tests/sample_policy/test_build.py), so `--threads 2` rebuilds this policy on an idle 2-core machine in about an hour
+(0.54-0.58 s per step against 0.87 s on one thread). Code: `mrtpo_viz/sample_policy/build.py` (tokenizer, model,
+training), `mrtpo_viz/sample_policy/sft_data.py` and `.../violations.py` (data), `.../evaluate.py`
 (this card's numbers). Total {minutes:.0f} minutes on {machine}; files {size_mb:.1f} MB.
 
 - Model: Llama, {arch}. Tokenizer: byte-level BPE trained on the task data; AdamW, linear warm-up then cosine
   decay to a tenth, loss on response tokens only, batches grouped by length.
 - Data: the task generators with a seed other than the sample files', every prompt of the test split removed.
-  Each verifier's information block (inserted with `mrtpo_viz.relevance.contexts.with_info`, as the replay does) is present
-  independently; the target is the gold response with noise only on the aspects whose information is absent
+  Each verifier's information block (inserted with `mrtpo_viz.relevance.contexts.with_info`, as the replay does) is
+  present independently; the target is the gold response with noise only on the aspects whose information is absent
   (content errors, format errors at decision points, constraint violations at known places), plus harmless
   variation no verifier penalizes (argument order, JSON spacing, a short preamble, a trailing semicolon).
   Probabilities: {noise}.

@@ -21,13 +21,15 @@ import json
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
+from collections.abc import Callable
 
 from ..relevance.contexts import with_info
 from .violations import VIOLATIONS
 from ..tasks.base import Example
 from ..tasks.example_sources import load_examples
 from ..tasks import get_verifier
+from ..tasks.generators.tool_calling import gold_call
 from ..tasks.ifeval import constraint_kwargs
 
 TRIES = 6
@@ -85,11 +87,12 @@ class Pools:
     """database -> tuple of string literals of its gold queries."""
 
     @classmethod
-    def from_examples(cls, examples: list[Example]) -> "Pools":
+    def from_examples(cls, examples: list[Example]) -> Pools:
         tool, sql = {}, {}
         for ex in examples:
-            for k, v in (ex.meta.get("arguments") or {}).items():
-                tool.setdefault((ex.meta.get("tool"), k), set()).add(json.dumps(v))
+            name, args = gold_call(ex.meta) or (None, {})
+            for k, v in args.items():
+                tool.setdefault((name, k), set()).add(json.dumps(v))
             if ex.meta.get("gold_sql"):
                 sql.setdefault(ex.meta["db"], set()).update(re.findall(r"'(?:[^']|'')*'", ex.meta["gold_sql"]))
         return cls({k: tuple(json.loads(v) for v in sorted(s)) for k, s in tool.items()},
@@ -115,16 +118,18 @@ TOOL_FORMAT_ERRORS: tuple[Callable[[str], str], ...] = (
 
 
 def _wrong_value(ex: Example, key: str, rng: random.Random, pools: Pools):
-    gold = ex.meta["arguments"][key]
-    enum = ex.meta["schema"]["parameters"]["properties"].get(key, {}).get("enum")
-    others = [v for v in (enum or pools.tool_values.get((ex.meta["tool"], key), ())) if v != gold]
+    name, args = gold_call(ex.meta)
+    gold = args[key]
+    enum = ex.meta["functions"][0]["parameters"]["properties"].get(key, {}).get("enum")
+    others = [v for v in (enum or pools.tool_values.get((name, key), ())) if v != gold]
     if others:
         return rng.choice(others)
     return gold + rng.choice((-2, -1, 1, 2)) if isinstance(gold, (int, float)) and not isinstance(gold, bool) else None
 
 
 def tool_target(ex: Example, present: set, rng: random.Random, cfg: NoiseConfig, pools: Pools) -> Target:
-    args, noised = dict(ex.meta["arguments"]), set()
+    name, args = gold_call(ex.meta)
+    noised = set()
     if "tool_call.correctness" not in present and rng.random() < cfg.p_content:
         for key in _some(sorted(args), cfg.max_content_edits, rng):
             wrong = _wrong_value(ex, key, rng, pools)
@@ -134,7 +139,7 @@ def tool_target(ex: Example, present: set, rng: random.Random, cfg: NoiseConfig,
     if rng.random() < cfg.p_nuisance:
         rng.shuffle(keys)
     seps = (",", ":") if rng.random() < cfg.p_nuisance / 2 else (", ", ": ")
-    call = json.dumps({"name": ex.meta["tool"], "arguments": {k: args[k] for k in keys}},
+    call = json.dumps({"name": name, "arguments": {k: args[k] for k in keys}},
                       ensure_ascii=False, separators=seps)
     text = f"<tool_call>{call}</tool_call>"
     if "tool_call.format" not in present and rng.random() < cfg.p_format:
@@ -248,12 +253,10 @@ def make_sft_example(ex: Example, rng: random.Random, cfg: NoiseConfig, pools: P
 
 def training_examples(task: str, n: int, seed: int) -> list[Example]:
     """``n`` generated examples of a family (seed offset from the sample files'), minus any test-split prompt."""
-    import importlib
-
-    from ..tasks.generators import FAMILY_MODULES
+    from ..tasks.generators import generate
 
     test_prompts = {json.dumps(e.prompt) for e in load_examples(task, "test")}
-    generated = importlib.import_module(FAMILY_MODULES[task]).generate(n, seed=1000 + seed)
+    generated = generate(task, n, seed=1000 + seed)
     return [e for e in generated if json.dumps(e.prompt) not in test_prompts]
 
 
@@ -273,12 +276,13 @@ def build_sft_data(n_per_task: dict[str, int], seed: int, cfg: NoiseConfig = Noi
 def _tool_value_error(ex, rng, pools):
     from ..tasks.generators.tool_calling import format_call
 
-    if not isinstance(ex.meta.get("arguments"), dict):  # BFCL-style: possible answers, one or more calls
+    gold = gold_call(ex.meta)
+    if gold is None:  # BFCL's data: possible answers with several values, one or more calls
         return _calls_value_error(ex, rng)
-    args = dict(ex.meta["arguments"])
+    name, args = gold
     key = rng.choice(sorted(args))
     wrong = _wrong_value(ex, key, rng, pools)
-    return None if wrong is None else format_call(ex.meta["tool"], args | {key: wrong})
+    return None if wrong is None else format_call(name, args | {key: wrong})
 
 
 def _sql_content_error(ex, rng, pools):

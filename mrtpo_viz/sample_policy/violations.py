@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Callable, Optional
+from typing import Optional
+from collections.abc import Callable
 
 from ..tasks.ifeval.instruction_checks import AT_LEAST
 from ..tasks.ifeval.text_units import count_sentences, count_words

@@ -1,9 +1,10 @@
 """Examples, the Verifier contract and the registry of verifiers.
 
 An :class:`Example` is one prompt of a task family with what its verifiers need (``meta``) and, for the sample data,
-a gold reference response. A verifier scores one reward of a response (``check`` -> score in [0, 1] and a short reason), says what it checks
-(``info``: its *verifier information*, the text the replay inserts into the prompt) and, where it can, which
-character spans of the response decide its verdict (``spans``: the ground truth of the localization benchmark).
+a gold reference response. A verifier scores one reward of a response (``check`` -> score in [0, 1] and a short
+reason), says what it checks (``info``: its *verifier information*, the text the replay inserts into the prompt) and,
+where it can, which character spans of the response decide its verdict (``spans``: the ground truth of the localization
+benchmark).
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import inspect
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional, Union
+from collections.abc import Callable
 
 from ..names import VERIFIER_FAMILY
 
@@ -104,12 +106,12 @@ class Argument:
             raise ValueError(f"unknown argument kind {self.kind!r}; choose one of {list(ARGUMENT_KINDS)}")
 
 
-def _meta_args(verifier: "Verifier", example: Example) -> dict[str, Any]:
+def _meta_args(verifier: Verifier, example: Example) -> dict[str, Any]:
     """The default ``args_fn``: each argument is a key of ``example.meta``."""
     return {a.name: example.meta[a.name] for a in verifier.arguments if a.name in example.meta}
 
 
-def _with_meta_args(verifier: "Verifier", example: Example, values: dict[str, Any]) -> Example:
+def _with_meta_args(verifier: Verifier, example: Example, values: dict[str, Any]) -> Example:
     """The default ``with_args_fn``: the example with those keys of ``meta`` set."""
     from dataclasses import replace
 
@@ -136,9 +138,9 @@ class Verifier:
     """(response, example) -> character spans ``[start, end)`` that decide the verdict, or None if unknown."""
     arguments: tuple[Argument, ...] = ()
     """What the verifier reads from the example (shown as fields for a free prompt)."""
-    args_fn: Optional[Callable[["Verifier", Example], dict[str, Any]]] = None
+    args_fn: Optional[Callable[[Verifier, Example], dict[str, Any]]] = None
     """(verifier, example) -> the example's values of ``arguments`` (absent keys missing); default: ``meta`` keys."""
-    with_args_fn: Optional[Callable[["Verifier", Example, dict[str, Any]], Example]] = None
+    with_args_fn: Optional[Callable[[Verifier, Example, dict[str, Any]], Example]] = None
     """(verifier, example, values) -> the example with those argument values; default: ``meta`` updated."""
     trl_reward: Optional[TrlReward] = None
     """The TRL reward function this verifier wraps (:meth:`from_trl`): a TRL trainer calls it as is, batched."""
@@ -174,15 +176,21 @@ class Verifier:
         if unknown:
             raise ValueError(f"verifier {self.name!r} takes no argument(s) {unknown}; "
                              f"it takes {[a.name for a in self.arguments]}")
+        for a in self.arguments:  # a boolean is true or false, not a string whose truth is its length ("no")
+            if a.kind == "boolean" and values.get(a.name) is not None and not isinstance(values[a.name], bool):
+                raise ValueError(f"verifier {self.name!r}: argument {a.name!r} must be true or false, got "
+                                 f"{str(values[a.name])[:40]!r}")
         return (self.with_args_fn or _with_meta_args)(self, example, dict(values))
 
     @classmethod
-    def from_trl(cls, fn: Callable, name: str, info, title: Optional[str] = None, task: str = "custom") -> "Verifier":
-        """Wrap a TRL reward function ``fn(completions, **kwargs) -> list[float | None]`` (see :func:`verifier_from_trl`)."""
+    def from_trl(cls, fn: Callable, name: str, info, title: Optional[str] = None, task: str = "custom") -> Verifier:
+        """Wrap a TRL reward function ``fn(completions, **kwargs) -> list[float | None]`` (see
+        :func:`verifier_from_trl`)."""
         return verifier_from_trl(fn, name=name, info=info, title=title, task=task)
 
     def as_trl_reward(self) -> Callable:
-        """This verifier as a TRL reward function ``fn(prompts, completions, **columns)`` (see :func:`as_trl_reward`)."""
+        """This verifier as a TRL reward function ``fn(prompts, completions, **columns)`` (see
+        :func:`as_trl_reward`)."""
         return as_trl_reward(self)
 
 
@@ -282,8 +290,8 @@ def as_trl_reward(verifier: Verifier) -> TrlReward:
     """The verifier as a TRL reward function ``fn(prompts, completions, completion_ids=None, **columns)``.
 
     Each row becomes an :class:`Example` from the dataset columns (:func:`example_from_row`): ``task`` (default:
-    the verifier's task), ``prompt``, ``id`` and ``meta`` (a dict or a JSON string; default: the row's other columns). Returns one score per completion, NaN as None.
-    ``__name__`` is the verifier name, which TRL logs as the reward name.
+    the verifier's task), ``prompt``, ``id`` and ``meta`` (a dict or a JSON string; default: the row's other columns).
+    Returns one score per completion, NaN as None. ``__name__`` is the verifier name, which TRL logs as the reward name.
     """
     def reward(prompts, completions, completion_ids=None, **columns) -> list[Optional[float]]:
         if len(prompts) != len(completions):

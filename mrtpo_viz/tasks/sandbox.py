@@ -138,7 +138,7 @@ atexit.register(_POOL.close)
 def _check_path(db_path) -> Path:
     path = Path(db_path)
     if not path.is_file():
-        raise FileNotFoundError(f"no SQLite database at {path}; run `python scripts/make_sample_data.py`")
+        raise FileNotFoundError(f"no SQLite database file {path.name[:80]!r}")
     return path
 
 
@@ -174,7 +174,8 @@ def run_query(db_path: str | Path, sql: str, *, max_steps: int = 2_000_000, max_
 
 
 @lru_cache(maxsize=64)
-def _schema_cached(path: str, mtime_ns: int) -> dict[str, tuple[str, ...]]:
+def _schema_cached(path: str, _mtime_ns: int) -> dict[str, tuple[str, ...]]:
+    """The schema of ``path``; ``_mtime_ns`` is only part of the cache key (a rewritten file is read again)."""
     conn = sql_worker.connect(path)
     try:
         tables = [r[0] for r in conn.execute(

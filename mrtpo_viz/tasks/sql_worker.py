@@ -52,7 +52,7 @@ BUDGET_MESSAGE = "the query ran past its step or time budget and was stopped"
 
 def _make_authorizer(denied: list[str]):
     """Permit reads only (for ``SQLITE_FUNCTION`` the function name is ``arg2``); note each denial in ``denied``."""
-    def authorize(action: int, arg1, arg2, dbname, source) -> int:
+    def authorize(action: int, arg1, arg2, _dbname, _source) -> int:  # sqlite3's five-argument callback
         if action in _READ_ACTIONS:
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_FUNCTION and str(arg2).lower() in SAFE_FUNCTIONS:

@@ -6,20 +6,21 @@ Layout of a run's ``out_dir``::
     checkpoints/LATEST       name of the newest complete checkpoint folder
     checkpoints/step-000012/ model.safetensors + state.pt (optimizer, torch RNG, steps done, config)
 
-Every file goes to a temporary name first and is moved into place with ``os.replace`` (atomic on POSIX); a
-checkpoint folder is complete before ``LATEST`` names it, and older folders are removed only after that. A run
+Every file goes to a temporary name first and is moved into place in one step (:mod:`mrtpo_viz.atomic`; atomic on
+POSIX); a checkpoint folder is complete before ``LATEST`` names it, and older folders are removed only after that. A run
 killed at any moment therefore resumes from the last complete checkpoint; temporary leftovers are ignored.
 """
 from __future__ import annotations
 
 import csv
-import os
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 import torch
+
+from ..atomic import atomic_path, write_text
 
 CHECKPOINTS = "checkpoints"
 LATEST = "LATEST"
@@ -42,13 +43,6 @@ class Resumed:
     folder: Path
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 # --- checkpoints ---------------------------------------------------------------------------------------------------
 
 def save_checkpoint(out_dir: Path, model, optimizer, steps_done: int, config: Any, keep: int = 2) -> Path:
@@ -66,16 +60,14 @@ def save_checkpoint(out_dir: Path, model, optimizer, steps_done: int, config: An
     root = Path(out_dir) / CHECKPOINTS
     root.mkdir(parents=True, exist_ok=True)
     name = f"step-{steps_done:06d}"
-    tmp = root / f".{name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    save_model(model, str(tmp / "model.safetensors"))  # handles tied weights
-    torch.save({"optimizer": optimizer.state_dict(), "rng": torch.get_rng_state(), "steps_done": steps_done,
-                "config": asdict(config)}, tmp / "state.pt")
     final = root / name
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
-    atomic_write_text(root / LATEST, name)
+    with atomic_path(final) as tmp:  # the folder is written whole, then moved into place
+        tmp.mkdir()
+        save_model(model, str(tmp / "model.safetensors"))  # handles tied weights
+        torch.save({"optimizer": optimizer.state_dict(), "rng": torch.get_rng_state(), "steps_done": steps_done,
+                    "config": asdict(config)}, tmp / "state.pt")
+        shutil.rmtree(final, ignore_errors=True)
+    write_text(root / LATEST, name)
     for old in sorted(p for p in root.glob("step-*") if p.is_dir())[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
@@ -177,10 +169,7 @@ class MetricsLog:
         if self.path is None:
             return
         fields = list(dict.fromkeys(k for r in self.rows for k in r))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-        with tmp.open("w", newline="", encoding="utf-8") as fh:
+        with atomic_path(self.path) as tmp, tmp.open("w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, fieldnames=fields)
             writer.writeheader()
             writer.writerows(self.rows)
-        os.replace(tmp, self.path)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional
+from collections.abc import Callable, Sequence
 
 from .checkpoints import METRICS_FILE
 from .config import TrainConfig

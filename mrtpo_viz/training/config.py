@@ -14,8 +14,8 @@ class TrainConfig:
     """One training run: a task family, an advantage method, a policy and the optimization settings."""
 
     task: str = "tool_calling"
-    """Task family (``tasks.example_sources.available_tasks()``: the bundled ones, and bfcl with bfcl-eval installed); its
-    train split gives the prompts (or pass ``examples`` to ``train``)."""
+    """Task family (``tasks.example_sources.available_tasks()``: the bundled ones, and bfcl with bfcl-eval installed);
+    its train split gives the prompts (or pass ``examples`` to ``train``)."""
     method: str = "mrtpo"
     """Advantage method, a key of ``ADVANTAGE_METHODS``."""
     checkpoint: str = names.BUNDLED_POLICY

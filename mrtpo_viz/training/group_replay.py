@@ -10,7 +10,8 @@ that training does not need.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
+from collections.abc import Sequence
 
 import torch
 

@@ -1,4 +1,5 @@
-"""The record of one training step, :class:`StepMetrics`, and the statistics that fill it: rewards, all-pass rate, lengths, advantages, relevance.
+"""The record of one training step, :class:`StepMetrics`, and the statistics that fill it: rewards, all-pass rate,
+lengths, advantages, relevance.
 
 Shapes: rewards (N, G, K) with NaN where a verifier does not apply, mask (N, G, T), advantages (N, G, T),
 relevance (N, G, K, T).
@@ -7,7 +8,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
+from collections.abc import Sequence
 
 import torch
 

@@ -8,7 +8,8 @@ its own (so the policy also learns when to stop, as in TRL); a completion cut at
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
+from collections.abc import Sequence
 
 import torch
 

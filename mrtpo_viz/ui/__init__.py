@@ -5,7 +5,7 @@ Layout: a shared checkpoint picker above the tabs, then one ``build_*_tab()`` pe
 (:mod:`.training_tab`), Method (:mod:`.method_tab`).
 
 Nothing loads a model at import or build time; the checkpoint loads on the first call that needs it (and on page
-load, for the status line). Every model call shares the concurrency group ``common.MODEL``. Deployment rules (the
+load, for the status line). Every model call shares the concurrency group ``policy_choice.MODEL``. Deployment rules (the
 allow-list, request limits, the memory setting) are read from :mod:`mrtpo_viz.settings` when a request is served.
 
 Besides the tabs' endpoints, ``/token_relevance`` and ``/score_response`` (:mod:`.tools`) answer in plain JSON; with
@@ -28,7 +28,8 @@ def build_app():
 
     from ..settings import default_checkpoint
     from .ab_tab import build_ab_tab
-    from .common import DOWNLOAD_TTL_S, MODEL, checkpoint_choices, load_status
+    from .downloads import DOWNLOAD_TTL_S
+    from .policy_choice import MODEL, checkpoint_choices, load_status
     from .method_tab import build_method_tab
     from .relevance_layout import build_relevance_tab
     from .rollouts_tab import build_rollouts_tab
@@ -71,7 +72,7 @@ def build_app():
 
 
 def launch_options() -> dict:
-    """Theme, css, run history and the MCP switch for ``Blocks.launch`` (Gradio 6 takes them there).
+    """Theme, css, run history, the upload cap and the MCP switch for ``Blocks.launch`` (Gradio 6 takes them there).
 
     Raises:
         SettingsError: ``MRTPO_MCP=1`` without the ``mcp`` package.
@@ -82,11 +83,14 @@ def launch_options() -> dict:
 
     from ..settings import SettingsError, get_settings
 
-    mcp = get_settings().mcp
+    settings = get_settings()
+    mcp = settings.mcp
     if mcp and importlib.util.find_spec("mcp") is None:
         raise SettingsError("MRTPO_MCP=1 needs the mcp package (pip install mcp); unset it to serve without MCP")
     return {"theme": gr.themes.Soft(primary_hue="indigo", secondary_hue="amber"),
-            "css": STYLE.read_text(encoding="utf-8"), "run_history": False, "mcp_server": mcp}
+            "css": STYLE.read_text(encoding="utf-8"), "run_history": False, "mcp_server": mcp,
+            # uploads over MRTPO_MAX_UPLOAD_MB are refused while they stream in (413), before Gradio stores them
+            "max_file_size": settings.max_upload_bytes}
 
 
 def launch(host: str | None = None, port: int | None = None, **kw):
@@ -97,7 +101,7 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     options = {**launch_options(), **kw}
     demo = build_app()
     from ..settings import default_checkpoint
-    from .common import get_policy
+    from .policy_choice import get_policy
     from .zerogpu import preload
 
     preload(lambda: get_policy(default_checkpoint()))  # ZeroGPU: the weights go to CUDA now, not in a request

@@ -15,8 +15,10 @@ from ..names import CONTROLS, INFO_POSITIONS, METRICS, TASKS
 from ..relevance.diagnostics import relevance_summary
 from ..tasks import available_tasks, get_verifier, list_verifiers
 from .arguments import information, with_typed_args
-from .common import (FREE_PROMPT, MODEL, check_text, check_token_count, example_choices, first_example, get_example,
-                     get_policy, limits, prompt_text, readable, with_prompt)
+from .errors import readable
+from .example_picker import FREE_PROMPT, example_choices, first_example, get_example, prompt_text, with_prompt
+from .input_limits import check_text, check_token_count, limits
+from .policy_choice import MODEL, get_policy
 from .relevance_tab import task_examples
 from .token_component import token_view, view_value
 from .zerogpu import gpu

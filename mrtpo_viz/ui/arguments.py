@@ -10,7 +10,8 @@ then gets its entry in the example, so ``lowercase`` scores on a free prompt).
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
+from collections.abc import Sequence
 
 import gradio as gr
 
@@ -120,6 +121,19 @@ def information(v: Verifier, example: Example) -> Optional[str]:
         return v.info(example)
     except MissingArguments:
         return None
+
+
+def not_ready_reason(v: Verifier, example: Example, limit: int = 300) -> Optional[str]:
+    """Why the verifier has no information for the example (a value it refuses: ``keyword "("``, ``num_words
+    -1``), in at most ``limit`` characters; None when it has its information or only lacks arguments."""
+    if v.missing_args(example):
+        return None
+    try:
+        v.info(example)
+    except MissingArguments as e:
+        text = str(e).removeprefix(f"{v.name} needs input: ")
+        return text if len(text) <= limit else text[:limit - 3] + "..."
+    return None
 
 
 def field_updates(name: Optional[str], example: Example, customs: Optional[dict] = None) -> list[dict]:

@@ -31,7 +31,8 @@ $$r = \sum_k \lambda_k r_k, \qquad A = \frac{r - \operatorname{mean}_G r}{\opera
 
 ### GDPO (TRL's `normalize_then_sum`)
 $$\hat A_k = \frac{r_k - \operatorname{mean}_G r_k}{\operatorname{std}_G r_k + \epsilon}, \qquad
-S = \sum_k \lambda_k \hat A_k, \qquad A = \frac{S - \operatorname{mean}_{\text{batch}} S}{\operatorname{std}_{\text{batch}} S + \epsilon}$$
+S = \sum_k \lambda_k \hat A_k, \qquad
+A = \frac{S - \operatorname{mean}_{\text{batch}} S}{\operatorname{std}_{\text{batch}} S + \epsilon}$$
 Every token of a response gets the same $A$, whichever reward it came from.
 
 ### Relevance: replay with and without the verifier information
@@ -47,7 +48,8 @@ other verifiers, clipped at 0). The relevance tab shows raw and controlled relev
 ### MRTPO token weights and advantages
 $$\hat w[k, t] = T_i \, \frac{m_t \, d[k, t]^\gamma}{\sum_{t'} m_{t'} \, d[k, t']^\gamma}, \qquad
 w[k, t] = (1 - \alpha) + \alpha \, \hat w[k, t]$$
-$$A[t] = \frac{\sum_k \lambda_k \, w[k, t] \, \hat A_k - \operatorname{mean}_{\text{batch}} S}{\operatorname{std}_{\text{batch}} S + \epsilon}$$
+$$A[t] = \frac{\sum_k \lambda_k \, w[k, t] \, \hat A_k - \operatorname{mean}_{\text{batch}} S}
+{\operatorname{std}_{\text{batch}} S + \epsilon}$$
 with $m$ the response mask and $T_i$ the response length; uniform weights where a reward's relevance is all ~0.
 Defaults $\alpha = 1$, $\gamma = 1$.
 

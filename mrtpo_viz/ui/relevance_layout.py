@@ -15,10 +15,13 @@ from ..names import CONTROLS, INFO_POSITIONS, METRICS, TASKS
 from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
 from ..tasks import available_tasks, list_verifiers
 from .arguments import FIELDS
-from .common import MAX_VERIFIERS, MODEL, example_choices, first_example, get_example, limits, prompt_text
+from .example_picker import example_choices, first_example, get_example, prompt_text
+from .input_limits import MAX_VERIFIERS, limits
+from .policy_choice import MODEL
 from .custom_verifiers import KIND_CHOICES, add_custom
 from .relevance_tab import (RELEVANCE_SOURCES, VERDICT_HEADERS, GROUP_NOTE, advantages, cleared,
-                            derive_info, downloads, generate, info_boxes, pick_example, replay_response, reselect_info_boxes,
+                            derive_info, downloads, generate, info_boxes, pick_example, replay_response,
+                            reselect_info_boxes,
                             sample_group, task_examples)
 from .token_component import token_view
 

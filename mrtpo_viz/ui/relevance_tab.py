@@ -16,10 +16,15 @@ import pandas as pd
 from .. import viz
 from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
 from ..relevance.diagnostics import relevance_weight_diagnostics
-from .arguments import FIELDS, field_updates, information, slot_texts, typed_values, with_typed_args
+from ..viz.advantages import MAX_GROUP
+from .arguments import (FIELDS, field_updates, information, not_ready_reason, slot_texts, typed_values,
+                        with_typed_args)
 from .custom_verifiers import resolve, task_choices
-from .common import (FREE_PROMPT, MAX_VERIFIERS, check_text, check_token_count, download_folder, example_choices,
-                     first_example, get_example, get_policy, limits, prompt_text, readable, with_prompt)
+from .downloads import download_folder
+from .errors import readable
+from .example_picker import FREE_PROMPT, example_choices, first_example, get_example, prompt_text, with_prompt
+from .input_limits import MAX_VERIFIERS, check_text, check_token_count, limits
+from .policy_choice import get_policy
 from .token_component import advantages_json, view_value
 from .zerogpu import gpu
 
@@ -50,8 +55,15 @@ def _box(name: str, example, customs=None) -> dict:
     v = resolve(name, customs)
     example, needs = with_typed_args(example, [name], [], customs)
     text = information(v, example)
-    label = f"{name}: {v.title}" + (f" · needs input: {', '.join(needs[name])}" if name in needs else "")
+    label = f"{name}: {v.title}" + (f" · needs input: {', '.join(needs[name])}" if name in needs else
+                                     f" · needs input: {_refused(name, example, customs)}" if text is None else "")
     return gr.update(visible=True, label=label, value=text or "")
+
+
+def _refused(name: str, example, customs=None) -> str:
+    """What a verifier without information needs: the reason its arguments are refused, else "its arguments"."""
+    reason = not_ready_reason(resolve(name, customs), example)
+    return f"valid arguments ({reason})" if reason else "its arguments"
 
 
 @readable
@@ -150,7 +162,8 @@ def downloads(rel):
 def default_group(rel) -> pd.DataFrame:
     """A group of four: the replayed response (its real rewards) and three contrasting ones, so every reward varies."""
     K = rel.K
-    rows = [[rel.rewards.get(n, 0.0) for n in rel.verifiers], [0.0] * K, [1.0] * K, [float(k % 2 == 0) for k in range(K)]]
+    rows = [[rel.rewards.get(n, 0.0) for n in rel.verifiers], [0.0] * K, [1.0] * K,
+            [float(k % 2 == 0) for k in range(K)]]
     frame = pd.DataFrame(rows, columns=rel.verifiers)
     frame.insert(0, "response", ["replayed", "2", "3", "4"])
     return frame
@@ -179,7 +192,7 @@ def replay_response(checkpoint, task, index, prompt, response, verifiers, positi
     names = _chosen(verifiers, customs)
     ex, needs = with_typed_args(ex, names, texts[MAX_VERIFIERS:], customs)
     infos = _infos(ex, names, texts[:MAX_VERIFIERS], customs)
-    needs.update({n: ["its arguments"] for n in names if infos[n] is None and n not in needs})
+    needs.update({n: [_refused(n, ex, customs)] for n in names if infos[n] is None and n not in needs})
     ready = [n for n in names if n not in needs]
     if not ready:
         raise ValueError("Every chosen verifier needs input: " + "; ".join(
@@ -195,13 +208,17 @@ def replay_response(checkpoint, task, index, prompt, response, verifiers, positi
     raw_view = gr.update(value=view_value(viz.relevance_payload(rel, raw=True)) if show_raw else None,
                          visible=show_raw, adv=None)
     raw_heat = gr.update(value=viz.relevance_heatmap(rel, raw=True) if show_raw else None, visible=show_raw)
-    return (rel, gr.update(value=view_value(viz.relevance_payload(rel)), adv=None), raw_view, viz.relevance_heatmap(rel),
+    return (rel, gr.update(value=view_value(viz.relevance_payload(rel)), adv=None), raw_view,
+            viz.relevance_heatmap(rel),
             raw_heat, pd.DataFrame(viz.verdict_rows(rel, needs), columns=VERDICT_HEADERS), default_group(rel),
             _status(rel, policy, needs))
 
 
 def _group_rewards(frame: pd.DataFrame, verifiers: list[str]):
-    """The (G, K) rewards typed into the table, as floats."""
+    """The (G, K) rewards typed into the table, as floats; a table longer than the displayed group's cap
+    (``viz.advantages.MAX_GROUP``) is refused before any cell is parsed."""
+    if len(frame) > MAX_GROUP:
+        raise ValueError(f"the group has {len(frame):,} responses; at most {MAX_GROUP} are shown")
     missing = [v for v in verifiers if v not in frame.columns]
     if missing:
         raise ValueError(f"The rewards table lacks the column(s) {', '.join(missing)}; replay again to reset it.")

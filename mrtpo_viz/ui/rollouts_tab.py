@@ -17,7 +17,10 @@ from .. import viz
 from ..names import CONTROLS, INFO_POSITIONS, METRICS
 from ..relevance.scoring import read_rollouts, score_rollouts
 from ..tasks.bundled_data import SAMPLE_ROLLOUTS
-from .common import MODEL, download_folder, get_policy, limits, readable
+from .downloads import download_folder
+from .errors import readable
+from .input_limits import limits
+from .policy_choice import MODEL, get_policy
 from .token_component import token_view, view_value
 from .zerogpu import gpu
 

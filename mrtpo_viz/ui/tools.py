@@ -16,8 +16,10 @@ from .. import viz
 from ..settings import default_checkpoint
 from ..tasks import get_verifier
 from .arguments import information, with_values
-from .common import (MAX_VERIFIERS, check_text, check_token_count, get_example, get_policy, limits, prompt_text,
-                     readable, with_prompt)
+from .errors import readable
+from .example_picker import get_example, prompt_text, with_prompt
+from .input_limits import MAX_VERIFIERS, check_text, check_token_count, limits
+from .policy_choice import get_policy
 from .zerogpu import gpu
 
 TOP = 5
@@ -63,7 +65,8 @@ def token_relevance(response: str, verifiers: list[str], task: str = "tool_calli
         task: the task family: tool_calling, text_to_sql or instruction_following.
         example: index of a test example of the task (its prompt and gold arguments), or -1 for a free prompt.
         prompt: the user prompt; empty keeps the example's.
-        arguments: for a free prompt, each verifier's argument values, e.g. {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products"}}.
+        arguments: for a free prompt, each verifier's argument values, e.g.
+            {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products"}}.
         metric: js, kl or tvd.
         control: none, placebo, corrupted or others.
         checkpoint: the policy; empty for the app's default.
@@ -103,7 +106,8 @@ def score_response(response: str, verifiers: list[str], task: str = "tool_callin
         task: the task family: tool_calling, text_to_sql or instruction_following.
         example: index of a test example of the task (its gold arguments), or -1 for a free prompt.
         prompt: the user prompt; empty keeps the example's.
-        arguments: for a free prompt, each verifier's argument values, e.g. {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products"}}.
+        arguments: for a free prompt, each verifier's argument values, e.g.
+            {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products"}}.
     Returns:
         JSON: per verifier its reward and reason (reward null and the reason "needs input: ..." where it lacks
         arguments).

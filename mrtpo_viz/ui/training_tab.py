@@ -18,12 +18,13 @@ import gradio as gr
 import pandas as pd
 
 from .. import viz
-from ..names import CONTROLS, DEFAULT_METHODS, METHODS, TASKS
+from ..names import CONTROLS, DEFAULT_METHODS, METHODS
 from ..settings import default_checkpoint, get_settings
 from ..tasks import available_tasks
 from ..viz.training import (advantage_tokens_html, phase_times_markdown, reward_curves_figure,
                              run_summary_markdown)
-from .common import get_policy, readable
+from .errors import readable
+from .policy_choice import get_policy
 from .zerogpu import gpu
 
 

@@ -12,7 +12,8 @@ makes that placement lazy) and nothing is ``torch.compile``\\ d. :func:`startup_
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 MIN_S, MAX_S = 15, 180
 """Bounds of one request's duration (ZeroGPU's own default is 60 s; its cap depends on the account)."""

@@ -12,8 +12,8 @@ from ..advantages import mrtpo_token_parts
 class AdvantageBreakdown:
     """Per-token advantages of one response (row ``row`` of its group) under GDPO and MRTPO.
 
-    ``parts[k].sum(0) + baseline == mrtpo`` holds (up to rounding): ``parts[k, t] = lambda_k w[k, t] Ahat_k / (std S + eps)``
-    and ``baseline`` is the rest (``-mean_batch S / (std S + eps)``, 0 for a single group up to rounding).
+    ``parts[k].sum(0) + baseline == mrtpo`` holds (up to rounding): ``parts[k, t] = lambda_k w[k, t] Ahat_k / (std S +
+    eps)`` and ``baseline`` is the rest (``-mean_batch S / (std S + eps)``, 0 for a single group up to rounding).
     """
 
     gdpo: float

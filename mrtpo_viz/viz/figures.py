@@ -2,7 +2,8 @@
 relevance per verifier."""
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
+from collections.abc import Sequence
 
 import html
 

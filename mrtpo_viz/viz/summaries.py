@@ -17,7 +17,8 @@ def verdict_rows(rel: Relevance | None, needs: dict[str, list[str]] | None = Non
     """One row per verifier (:data:`VERDICT_HEADERS`), numbers to 3 significant digits; then one row per verifier
     in ``needs`` (name -> the arguments it lacks), marked "needs input" instead of a reward."""
     rows = [[name, round_sig(rel.rewards.get(name)), rel.reasons.get(name, ""), round_sig(rel.scores[k].mean()),
-             round_sig(rel.scores[k].max())] for k, name in enumerate(rel.verifiers)] if rel is not None and rel.T else []
+             round_sig(rel.scores[k].max())]
+            for k, name in enumerate(rel.verifiers)] if rel is not None and rel.T else []
     return rows + [[name, NEEDS_INPUT, f"not scored or replayed: give {', '.join(missing)}", None, None]
                    for name, missing in (needs or {}).items()]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Optional, Sequence
+from typing import Optional
+from collections.abc import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go

@@ -74,7 +74,6 @@ def test_help_describes_every_option(capsys):
 
 
 def test_train_cli_writes_metrics_curves_and_summary(tiny_policy_dir, tmp_path):
-    import json
 
     from mrtpo_viz.cli import main
 

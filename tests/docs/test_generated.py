@@ -3,7 +3,6 @@
 fails here until ``python scripts/gen_docs.py`` is rerun."""
 import dataclasses
 import importlib.util
-import sys
 
 import pytest
 

@@ -72,10 +72,12 @@ def test_rollout_rows_obey_the_caps_before_tokenizing(tiny_policy, tmp_path, mon
 
 def test_the_advantages_table_has_a_row_cap():
     """Uncapped, a typed table of 1,000,000 rows is computed (27 s, +950 MB: a (G, K, T) relevance tensor)."""
-    from mrtpo_viz.ui.common import MAX_GROUP_ROWS, check_rewards_table
+    from mrtpo_viz.ui.relevance_tab import _group_rewards
+    from mrtpo_viz.viz.advantages import MAX_GROUP
 
     with pytest.raises(ValueError, match="at most 256 are shown"):
         advantage_breakdown(torch.ones(100_000, 2), torch.rand(2, 50))
-    with pytest.raises(ValueError, match=f"at most {MAX_GROUP_ROWS} responses"):
-        check_rewards_table(pd.DataFrame({"a": range(100_000)}))
+    with pytest.raises(ValueError, match=f"at most {MAX_GROUP} are shown"):  # the app's table: refused before parsing
+        _group_rewards(pd.DataFrame({"a": range(100_000)}), ["a"])
+    assert _group_rewards(pd.DataFrame({"a": range(MAX_GROUP)}), ["a"]).shape == (MAX_GROUP, 1)  # the cap itself
     assert advantage_breakdown(torch.tensor([[1., 0.], [0., 1.]]), torch.rand(2, 5)).mrtpo.shape == (5,)

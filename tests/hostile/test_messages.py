@@ -88,7 +88,7 @@ def test_serve_stops_before_serving_on_a_bad_setting(var, value, says):
 def test_typed_paths_do_not_reveal_which_folders_exist(tmp_path):
     """Otherwise: '/root/.ssh'-like existing folders answer 'is not a model folder (no config.json)', absent ones
     'policy not found': a typed path tells whether a folder exists. The app answers alike."""
-    from mrtpo_viz.ui.common import get_policy
+    from mrtpo_viz.ui.policy_choice import get_policy
 
     (tmp_path / "exists").mkdir()
     (tmp_path / "a-file").write_text("x")
@@ -104,13 +104,13 @@ def test_download_folders_of_stopped_processes_are_removed(tmp_path, monkeypatch
     """Each process cleans not only its own ``mrtpo-viz-downloads-<pid>`` but those that earlier processes left."""
     import tempfile
 
-    from mrtpo_viz.ui import common
+    from mrtpo_viz.ui import downloads
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()
     stale = tmp_path / f"mrtpo-viz-downloads-{dead}"
     (stale / "relevance-x").mkdir(parents=True)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(common, "_swept", [])
-    new = common.download_folder("relevance-")
+    monkeypatch.setattr(downloads, "_swept", [])
+    new = downloads.download_folder("relevance-")
     assert not stale.exists() and new.is_dir() and new.parent.name == f"mrtpo-viz-downloads-{os.getpid()}"

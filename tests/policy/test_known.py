@@ -50,7 +50,8 @@ def test_unknown_key():
 
 @pytest.fixture
 def tiny_entry(tiny_gguf, tmp_path, monkeypatch):
-    """The real key's registry entry pointed at a wheel holding the tiny GGUF; the models cache in a temporary folder."""
+    """The real key's registry entry pointed at a wheel holding the tiny GGUF; the models cache in a temporary
+    folder."""
     entry = dataclasses.replace(REAL, sha256=sha256_of(tiny_gguf), size=tiny_gguf.stat().st_size, disk_mb=1)
     monkeypatch.setitem(known.KNOWN_MODEL_SPECS, KEY, entry)
     monkeypatch.setenv("MRTPO_MODELS_DIR", str(tmp_path / "models"))

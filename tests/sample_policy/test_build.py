@@ -5,16 +5,17 @@ The policy tests use the committed checkpoint; the thresholds are set below what
 """
 import importlib.util
 import json
-from pathlib import Path
 import random
 import sys
 
 import pytest
 import torch
 
-from mrtpo_viz.sample_policy.build import CHAT_TEMPLATE, IM_END, TinyPolicyConfig, _collate, build_tokenizer, encode, lr_at, sft_loss
+from mrtpo_viz.sample_policy.build import (CHAT_TEMPLATE, IM_END, TinyPolicyConfig, _collate, build_tokenizer, encode,
+                                          lr_at, sft_loss)
 from mrtpo_viz.sample_policy.violations import VIOLATIONS
-from mrtpo_viz.sample_policy.sft_data import NoiseConfig, Pools, SftExample, build_sft_data, inject_error, make_sft_example
+from mrtpo_viz.sample_policy.sft_data import (NoiseConfig, Pools, SftExample, build_sft_data, inject_error,
+                                             make_sft_example)
 from mrtpo_viz.tasks.bundled_data import SAMPLE_DATA
 from mrtpo_viz.tasks.base import Example
 from mrtpo_viz.tasks.example_sources import load_examples
@@ -28,9 +29,11 @@ TOOL = {"name": "get_weather", "description": "Current weather for a city.",
             "unit": {"type": "string", "description": "Temperature unit", "enum": ["celsius", "fahrenheit"]}},
             "required": ["city"]}}
 WEATHER = Example(task="tool_calling", prompt="What's the weather in Oslo in celsius?",
-                  meta={"tool": "get_weather", "arguments": {"city": "Oslo", "unit": "celsius"}, "schema": TOOL},
+                  meta={"category": "simple", "functions": [TOOL],
+                        "possible_answer": [{"get_weather": {"city": ["Oslo"], "unit": ["celsius"]}}]},
                   reference='<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "celsius"}}'
                             '</tool_call>', verifiers=("tool_call.format", "tool_call.correctness"))
+GOLD_ARGS = {"city": "Oslo", "unit": "celsius"}
 POOLS = Pools(tool_values={("get_weather", "city"): ("Oslo", "Lima", "Paris")})
 
 
@@ -56,7 +59,7 @@ def test_absent_correctness_information_gives_one_wrong_value_and_a_valid_form()
     assert sft.present == () and sft.noised == ("tool_call.correctness",)
     assert _passes(sft.response, WEATHER) == {"tool_call.format": True, "tool_call.correctness": False}
     got = json.loads(sft.response.removeprefix("<tool_call>").removesuffix("</tool_call>"))["arguments"]
-    assert sum(got[k] != v for k, v in WEATHER.meta["arguments"].items()) == 1
+    assert sum(got[k] != v for k, v in GOLD_ARGS.items()) == 1
     assert sft.messages == WEATHER.messages()  # no information block at all
 
 
@@ -133,7 +136,7 @@ def test_content_error_changes_up_to_max_content_edits_values():
     for seed in range(12):
         sft = make_sft_example(WEATHER, random.Random(seed), cfg, POOLS)
         got = json.loads(sft.response.removeprefix("<tool_call>").removesuffix("</tool_call>"))["arguments"]
-        changed.add(sum(got[k] != v for k, v in WEATHER.meta["arguments"].items()))
+        changed.add(sum(got[k] != v for k, v in GOLD_ARGS.items()))
     assert changed == {1, 2}
 
 
@@ -340,5 +343,6 @@ def test_make_sample_policy_plans_the_default_stages(monkeypatch, tmp_path):
     assert make_sample_policy(argparse.Namespace(**{**vars(args), "steps": 50})) == 0  # --steps: one stage
     assert calls == [(50, 3, None, 1, 3e-3)]
     calls.clear()
-    assert make_sample_policy(argparse.Namespace(**{**vars(args), "stages": "10,20,30,40"})) == 0  # later stages: the last's
+    assert make_sample_policy(argparse.Namespace(**{**vars(args), "stages": "10,20,30,40"})) == 0  # later stages: the
+    # last's
     assert [c[0] for c in calls] == [10, 20, 30, 40] and calls[3][3:] == (1, 1e-3)

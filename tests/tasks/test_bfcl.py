@@ -57,7 +57,8 @@ def test_the_newest_data_version_is_read(tmp_path):
 
 def test_rows_without_answers_and_missing_files_are_clear_errors(tmp_path):
     root = _root(tmp_path, [_row(0), _row(1)], [{"id": "simple_python_0", "ground_truth": ANSWER}])
-    with pytest.raises(ValueError, match=r"1 rows of BFCL simple_python have no possible answer \(first: simple_python_1\)"):
+    with pytest.raises(ValueError,
+                       match=r"1 rows of BFCL simple_python have no possible answer \(first: simple_python_1\)"):
         bfcl.load_bfcl(root=root)
     with pytest.raises(FileNotFoundError, match="no BFCL_v\\*_multiple.json"):
         bfcl.load_bfcl("multiple", root=root)

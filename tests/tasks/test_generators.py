@@ -82,3 +82,12 @@ def test_a_gold_that_fails_is_drawn_again(monkeypatch):
     failed = [ex for ex in draws if not gen.gold_passes(ex)]
     assert len(draws) == 400 + len(failed) and 1 <= len(failed) <= 20  # seed 0: 3 uppercase golds redrawn
     assert all("ifeval.uppercase" in ex.verifiers for ex in failed) and all(map(gen.gold_passes, examples))
+
+
+def test_generate_runs_a_tasks_generator_and_refuses_an_unknown_task():
+    from mrtpo_viz.tasks.generators import generate
+
+    direct = importlib.import_module(FAMILY_MODULES["text_to_sql"]).generate(5, seed=3)
+    assert [e.to_dict() for e in generate("text_to_sql", 5, seed=3)] == [e.to_dict() for e in direct]
+    with pytest.raises(ValueError, match="no generator for task 'bfcl'"):
+        generate("bfcl", 5, seed=3)

@@ -25,7 +25,8 @@ def test_rows_and_values_come_back_encoded_for_json():
 
 @pytest.mark.parametrize("sql, says", [
     ("DELETE FROM orders", "only reading is allowed; denied: DELETE orders"),
-    ("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT COUNT(*) FROM r", sql_worker.BUDGET_MESSAGE),
+    ("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT COUNT(*) FROM r",
+     sql_worker.BUDGET_MESSAGE),
     ("SELECT 'a' LIKE '%" + "a" * 2000 + "'", "a LIKE or GLOB pattern is longer than 1,000 bytes"),
     ("SELECT * FROM pragma_table_info('orders')", "denied: PRAGMA function pragma_table_info"),
     ("SELECT name FROM products", "more than 10 rows"),

@@ -16,7 +16,8 @@ from mrtpo_viz.tasks.tool_calling.schema import CHECKER_TYPES, compact_function,
 
 
 def example(tool: str, arguments: dict) -> Example:
-    meta = {"tool": tool, "arguments": arguments, "schema": gen.TOOLS[tool]}
+    meta = {"category": "simple", "functions": [gen.TOOLS[tool]],
+            "possible_answer": [{tool: {k: [v] for k, v in arguments.items()}}]}
     return Example(task="tool_calling", prompt="(request)", meta=meta, reference=gen.format_call(tool, arguments),
                    verifiers=gen.VERIFIERS)
 
@@ -68,7 +69,8 @@ def test_format_table(response, score, reason):
 @pytest.mark.parametrize("ex, response, reason", [
     (MONEY, call("convert_currency", {"amount": "12.5", "from_currency": "EUR", "to_currency": "USD"}),
      "should be of type number, got string"),
-    (example("set_timer", {"minutes": 2}), call("set_timer", {"minutes": 2.5}), "should be of type integer, got number"),
+    (example("set_timer", {"minutes": 2}), call("set_timer", {"minutes": 2.5}),
+     "should be of type integer, got number"),
     (example("set_timer", {"minutes": 2}), call("set_timer", {"minutes": True}), "of type integer, got boolean"),
     (ALARM, call("set_alarm", {"time": "07:30", "repeat_daily": "true"}), "should be of type boolean"),
 ])
@@ -254,7 +256,7 @@ def test_generate_is_deterministic_and_sized():
     a, b = gen.generate(60, seed=3), gen.generate(60, seed=3)
     assert len(a) == 60 and [e.to_dict() for e in a] == [e.to_dict() for e in b]
     assert [e.prompt for e in a] != [e.prompt for e in gen.generate(60, seed=4)]
-    assert {e.meta["tool"] for e in a[:12]} == set(gen.TOOLS)
+    assert {gen.gold_call(e.meta)[0] for e in a[:12]} == set(gen.TOOLS)
     assert len({e.prompt for e in gen.generate(400, seed=0)}) == 400  # the sample file: no prompt in both splits
     assert gen.generate(0) == []
     with pytest.raises(ValueError):
@@ -265,6 +267,27 @@ def test_generated_examples_are_consistent():
     for ex in gen.generate(240, seed=0):
         assert ex.task == "tool_calling" and ex.id == "" and ex.verifiers == gen.VERIFIERS
         assert len(ex.prompt.split()) < 30
-        assert ex.meta["schema"] is gen.TOOLS[ex.meta["tool"]]
-        assert ex.reference == gen.format_call(ex.meta["tool"], ex.meta["arguments"])
+        name, arguments = gen.gold_call(ex.meta)
+        assert ex.meta["functions"][0] is gen.TOOLS[name] and ex.meta["category"] == "simple"
+        assert ex.reference == gen.format_call(name, arguments)
         assert FORMAT.score(ex.reference, ex) == 1.0 and CORRECTNESS.score(ex.reference, ex) == 1.0
+
+
+BUNDLED_INFO_SHA256 = "eddda1567d85b2c9dd1b887a61103b919882a6b10d71bc928bd1b10586ce6720"
+"""sha256 of every bundled tool-calling example's (id, verifier, information text), as the bundled policy was
+trained on them (measured on the data before it moved to BFCL's form)."""
+
+
+def test_the_bundled_data_is_in_bfcls_form_with_the_information_texts_the_policy_was_trained_on():
+    import hashlib
+
+    from mrtpo_viz.tasks import get_verifier, load_examples
+
+    digest, n = hashlib.sha256(), 0
+    for split in ("train", "test"):
+        for ex in load_examples("tool_calling", split):
+            assert set(ex.meta) == {"category", "functions", "possible_answer"}, ex.id
+            for name in ex.verifiers:
+                digest.update(json.dumps([ex.id, name, get_verifier(name).info(ex)]).encode())
+                n += 1
+    assert n == 800 and digest.hexdigest() == BUNDLED_INFO_SHA256

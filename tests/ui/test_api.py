@@ -3,7 +3,6 @@ bad inputs that must come back as readable errors while the app keeps serving.
 
 One app per module; the checkpoint is the bundled policy when it exists, else the tests' random-init tiny policy.
 """
-import dataclasses
 import json
 import re
 
@@ -56,14 +55,14 @@ def client(checkpoint):
 
 @pytest.fixture(scope="module")
 def example():
-    from mrtpo_viz.ui.common import get_example
+    from mrtpo_viz.ui.example_picker import get_example
 
     return get_example("tool_calling", 0)
 
 
 def replay_args(checkpoint, example, task="tool_calling", index=0, **kw):
     """The positional inputs of /replay: checkpoint ... template, then six information boxes."""
-    from mrtpo_viz.ui.common import prompt_text
+    from mrtpo_viz.ui.example_picker import prompt_text
 
     d = dict(checkpoint=checkpoint, task=task, index=index, prompt=prompt_text(example), response=example.reference,
              verifiers=list(example.verifiers), position="user_end", metric="js", control="none", template=TEMPLATE)
@@ -105,7 +104,7 @@ def test_load_status_names_the_model_or_the_problem(client, checkpoint):
 
 
 def test_generate_returns_text_and_token_count(client, checkpoint, example):
-    from mrtpo_viz.ui.common import prompt_text
+    from mrtpo_viz.ui.example_picker import prompt_text
 
     text, status = client.predict(checkpoint, "tool_calling", 0, prompt_text(example), 1.0, 1.0, 16, 3,
                                   api_name="/generate")
@@ -162,7 +161,7 @@ def test_advantages_follow_the_typed_group(client, checkpoint, example):
 
 
 def test_sample_group_scores_new_responses(client, checkpoint, example):
-    from mrtpo_viz.ui.common import prompt_text
+    from mrtpo_viz.ui.example_picker import prompt_text
 
     client.predict(*replay_args(checkpoint, example), api_name="/replay")
     out = table(client.predict(checkpoint, "tool_calling", 0, prompt_text(example), 3, 1.0, 1.0, 12, 0,
@@ -186,7 +185,7 @@ def test_other_task_after_switching(client, checkpoint):
     """Choices follow the task per session: an SQL example replays with the SQL verifiers. The argument fields are
     passed empty (the example's own values): omitted, an API call gets the page's first values, the tool-calling
     example's, which the SQL verifiers refuse by name."""
-    from mrtpo_viz.ui.common import get_example
+    from mrtpo_viz.ui.example_picker import get_example
 
     client.predict("text_to_sql", api_name="/task_examples")
     prompt, response, _ = client.predict("text_to_sql", 1, api_name="/pick_example")
@@ -203,7 +202,7 @@ def test_other_task_after_switching(client, checkpoint):
 
 
 def test_ab_difference_is_b_minus_a(client, checkpoint, example):
-    from mrtpo_viz.ui.common import prompt_text
+    from mrtpo_viz.ui.example_picker import prompt_text
     from mrtpo_viz.tasks import get_verifier
 
     name = example.verifiers[-1]
@@ -286,7 +285,7 @@ def test_download_folders_older_than_the_ttl_are_removed(tmp_path):
     import os
     import time
 
-    from mrtpo_viz.ui.common import download_folder
+    from mrtpo_viz.ui.downloads import download_folder
 
     old = download_folder("relevance-", root=tmp_path, ttl_s=60)
     (old / "relevance.csv").write_text("t,token\n")
@@ -300,7 +299,7 @@ def test_download_folders_older_than_the_ttl_are_removed(tmp_path):
 
 def test_changing_the_verifier_selection_keeps_edited_information():
     from mrtpo_viz.ui.arguments import FIELDS
-    from mrtpo_viz.ui.common import MAX_VERIFIERS
+    from mrtpo_viz.ui.input_limits import MAX_VERIFIERS
     from mrtpo_viz.ui.relevance_tab import info_boxes, reselect_info_boxes
 
     M, F = MAX_VERIFIERS, FIELDS
@@ -323,12 +322,13 @@ def test_changing_the_verifier_selection_keeps_edited_information():
 
 def test_more_than_six_verifiers_are_cut_up_front_with_a_warning():
     from mrtpo_viz.ui.arguments import FIELDS
-    from mrtpo_viz.ui.common import MAX_VERIFIERS
+    from mrtpo_viz.ui.input_limits import MAX_VERIFIERS
     from mrtpo_viz.ui.relevance_tab import reselect_info_boxes
     from mrtpo_viz.tasks import list_verifiers
 
     names = list_verifiers("instruction_following")[:MAX_VERIFIERS + 2]
-    with pytest.warns(UserWarning, match=f"At most {MAX_VERIFIERS} verifiers at once: {names[-2]}, {names[-1]} left out"):
+    with pytest.warns(UserWarning,
+                      match=f"At most {MAX_VERIFIERS} verifiers at once: {names[-2]}, {names[-1]} left out"):
         out = reselect_info_boxes("instruction_following", 0, names, [], None,
                                   *[""] * (MAX_VERIFIERS * (1 + FIELDS)))
     assert out[-1]["value"] == names[:MAX_VERIFIERS] and out[-2] == names[:MAX_VERIFIERS]
@@ -336,15 +336,18 @@ def test_more_than_six_verifiers_are_cut_up_front_with_a_warning():
 
 def test_sql_arguments_fill_the_fields_and_a_free_prompt_needs_them():
     from mrtpo_viz.ui.arguments import FIELDS, with_typed_args
-    from mrtpo_viz.ui.common import FREE_PROMPT, MAX_VERIFIERS, get_example
+    from mrtpo_viz.ui.example_picker import FREE_PROMPT, get_example
+    from mrtpo_viz.ui.input_limits import MAX_VERIFIERS
     from mrtpo_viz.ui.relevance_tab import info_boxes
 
     ex = get_example("text_to_sql", 0)
     out = info_boxes("text_to_sql", 0, ["sql.format", "sql.execution"])
     fields = out[MAX_VERIFIERS + FIELDS:MAX_VERIFIERS + 2 * FIELDS]  # the second box's fields
     assert [f["label"] for f in fields] == ["sql.execution: database (one of company, school, shop)",
-                                           "sql.execution: gold SQL", "sql.execution: order matters (true / false; optional)"]
-    assert [f["value"] for f in fields] == [ex.meta["db"], ex.meta["gold_sql"], "true" if ex.meta["ordered"] else "false"]
+                                           "sql.execution: gold SQL",
+                                           "sql.execution: order matters (true / false; optional)"]
+    assert [f["value"] for f in fields] == [ex.meta["db"], ex.meta["gold_sql"],
+                                            "true" if ex.meta["ordered"] else "false"]
     assert out[MAX_VERIFIERS]["visible"] is False  # sql.format takes no arguments: its fields stay hidden
     free = info_boxes("text_to_sql", FREE_PROMPT, ["sql.execution"])
     assert free[0]["value"] == "" and free[0]["label"].endswith("needs input: database, gold SQL")
@@ -384,11 +387,12 @@ def free_prompts(client):
 
 
 def test_a_free_prompt_scores_a_lowercase_response_and_marks_what_needs_input(client, checkpoint, free_prompts):
-    from mrtpo_viz.ui.common import FREE_PROMPT
+    from mrtpo_viz.ui.example_picker import FREE_PROMPT
 
     switch(client, "instruction_following", FREE_PROMPT)
     free = dict(checkpoint=checkpoint, task="instruction_following", index=FREE_PROMPT,
-                prompt="Describe the sea in one sentence, all in lowercase.", response="the sea is calm and blue today.",
+                prompt="Describe the sea in one sentence, all in lowercase.",
+                response="the sea is calm and blue today.",
                 verifiers=["ifeval.lowercase", "ifeval.no_comma"], position="user_end", metric="js", control="none",
                 template=TEMPLATE)
     out = client.predict(*free.values(), *[""] * 6, api_name="/replay")
@@ -457,7 +461,8 @@ def test_the_token_view_component_sends_one_json_string_and_its_templates_hold_n
     assert not (Path(token_component.__file__).with_suffix(".pyi")).exists()  # no component subclass, so no stub file
     for template in (token_component.HTML_TEMPLATE, token_component.CSS_TEMPLATE):  # gr.HTML evaluates ${...} in them
         assert "${" not in template and "{{" not in template
-    assert "__VIRIDIS__" not in token_component.JS_ON_LOAD and "[68, 1, 84]" in token_component.JS_ON_LOAD  # Viridis' first stop
+    assert "__VIRIDIS__" not in token_component.JS_ON_LOAD and "[68, 1, 84]" in token_component.JS_ON_LOAD  # Viridis'
+    # first stop
     assert json.loads(token_component.advantages_json({"GDPO": 0.5, "MRTPO": [1.0, -0.123456]}, 2)) == \
         [["GDPO", 0.5], ["MRTPO", [1, -0.123]]]
     assert token_component.advantages_json({}, 2) is None
@@ -468,7 +473,8 @@ def test_the_token_view_component_sends_one_json_string_and_its_templates_hold_n
 
 
 def test_a_custom_verifier_from_the_form_scores_and_replays_in_its_session_only(client, checkpoint, example):
-    added = client.predict("tool_calling", list(example.verifiers), "no_apology", "No apology", "The response must not apologize.", "regex_must_not",
+    added = client.predict("tool_calling", list(example.verifiers), "no_apology", "No apology",
+                           "The response must not apologize.", "regex_must_not",
                            r"\bsorry\b", "", "", True, api_name="/add_verifier")
     choice, status = added
     assert "custom.no_apology" in [c[0] for c in choice["choices"]] and "Added `custom.no_apology`" in status

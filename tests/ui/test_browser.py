@@ -6,67 +6,22 @@ Replay until the new response is in the box. No screenshots here: ``python scrip
 Skipped when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), where that is a failure.
 """
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
 
-from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
-from tests.apphelpers import free_port as _free_port, patient_url_ok as _patient_url_ok
+from tests.ui.conftest import require_browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-BUNDLED = BUNDLED_POLICY_DIR
-TIMEOUT_MS = 180_000  # a loaded 2-core CI machine: model load plus replay can take a while
-
-if not CHROMIUM.exists():
-    if os.environ.get("MRTPO_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"MRTPO_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)",
-                    pytrace=False)
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium); set MRTPO_REQUIRE_BROWSER=1 to fail instead",
-                allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
+sync_api = require_browser()
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def checkpoint(request) -> str:
-    return str(BUNDLED) if (BUNDLED / "config.json").is_file() else str(request.getfixturevalue("tiny_policy_dir"))
-
-
-@pytest.fixture(scope="module")
-def app_url(checkpoint):
-    import torch
-
-    from mrtpo_viz.ui import build_app, launch_options
-
-    torch.set_num_threads(1)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MRTPO_CHECKPOINT", checkpoint)  # what the page preselects
-        mp.setattr("gradio.networking.url_ok", _patient_url_ok)
-        demo = build_app()
-        _, url, _ = demo.launch(prevent_thread_lock=True, server_port=_free_port(), quiet=True, **launch_options())
-        yield url
-    demo.close()
-
-
-@pytest.fixture(scope="module")
-def page(app_url, tmp_path_factory):
-    with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=FLAGS, viewport={"width": 1440, "height": 1000})
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(app_url, wait_until="domcontentloaded")
-        page.locator("#replay-btn").wait_for()
-        yield page
-        context.close()
-    assert errors == []  # no script error on the page, in any test
+def page(page, page_errors):
+    """The harness's page, once the app is drawn; no script error on the page, in any test."""
+    page.locator("#replay-btn").wait_for()
+    yield page
+    assert page_errors == []
 
 
 def choose(page, label: str, option, tab=None) -> None:
@@ -91,7 +46,8 @@ def pinned_panel(page, view: str, k: int, t: int) -> str:
 
 def test_relevance_tab_click_a_token_pins_its_panel_and_keys_move_it(page, checkpoint):
     from mrtpo_viz.relevance import replay
-    from mrtpo_viz.ui.common import get_example, get_policy
+    from mrtpo_viz.ui.example_picker import get_example
+    from mrtpo_viz.ui.policy_choice import get_policy
     from mrtpo_viz.tasks import get_verifier
 
     ex = get_example("tool_calling", 1)
@@ -176,7 +132,8 @@ def test_ab_tab_click_a_token_pins_its_panel(page):
     page.get_by_role("tab", name="Verifier information A/B").click()
     page.locator("#ab-btn").click()
     page.locator("#ab-diff .heatmaplayer").first.wait_for()
-    assert page.locator("#ab-tokens-a .tv-h").inner_text() == "A" and page.locator("#ab-tokens-b .tv-h").inner_text() == "B"
+    assert page.locator("#ab-tokens-a .tv-h").inner_text() == "A"
+    assert page.locator("#ab-tokens-b .tv-h").inner_text() == "B"
     panel = pinned_panel(page, "ab-tokens-a", 0, 3)
     assert "tool_call.format" in panel and "log p with" in panel
     assert page.locator("#ab-tokens-b .tv-panel").inner_text().startswith("Hover or click")  # B has its own pin

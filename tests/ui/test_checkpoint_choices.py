@@ -5,7 +5,7 @@ import json
 import pytest
 
 from mrtpo_viz.policy import known
-from mrtpo_viz.ui.common import checkpoint_choices
+from mrtpo_viz.ui.policy_choice import checkpoint_choices
 
 KEY = "smollm2-135m-instruct"
 

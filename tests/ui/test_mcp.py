@@ -50,7 +50,9 @@ def test_mcp_on_lists_the_two_tools_and_answers(monkeypatch):
     import json
 
     answer = json.loads(result.content[0].text)  # JSON text, not a Python repr
-    assert answer == {"ifeval.lowercase": {"reward": 1, "reason": "all lowercase; detected language 'en', need 'en'"}}  # a free prompt, scored
+    # a free prompt, scored
+    reason = "all lowercase; detected language 'en', need 'en'"
+    assert answer == {"ifeval.lowercase": {"reward": 1, "reason": reason}}
 
 
 def test_mcp_off_serves_no_mcp(monkeypatch):

@@ -4,53 +4,18 @@ the relevance the run logged.
 
 Skipped when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), where that is a failure.
 """
-import os
-from pathlib import Path
 
 import pytest
 
-from tests.apphelpers import free_port, patient_url_ok
+from tests.ui.conftest import require_browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-TIMEOUT_MS = 180_000  # a loaded 2-core CI machine
-
-if not CHROMIUM.exists():
-    if os.environ.get("MRTPO_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"MRTPO_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)", pytrace=False)
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium); set MRTPO_REQUIRE_BROWSER=1 to fail instead",
-                allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
+sync_api = require_browser()
+pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def app_url(trl_example_run):
-    import torch
-
-    from mrtpo_viz.ui import build_app, launch_options
-
-    torch.set_num_threads(1)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MRTPO_RUNS_DIR", str(trl_example_run[0]))  # read by every request: kept for the module
-        mp.setattr("gradio.networking.url_ok", patient_url_ok)
-        demo = build_app()
-        _, url, _ = demo.launch(prevent_thread_lock=True, server_port=free_port(), quiet=True, **launch_options())
-        yield url
-        demo.close()
-
-
-@pytest.fixture(scope="module")
-def page(app_url, tmp_path_factory):
-    with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=FLAGS, viewport={"width": 1440, "height": 1000})
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        page.goto(app_url, wait_until="domcontentloaded")
-        yield page
-        context.close()
+def app_env(trl_example_run) -> dict:
+    return {"MRTPO_RUNS_DIR": str(trl_example_run[0])}
 
 
 def test_the_runs_tab_opens_a_trl_run_and_shows_a_completions_tokens(page, trl_example_run, tmp_path):

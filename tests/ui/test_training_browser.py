@@ -4,59 +4,15 @@
 The app runs in this process (``prevent_thread_lock``), so the test can read the training slots directly.
 Skipped when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), where that is a failure.
 """
-import os
 import re
 import time
-from pathlib import Path
 
 import pytest
 
-from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
-from tests.apphelpers import free_port, patient_url_ok
+from tests.ui.conftest import require_browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-TIMEOUT_MS = 180_000  # a loaded 2-core CI machine: model load plus the first steps can take a while
-
-if not CHROMIUM.exists():
-    if os.environ.get("MRTPO_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"MRTPO_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)",
-                    pytrace=False)
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium); set MRTPO_REQUIRE_BROWSER=1 to fail instead",
-                allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api")
-
-
-@pytest.fixture(scope="module")
-def app_url(request):
-    import torch
-
-    from mrtpo_viz.ui import build_app, launch_options
-
-    torch.set_num_threads(1)
-    checkpoint = str(BUNDLED_POLICY_DIR) if (BUNDLED_POLICY_DIR / "config.json").is_file() else str(
-        request.getfixturevalue("tiny_policy_dir"))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MRTPO_CHECKPOINT", checkpoint)
-        mp.setattr("gradio.networking.url_ok", patient_url_ok)
-        demo = build_app()
-        _, url, _ = demo.launch(prevent_thread_lock=True, server_port=free_port(), quiet=True, **launch_options())
-    yield url
-    demo.close()
-
-
-@pytest.fixture(scope="module")
-def page(app_url, tmp_path_factory):
-    with sync_api.sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=FLAGS, viewport={"width": 1440, "height": 1000})
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        page.goto(app_url, wait_until="domcontentloaded")
-        yield page
-        context.close()
+sync_api = require_browser()
+pytestmark = pytest.mark.browser
 
 
 def _status(page) -> str:

@@ -6,7 +6,6 @@ import torch
 
 from mrtpo_viz.advantages import gdpo_advantages, mrtpo_token_advantages
 from mrtpo_viz.relevance.results import Relevance
-from mrtpo_viz import viz
 from mrtpo_viz.viz import advantages as viz_advantages
 from mrtpo_viz.viz import colours, figures, numbers, summaries, text, token_view
 

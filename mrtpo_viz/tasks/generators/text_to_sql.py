@@ -10,14 +10,13 @@ the columns it orders by have distinct values, so the expected order has no ties
 from __future__ import annotations
 
 import math
-import os
 import random
 import re
 import sqlite3
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...atomic import atomic_path
 from ..base import Example
 from . import draw_unique
 from .sql_templates import COMPANY_TEMPLATES, SCHOOL_TEMPLATES, SHOP_TEMPLATES
@@ -58,6 +57,8 @@ class Database:
 
 
 # ---------------------------------------------------------------------------------------------------- data
+# a table, laid out by hand (ruff format would put one item per line)
+# fmt: off
 def _shop() -> Database:
     rng = random.Random(101)
     catalogue = {"books": ("Atlas", "Cookbook", "Novel", "Dictionary", "Comic", "Diary"),
@@ -144,6 +145,7 @@ def _company() -> Database:
 
 
 # ----------------------------------------------------------------------------------------------- templates
+# fmt: on
 DATABASES: dict[str, Database] = {db.name: db for db in (_shop(), _school(), _company())}
 """Name -> database; the registry that :func:`build_databases` and :func:`generate` draw from."""
 
@@ -161,11 +163,9 @@ def build_databases(directory: str | Path) -> dict[str, Path]:
 
 
 def _write_database(db: Database, path: Path) -> Path:
-    fd, tmp = tempfile.mkstemp(suffix=".sqlite", dir=path.parent)
-    os.close(fd)
-    os.unlink(tmp)  # sqlite creates it fresh
-    try:
-        conn = sqlite3.connect(tmp)
+    """Write the database atomically; an identical file already there is left untouched (its mtime too)."""
+    with atomic_path(path) as tmp:
+        conn = sqlite3.connect(tmp)  # sqlite creates the file
         try:
             for table in db.tables:
                 conn.execute(table.ddl())
@@ -174,13 +174,9 @@ def _write_database(db: Database, path: Path) -> Path:
             conn.commit()
         finally:
             conn.close()
-        if path.is_file() and path.read_bytes() == Path(tmp).read_bytes():
-            return path
-        os.replace(tmp, path)
-        return path
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if path.is_file() and path.read_bytes() == tmp.read_bytes():
+            tmp.unlink()  # nothing to move
+    return path
 
 
 _SLOT = re.compile(r"\{(\w+?)(\d*)\}")
@@ -233,6 +229,6 @@ def generate(n: int, seed: int = 0) -> list[Example]:
     for i in range(n):
         db = dbs[i % len(dbs)]
         tries = 15 if 2 * len(seen[db.name]) < space[db.name] else 1
-        draw = lambda: make_example(db.name, rng.randrange(len(db.templates)), rng)  # noqa: E731
+        draw = lambda db=db: make_example(db.name, rng.randrange(len(db.templates)), rng)  # noqa: E731
         out.append(draw_unique(draw, seen[db.name], tries))
     return out

@@ -5,17 +5,19 @@ Each example is one short user request with exactly one gold call. The gold resp
 arguments in the order of the tool's schema. Optional arguments appear in the gold call only when the request
 mentions them, so a policy must learn both the required keys and when to add the optional ones.
 
-``meta = {"tool": name, "arguments": gold arguments, "schema": {"name", "description", "parameters"}}``.
+``meta`` is BFCL's form: ``{"category": "simple", "functions": [the tool's schema], "possible_answer":
+[{name: {argument: [gold value]}}]}`` (:func:`gold_call` reads the one call back).
 """
 from __future__ import annotations
 
 import json
 import random
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Optional
+from collections.abc import Callable
 
 from ..base import Example
-from ..tool_catalog import (ALL_UNITS, CITIES, CLOSE_TAG, CONTACTS, CUISINES, CURRENCIES, EVENTS, LABELS,  # noqa: F401
+from ..tool_catalog import (CITIES, CLOSE_TAG, CONTACTS, CUISINES, CURRENCIES, EVENTS, LABELS,
                             LANGUAGES, MESSAGES, MONTHS, NEWS_TOPICS, OPEN_TAG, PHRASES, SYMBOLS, TOOLS, UNITS)
 from . import draw_unique
 
@@ -178,8 +180,22 @@ def make_example(name: str, rng: random.Random) -> Example:
     req = REQUESTS[name](rng)
     reference = format_call(name, req.arguments)
     gold = json.loads(reference[len(OPEN_TAG):-len(CLOSE_TAG)])["arguments"]
-    meta = {"tool": name, "arguments": gold, "schema": TOOLS[name]}
+    meta = {"category": "simple", "functions": [TOOLS[name]],
+            "possible_answer": [{name: {k: [v] for k, v in gold.items()}}]}
     return Example(task="tool_calling", prompt=req.prompt, meta=meta, reference=reference, verifiers=VERIFIERS)
+
+
+def gold_call(meta: dict) -> Optional[tuple[str, dict[str, Any]]]:
+    """``(tool, arguments)`` of a generated example's one gold call (each argument's one accepted value); None for
+    a meta that is not one call of a catalogue tool with one value per argument (BFCL's data, say)."""
+    answers = meta.get("possible_answer")
+    if not isinstance(answers, list) or len(answers) != 1 or not isinstance(answers[0], dict) or len(answers[0]) != 1:
+        return None
+    (name, accepted), = answers[0].items()
+    if name not in TOOLS or not isinstance(accepted, dict) or \
+            not all(isinstance(v, list) and len(v) == 1 for v in accepted.values()):
+        return None
+    return name, {k: v[0] for k, v in accepted.items()}
 
 
 def generate(n: int, seed: int = 0) -> list[Example]:
@@ -191,5 +207,5 @@ def generate(n: int, seed: int = 0) -> list[Example]:
     for i in range(n):
         if i % len(names) == 0:
             rng.shuffle(names)
-        out.append(draw_unique(lambda: make_example(names[i % len(names)], rng), seen))
+        out.append(draw_unique(lambda i=i: make_example(names[i % len(names)], rng), seen))
     return out

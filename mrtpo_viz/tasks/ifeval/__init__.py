@@ -8,8 +8,8 @@ anew from the official behaviour and nothing that scores imports lm-eval or nltk
 (``benchmarks/ifeval_adversarial.py``) and requires the same verdicts.
 
 - :mod:`.instructions`: the table (id, verifier name, title, kwargs, description) and kwargs validation;
-- :mod:`.instruction_checks` / :mod:`.spans`: one checker and one relevant-spans function per id (:mod:`.matchers`: linear-time
-  code for three official regexes that take quadratic time);
+- :mod:`.instruction_checks` / :mod:`.spans`: one checker and one relevant-spans function per id (:mod:`.matchers`:
+  linear-time code for three official regexes that take quadratic time);
 - :mod:`.text_units` / :mod:`.punkt`: words, sentences (nltk's English Punkt, reimplemented) and all-capital words;
 - :mod:`.evaluation`: strict and loose mode; :mod:`.verifiers`: the Verifiers and ``meta["constraints"]``;
 - :mod:`.row_format`: IFEval-format JSONL rows (IFEval, RLVR-style sets) as Examples.

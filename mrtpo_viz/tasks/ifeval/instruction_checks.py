@@ -14,7 +14,8 @@ from __future__ import annotations
 import collections
 import json
 import re
-from typing import Callable, Optional
+from typing import Optional
+from collections.abc import Callable
 
 from ..patterns import MATCH_BUDGET_S, PatternError, PatternTimeout, re_run  # noqa: F401 (re-exported)
 from . import text_units as text_units

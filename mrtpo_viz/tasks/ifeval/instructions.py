@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Optional
+from collections.abc import Callable
 
 from ..base import Argument, MissingArguments
 from ..patterns import pattern_problem
 from .instruction_checks import AT_LEAST, CONSTRAINED_OPTIONS, LESS, postscript_pattern, section_pattern
 
+# a table, laid out by hand (ruff format would put one item per line)
+# fmt: off
 LANGUAGES = {
     "en": "English", "es": "Spanish", "pt": "Portuguese", "ar": "Arabic", "hi": "Hindi", "fr": "French",
     "ru": "Russian", "de": "German", "ja": "Japanese", "it": "Italian", "bn": "Bengali", "uk": "Ukrainian",
@@ -32,8 +35,11 @@ LANGUAGES = {
     "mr": "Marathi", "gu": "Gujarati", "pa": "Punjabi", "ml": "Malayalam", "fi": "Finnish",
 }
 """The ISO 639-1 codes the official ``response_language`` accepts, with the names its description uses."""
+# fmt: on
 RELATIONS = (LESS, AT_LEAST)
 """``less than`` is a strict ``<``; ``at least`` is ``>=``."""
+MAX_WORDS = 100
+"""Items of a list kwarg (keywords, forbidden words): IFEval's have at most a handful."""
 EXTENSION_IDS = frozenset({"mrtpo:starts_with"})
 """Ids of instructions that are ours, not IFEval's."""
 
@@ -83,6 +89,8 @@ def _fixed(text: str) -> Callable[[dict], str]:
     return lambda k: text
 
 
+# a table, laid out by hand (ruff format would put one item per line)
+# fmt: off
 _I = Instruction
 INSTRUCTIONS: tuple[Instruction, ...] = (
     _I("punctuation:no_comma", "ifeval.no_comma", "No commas", (),
@@ -162,6 +170,7 @@ INSTRUCTIONS: tuple[Instruction, ...] = (
        _fixed("Wrap your entire response with double quotation marks.")),
 )
 """Every instruction, the 14 verifiers of mrtpo-viz 0.2 first (same names), then the other 11 official ids."""
+# fmt: on
 BY_ID: dict[str, Instruction] = {i.id: i for i in INSTRUCTIONS}
 BY_NAME: dict[str, Instruction] = {i.name: i for i in INSTRUCTIONS}
 OFFICIAL_IDS: tuple[str, ...] = tuple(i.id for i in INSTRUCTIONS if i.official)
@@ -179,6 +188,8 @@ def _regex_ok(pattern: str, flags: int = 0) -> bool:
     return pattern_problem(pattern, flags) is None
 
 
+# a table, laid out by hand (ruff format would put one item per line)
+# fmt: off
 PATTERNS: dict[str, Callable[[str], tuple[str, int]]] = {
     "keyword": lambda v: (v.strip(), re.I),
     "keywords": lambda v: (v, re.I),
@@ -189,6 +200,7 @@ PATTERNS: dict[str, Callable[[str], tuple[str, int]]] = {
 """kwarg name -> (the pattern the checker compiles from one value, its flags)."""
 
 
+# fmt: on
 def _pattern_reason(name: str, value: Any) -> Optional[str]:
     """Why a pattern kwarg (or one item of a list of them) cannot be used, or None."""
     for v in value if isinstance(value, list) else [value]:
@@ -203,6 +215,8 @@ def _text_ok(v: Any) -> bool:
     return isinstance(v, str) and bool(v.strip())
 
 
+# a table, laid out by hand (ruff format would put one item per line)
+# fmt: off
 KINDS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
     "count": (lambda v: _is_int(v) and v >= 0, "an integer >= 0", "integer"),
     "int": (_is_int, "an integer", "integer"),
@@ -257,6 +271,7 @@ KWARG_TITLES: dict[str, tuple[str, str]] = {
 """kwarg name -> (field title, what it means): the :class:`Argument` a verifier declares for it."""
 
 
+# fmt: on
 def arguments(inst: Instruction) -> tuple[Argument, ...]:
     """The :class:`Argument` fields of an instruction's kwargs (all required)."""
     out = []
@@ -292,9 +307,12 @@ def validate_kwargs(key: str, kwargs: Any) -> dict:
         raise KwargsError(f"{inst.id}: missing kwarg(s) {missing}")
     for name, kind in inst.params:
         ok, what, _ = KINDS[kind]
-        if not ok(given[name]):
-            why = _pattern_reason(name, given[name]) if name in PATTERNS else None
-            got = repr(given[name]) if len(repr(given[name])) <= 200 else repr(given[name])[:200] + "..."
+        value = given[name]
+        if isinstance(value, list) and len(value) > MAX_WORDS:  # before any item is compiled or checked
+            raise KwargsError(f"{inst.id}: kwarg {name!r} lists {len(value):,} items; at most {MAX_WORDS}")
+        if not ok(value):
+            why = _pattern_reason(name, value) if name in PATTERNS else None
+            got = repr(value) if len(repr(value)) <= 200 else repr(value)[:200] + "..."
             raise KwargsError(f"{inst.id}: kwarg {name!r} must be {what}, got {why or got}")
     if "nth_paragraph" in given and given["nth_paragraph"] > given["num_paragraphs"]:
         raise KwargsError(f"{inst.id}: 'nth_paragraph' ({given['nth_paragraph']}) exceeds 'num_paragraphs' "

@@ -8,7 +8,7 @@ regexes tens of seconds; here it takes milliseconds.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 BULLET_STAR_RE = re.compile(r"^\s*\*[^\*].*$", re.M)
 BULLET_DASH_RE = re.compile(r"^\s*-.*$", re.M)

@@ -1,4 +1,4 @@
-"""A dependency-free Punkt sentence splitter that reproduces ``nltk.tokenize.PunktTokenizer("english")`` (nltk 3.10).
+r"""A dependency-free Punkt sentence splitter that reproduces ``nltk.tokenize.PunktTokenizer("english")`` (nltk 3.10).
 
 The official IFEval ``number_sentences`` checker counts the sentences of nltk's Punkt tokenizer with the English
 model. This module re-implements Punkt's *decision procedure* (Kiss & Strunk 2006, as nltk applies it at tokenizing
@@ -23,7 +23,8 @@ import os
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
+from collections.abc import Iterator
 
 import regex
 

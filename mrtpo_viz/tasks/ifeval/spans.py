@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from typing import Callable
+from collections.abc import Callable
 
 from . import instruction_checks as C
 from . import text_units as T

@@ -17,7 +17,8 @@
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional
+from typing import Optional
+from collections.abc import Callable
 
 import regex
 
@@ -28,7 +29,7 @@ Span = tuple[int, int]
 WORD_RE = re.compile(r"\w+")
 """Word characters of nltk's Treebank rules as this module applies them (capital words)."""
 NLTK_WORD_RE = regex.compile(r"\w+", regex.UNICODE | regex.MULTILINE | regex.DOTALL)
-"""The words of ``number_words``: nltk's ``RegexpTokenizer(r"\w+")`` with its default flags, on its engine."""
+r"""The words of ``number_words``: nltk's ``RegexpTokenizer(r"\w+")`` with its default flags, on its engine."""
 CHUNK_RE = re.compile(r"\S+")
 ALONE = frozenset("\u00ab\u201c\u2018\u201e`\u00bb\u201d\u2019\";@#$%&?!*[](){}<>\u2012\u2013\u2014\u2015")
 """Characters that always form a token of their own (none of them is cased)."""

@@ -81,7 +81,8 @@ def _info(inst: Instruction):
 def _spans(inst: Instruction):
     def spans(response: str, example: Example) -> Optional[list[Span]]:
         try:
-            return sorted({s for kw in constraint_kwargs(example, inst.id) for s in E.relevant_spans(inst.id, response, kw)})
+            return sorted({s for kw in constraint_kwargs(example, inst.id)
+                           for s in E.relevant_spans(inst.id, response, kw)})
         except KwargsError:
             return None
     return spans

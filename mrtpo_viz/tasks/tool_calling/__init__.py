@@ -4,9 +4,9 @@ The response format is one or more ``<tool_call>{"name": ..., "arguments": {...}
 (OpenAI-style or BFCL function docs) and the possible answers come from the example (:mod:`.schema`); format checks the
 calls against the schemas only, correctness applies the rules of BFCL's AST checker (:mod:`.rules`, our own
 implementation, tested against BFCL's code). :mod:`.parsing` finds and decodes the blocks, :mod:`.verdicts` holds the
-verdicts, spans and information texts. The bundled examples (``{"tool", "arguments", "schema"}``) read as one function,
-one expected call with one value per argument, category ``simple``; their information texts are those the bundled
-policy was trained on.
+verdicts, spans and information texts. The bundled examples are in BFCL's form too (one function, one expected call
+with one value per argument, category ``simple``); their information texts are those the bundled policy was trained
+on.
 
 Each verifier declares its :class:`Argument` s (``functions``, and for correctness ``possible_answer``; ``category``
 optional), so a free prompt can be given them: ``verifier.with_args(example, {"functions": [...], ...})``.

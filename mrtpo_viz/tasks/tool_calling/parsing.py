@@ -7,7 +7,8 @@ records where each key and value of a call object sits in the response (for the 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
+from collections.abc import Iterator
 
 from ..base import Span
 from ..tool_catalog import CLOSE_TAG, OPEN_TAG

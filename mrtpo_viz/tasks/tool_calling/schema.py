@@ -105,34 +105,28 @@ def answers_from(value: Any) -> list[dict]:
     return out
 
 
-def _catalogue_order(schema: dict) -> dict:
+def _catalogue_order(schema: Any) -> Any:
     """The built-in catalogue's copy of a schema when they are equal (its property order; the sample files store
     keys sorted), else the schema itself."""
+    if not isinstance(schema, dict):
+        return schema
     built_in = TOOLS.get(schema.get("name")) if isinstance(schema.get("name"), str) else None
     return built_in if built_in is not None and built_in == schema else schema
 
 
-def _legacy(meta: dict) -> bool:
-    return "possible_answer" not in meta and isinstance(meta.get("tool"), str) and isinstance(meta.get("arguments"), dict)
-
-
 def example_functions(meta: dict) -> list[dict]:
-    """The example's functions: ``functions``, else the bundled ``schema`` (or the catalogue's tool by ``tool``)."""
+    """The example's functions (``functions``; a catalogue tool keeps the catalogue's property order)."""
     if meta.get("functions") not in (None, "", []):
-        return functions_from(meta["functions"])
-    if isinstance(meta.get("schema"), dict):
-        return functions_from(_catalogue_order(meta["schema"]))
-    if meta.get("tool") in TOOLS:
-        return functions_from(TOOLS[meta["tool"]])
+        given = meta["functions"]
+        return functions_from([_catalogue_order(f) for f in given] if isinstance(given, list)
+                              else _catalogue_order(given))
     raise MissingArguments("the example gives no functions (tool schemas): set 'functions'")
 
 
 def example_answers(meta: dict) -> list[dict]:
-    """The example's possible answers: ``possible_answer``, else the bundled gold call ``tool`` + ``arguments``."""
+    """The example's possible answers (``possible_answer``)."""
     if meta.get("possible_answer") not in (None, "", []):
         return answers_from(meta["possible_answer"])
-    if _legacy(meta):
-        return [{meta["tool"]: {k: [v] for k, v in meta["arguments"].items()}}]
     raise MissingArguments("the example gives no gold call or possible answers: set 'possible_answer'")
 
 
@@ -140,7 +134,7 @@ def example_category(meta: dict) -> Optional[str]:
     """BFCL's category of the example (``simple`` for the bundled data), or None when not given."""
     if isinstance(meta.get("category"), str) and meta["category"]:
         return meta["category"]
-    return "simple" if _legacy(meta) else None
+    return None
 
 
 def single_call(category: Optional[str]) -> bool:

@@ -2,7 +2,8 @@
 official code in test_reference.py)."""
 import pytest
 
-from mrtpo_viz.tasks.ifeval.instruction_checks import CHECKS, compare, first_word, json_body, paragraph_count, postscript_pattern
+from mrtpo_viz.tasks.ifeval.instruction_checks import (CHECKS, compare, first_word, json_body, paragraph_count,
+                                                      postscript_pattern)
 
 
 def test_every_instruction_has_a_check():

@@ -58,7 +58,8 @@ def test_none_values_are_dropped():
     ("language:response_language", {"language": "fi"},
      "Your ENTIRE response should be in Finnish language, no other language is allowed."),
     ("mrtpo:starts_with", {"start_phrase": "Here is my note."},
-     "Start your response with this exact phrase Here is my note.. No other words should come before this phrase."),
+     "Start your response with this exact phrase Here is my note.. "
+     "No other words should come before this phrase."),
 ])
 def test_descriptions(iid, kwargs, text):
     assert describe(iid, kwargs) == text

@@ -21,7 +21,8 @@ ROWS = [
     {"key": 1002, "prompt": "Describe a market in two paragraphs; the second starts with 'However'. Add a P.S.",
      "instruction_id_list": ["length_constraints:nth_paragraph_first_word", "detectable_content:postscript"],
      "kwargs": '[{"num_paragraphs": 2, "nth_paragraph": 2, "first_word": "However"}, {"postscript_marker": "P.S."}]'},
-    {"key": 1003, "prompt": "Answer in Finnish: what is a sauna?", "instruction_id_list": ["language:response_language"],
+    {"key": 1003, "prompt": "Answer in Finnish: what is a sauna?",
+     "instruction_id_list": ["language:response_language"],
      "kwargs": [{"language": "fi"}]},
     {"key": 1004, "prompt": "List three fruits.", "instruction_id_list": ["detectable_format:number_bullet_lists"],
      "kwargs": [{"num_bullets": None}]},  # its kwarg is missing: the verifier needs input, the row still loads

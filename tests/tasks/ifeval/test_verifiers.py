@@ -18,7 +18,8 @@ AL, LT = "at least", "less than"
 def example(name: str, kwargs: dict | None, *more: tuple[str, dict]) -> Example:
     entries = [] if kwargs is None else [(name, kwargs)]
     constraints = [{"id": BY_NAME[f"ifeval.{n}"].id, "kwargs": kw} for n, kw in [*entries, *more]]
-    return Example(task="instruction_following", prompt="(prompt)", meta={"topic": "rivers", "constraints": constraints},
+    return Example(task="instruction_following", prompt="(prompt)", meta={"topic": "rivers",
+                                                                          "constraints": constraints},
                    verifiers=(f"ifeval.{name}",))
 
 

@@ -32,7 +32,8 @@ def test_parse_several_blocks_and_the_layout_rules():
 
 def test_decoding_errors_name_the_block():
     assert parse_calls("<tool_call>{</tool_call>")[1] == "the block is not valid JSON"
-    assert parse_calls(call(GOOD) + "<tool_call>[1]</tool_call>")[1] == 'block 2 is not {"name": string, "arguments": object}'
+    assert parse_calls(call(GOOD) + "<tool_call>[1]</tool_call>")[1] == \
+        'block 2 is not {"name": string, "arguments": object}'
     extra = '<tool_call>{"name": "x", "arguments": {}, "id": 1}</tool_call>'
     assert parse_calls(extra)[1] == "unexpected keys ['id'] in the call object of the block"
     assert parse_calls(extra, strict=False)[0] == [{"name": "x", "arguments": {}, "id": 1}]  # correctness ignores it

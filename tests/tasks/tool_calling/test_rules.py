@@ -117,6 +117,7 @@ def test_simple_uses_the_first_function_and_multiple_the_named_one():
 
 
 def test_malformed_examples_are_verdicts():
-    assert check_calls([FN], _calls("Paris"), [], "simple") == ("bad_example", "the example has no usable possible answer")
+    assert check_calls([FN], _calls("Paris"), [], "simple") == ("bad_example",
+                                                                "the example has no usable possible answer")
     failure = check_calls([FN], _calls("Paris", "Rome"), [{"nope": {}}, {"weather.get": {}}], "parallel")
     assert failure == ("bad_example", "the possible answer names unknown function 'nope'")

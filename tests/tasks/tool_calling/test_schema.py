@@ -44,14 +44,19 @@ def test_answers_from_refuses_what_it_cannot_read(bad):
 
 def test_the_bundled_meta_reads_as_one_function_one_call():
     sorted_schema = {**TOOLS["get_weather"], "parameters": {**TOOLS["get_weather"]["parameters"],
-                     "properties": dict(sorted(TOOLS["get_weather"]["parameters"]["properties"].items(), reverse=True))}}
-    meta = {"tool": "get_weather", "arguments": {"city": "Oslo"}, "schema": sorted_schema}
+                     "properties": dict(sorted(TOOLS["get_weather"]["parameters"]["properties"].items(),
+                                               reverse=True))}}
+    meta = {"category": "simple", "functions": [sorted_schema],
+            "possible_answer": [{"get_weather": {"city": ["Oslo"]}}]}
     fn, = example_functions(meta)
     assert list(fn["parameters"]["properties"]) == ["city", "unit"]  # the catalogue's order, as the information shows
     assert example_answers(meta) == [{"get_weather": {"city": ["Oslo"]}}] and example_category(meta) == "simple"
-    assert example_functions({"tool": "set_timer"})[0]["name"] == "set_timer"  # a catalogue tool without schema
+    with pytest.raises(MissingArguments, match="no functions"):  # the old {"tool", "arguments", "schema"} form
+        example_functions({"tool": "set_timer"})
+    with pytest.raises(MissingArguments, match="no gold call"):
+        example_answers({"tool": "get_weather", "arguments": {"city": "Oslo"}, "schema": TOOLS["get_weather"]})
     custom = {**sorted_schema, "description": "mine"}
-    assert example_functions({"schema": custom})[0]["description"] == "mine"  # a different schema is the example's
+    assert example_functions({"functions": [custom]})[0]["description"] == "mine"  # a different schema is its own
 
 
 def test_new_keys_take_precedence_and_absent_ones_raise():
@@ -82,7 +87,8 @@ def test_type_helpers():
     (True, {"type": "integer"}, ["x should be of type integer, got boolean"]),
     ("k", {"type": "string", "enum": ["a", "b"]}, ['x must be one of ["a", "b"], got "k"']),
     (["a", 1], {"type": "array", "items": {"type": "string"}}, ["x[1] should be of type string, got integer"]),
-    ({"h": "yes"}, {"type": "dict", "properties": {"h": {"type": "boolean"}}}, ["x.h should be of type boolean, got string"]),
+    ({"h": "yes"}, {"type": "dict", "properties": {"h": {"type": "boolean"}}},
+     ["x.h should be of type boolean, got string"]),
     ({"other": 1}, {"type": "dict", "properties": {"h": {"type": "boolean"}}}, []),  # undeclared nested keys pass
     (None, {"type": "string", "default": None}, []),
     (None, {"type": ["string", "null"]}, []),

@@ -6,7 +6,8 @@ import math
 import pytest
 
 from mrtpo_viz.tasks.base import Example, MissingArguments
-from mrtpo_viz.tasks.tool_calling.verdicts import (check_correctness, check_format, correctness_info, correctness_result,
+from mrtpo_viz.tasks.tool_calling.verdicts import (check_correctness, check_format, correctness_info,
+                                                   correctness_result,
                                                  correctness_spans, format_info, format_spans)
 
 PLAY = {"name": "spotify.play", "description": "Play songs.", "parameters": {"type": "dict", "required": ["artist"],
@@ -25,7 +26,8 @@ def call(name, args):
     return "<tool_call>" + json.dumps({"name": name, "arguments": args}) + "</tool_call>"
 
 
-TWO = call("spotify.play", {"artist": "Maroon 5"}) + "\n" + call("spotify.play", {"artist": "Taylor Swift", "duration": 20})
+TWO = call("spotify.play", {"artist": "Maroon 5"}) + "\n" + call("spotify.play", {"artist": "Taylor Swift",
+                                                                                  "duration": 20})
 
 
 def test_format_several_blocks_each_checked():
@@ -76,7 +78,8 @@ def test_information_texts_by_category():
     assert correctness_info(PARALLEL).startswith(
         'The correct answer is 2 call(s) in any order: spotify.play(artist="Taylor Swift", duration=20); '
         'spotify.play(artist="Maroon 5" | "Maroon Five", duration=15 | omitted). Each argument takes one of')
-    assert correctness_info(MULTIPLE) == 'The correct call is {"name": "spotify.play", "arguments": {"artist": "Adele"}}'
+    assert correctness_info(MULTIPLE) == \
+        'The correct call is {"name": "spotify.play", "arguments": {"artist": "Adele"}}'
 
 
 def test_dict_answers_are_shown_one_level_down():

@@ -1,0 +1,44 @@
+"""The checkpoint a request uses: the choices offered, loading under the operator's rules, a status line.
+
+Nothing here loads a model at import time; ``get_policy`` loads on first use (``load_policy`` caches per
+process)."""
+from __future__ import annotations
+
+from ..settings import default_checkpoint, get_settings, load_allowed_policy
+from ..tasks.bundled_data import BUNDLED_POLICIES
+from .errors import _message
+
+MODEL = "model"
+"""The one concurrency group of every event that runs the model: one model, one queue."""
+
+
+def checkpoint_choices() -> list[str]:
+    """The default checkpoint, the bundled policies (by name), the downloaded real models (by name, those the
+    allow-list admits; ``python -m mrtpo_viz get-model``) and the operator's allow-list (MRTPO_ALLOWED_CHECKPOINTS)."""
+    from ..policy.known import list_downloaded
+
+    settings = get_settings()
+    found = sorted(p.parent.name for p in BUNDLED_POLICIES.glob("*/config.json"))
+    real = [key for key in list_downloaded() if settings.checkpoint_allowed(key)]
+    return list(dict.fromkeys([default_checkpoint(settings), *found, *real, *settings.allowed_checkpoints]))
+
+
+def get_policy(checkpoint: str | None):
+    """The loaded policy for a folder, a bundled policy's name or a hub id, under the operator's rules (cached by
+    ``load_policy``)."""
+    checkpoint = (checkpoint or "").strip()
+    if not checkpoint:
+        raise ValueError("No checkpoint given: pick the bundled policy or type a local folder or hub id.")
+    from .zerogpu import startup_device
+
+    # one message for every unusable typed path; on ZeroGPU the weights live on CUDA (None: the library's default)
+    return load_allowed_policy(checkpoint, public=True, device=startup_device())
+
+
+def load_status(checkpoint: str | None) -> str:
+    """A status line for the checkpoint: what loaded, or why it did not (never raises)."""
+    try:
+        policy = get_policy(checkpoint)
+    except Exception as err:  # the status line is the error report here
+        return f"**Checkpoint not loaded:** {_message(err)}"
+    return f"**Loaded** `{checkpoint}`: {policy.describe()}"
