@@ -155,6 +155,21 @@ def check_token_count(policy, *texts: str) -> None:
                          f"{cap:,} are replayed here (MRTPO_MAX_TOKENS).")
 
 
+# ----------------------------------------------------------------------------------------------- stop
+
+@dataclass
+class StopFlag:
+    """One session's request to stop a long run (a ``gr.State``, the same object for the run's generator and the
+    Stop button's handler). Gradio's ``cancels=`` is not used: a cancelled event leaves its error state ("Error"
+    badges, blanked plots) on every output; the generator checks ``stopped`` between steps and ends itself."""
+
+    running: bool = False
+    stopped: bool = False
+
+    def start(self) -> None:
+        self.running, self.stopped = True, False
+
+
 # ----------------------------------------------------------------------------------------------- errors
 
 def _message(err: BaseException) -> str:

@@ -3,7 +3,8 @@ download.
 
 The scoring is :func:`mrtpo_viz.relevance.scoring.score_rollouts` (the CLI's ``score``); this tab streams its
 progress and renders the written table with :mod:`mrtpo_viz.viz`. A run starts by clearing the previous run's
-views, and Stop says where it stopped, so no progress line ever sits above another run's charts.
+views. Stop sets the session's :class:`~mrtpo_viz.ui.common.StopFlag` (no Gradio cancel, which would leave an error
+badge on every output); the generator checks it after every rollout and ends with "Stopped at rollout n / m".
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from .. import viz
 from ..names import CONTROLS, INFO_POSITIONS, METRICS
 from ..relevance.scoring import read_rollouts, score_rollouts
 from ..tasks.data import SAMPLE_ROLLOUTS
-from .common import MODEL, download_folder, get_policy, limits, readable
+from .common import MODEL, StopFlag, download_folder, get_policy, limits, readable
 from .token_view import token_view, view_value
 from .zerogpu import gpu
 
@@ -58,22 +59,41 @@ def _empty(status: str):
 
 @gpu("score")
 @readable
-def score_file(checkpoint, upload, metric, control, position, progress=gr.Progress()):
+def score_file(checkpoint, upload, metric, control, position, flag: StopFlag | None = None,
+               progress=gr.Progress()):
     """Score every rollout (streaming progress), then show the aggregates and the first rollout's tokens.
+    ``flag``: the session's stop flag (the Stop button sets it; the run ends after the rollout it is replaying).
 
     Yields (status, bars, top tokens, per-rollout table, CSV, rollout picker, token view, CSV path)."""
+    flag = StopFlag() if flag is None else flag
+    flag.start()
+    try:
+        yield from _score(checkpoint, upload, metric, control, position, flag, progress)
+    finally:
+        flag.running = False
+
+
+def _score(checkpoint, upload, metric, control, position, flag: StopFlag, progress):
     path = _rollouts_file(upload)
     policy = get_policy(checkpoint)
     out = download_folder("rollouts-") / "relevance.csv"
     keep = gr.update()
-    yield _empty(f"Scoring `{path.name}`: 0 / ... rollouts.")
-    for step in score_rollouts(policy, path, out=out, metric=metric, control=control, info_position=position):
-        progress((step.done, max(step.total, 1)), desc="replaying rollouts")
-        yield (f"Scoring `{path.name}`: {step.done} / {step.total} rollouts.", *[keep] * 7)
+    yield _empty(f"Scoring `{path.name}`: 0 / ... rollouts ({metric}, control {control}, `{checkpoint}`).")
+    steps = score_rollouts(policy, path, out=out, metric=metric, control=control, info_position=position)
+    try:
+        for step in steps:
+            progress((step.done, max(step.total, 1)), desc="replaying rollouts")
+            line = f"Scoring `{path.name}`: {step.done} / {step.total} rollouts."
+            if flag.stopped:
+                yield (stopped(line), *[keep] * 7)
+                return
+            yield (line, *[keep] * 7)
+    finally:
+        steps.close()
     frame = pd.read_csv(out) if out.stat().st_size else pd.DataFrame()
     if frame.empty:
         raise ValueError(f"No rollout of {path.name} could be scored.{_problems_md(step.problems)}")
-    status = (f"Scored {step.scored} rollouts of `{path.name}` ({metric}, control {control}), "
+    status = (f"Scored {step.scored} rollouts of `{path.name}` with `{checkpoint}` ({metric}, control {control}), "
               f"{len(frame):,} token-verifier rows.{_problems_md(step.problems)}")
     ids = [str(i) for i in dict.fromkeys(frame["id"].astype(str))]
     yield (status, viz.mean_relevance_bars(frame), viz.top_tokens(frame, n=8, min_count=2),
@@ -101,8 +121,16 @@ def stopped(status: str) -> str:
     m = _PROGRESS.search(status or "")
     if not m:
         return status
-    return (f"**Stopped** at {m['done']} / {m['total']} rollouts of `{m['name']}`; nothing below is from that run. "
+    return (f"**Stopped at rollout {m['done']}** / {m['total']} of `{m['name']}`; nothing below is from that run. "
             "Press the button to score the file again.")
+
+
+def stop_scoring(flag: StopFlag):
+    """The Stop button: the running run ends after the rollout it is replaying (nothing changes when none runs)."""
+    if not flag.running or flag.stopped:
+        return gr.update()
+    flag.stopped = True
+    return "**Stopping** after the rollout that is being replayed ..."
 
 
 def build_rollouts_tab(checkpoint: gr.components.Component) -> None:
@@ -131,8 +159,10 @@ def build_rollouts_tab(checkpoint: gr.components.Component) -> None:
                                  "column)", interactive=False, show_search="filter", max_height=420, wrap=True,
                                  column_widths=["24%", "17%", "8%", "8%", "11%", "11%", "11%", "10%"])
     table_path = gr.State(None)
-    event = run_btn.click(score_file, [checkpoint, upload, metric, control, position],
-                          [status, bars, top, table, download, picker, view, table_path], api_name="rollouts",
-                          concurrency_id=MODEL, concurrency_limit=1)
-    stop_btn.click(stopped, status, status, cancels=[event], api_name=False, queue=False)
+    flag = gr.State(StopFlag())
+    run_btn.click(score_file, [checkpoint, upload, metric, control, position, flag],
+                  [status, bars, top, table, download, picker, view, table_path], api_name="rollouts",
+                  concurrency_id=MODEL, concurrency_limit=1)
+    # no cancels=[...]: a cancelled event leaves Gradio's error state on every output
+    stop_btn.click(stop_scoring, flag, status, api_name=False, queue=False)
     picker.input(show_rollout, [table_path, picker], view, api_name=False)

@@ -1,9 +1,9 @@
 """Live training tab: train GRPO, GDPO and MRTPO side by side, one step of each in turn, and watch the curves.
 
 Each click trains private copies of the chosen checkpoint (never the shared, cached policy). The handler is a
-generator, so the Stop button cancels it between steps and the curves stay as they were; Stop's own handler writes
-"Stopped at step n" from the session's :class:`LiveProgress`, which the generator also reads, so a step that
-finishes after the click cannot overwrite it. The defaults are :data:`LIVE` (checked by
+generator; Stop does not cancel it (a cancelled event leaves Gradio's error badge on every output and blanks the
+curves) but sets ``stopped`` on the session's :class:`LiveProgress`, which the generator checks before every
+method's step: it then yields the curves and summary so far with "Stopped at step n" and returns. The defaults are :data:`LIVE` (checked by
 ``benchmarks/live_defaults.py``). A process-wide cap
 (env ``MRTPO_MAX_TRAININGS``, default 1, read when a training starts) limits concurrent runs; a click beyond it gets a
 readable message.
@@ -105,8 +105,8 @@ LIVE = LiveSettings()
 @dataclasses.dataclass
 class LiveProgress:
     """One session's live run, shared (the same object, from ``gr.State``) by the Start generator, the Stop button's
-    handler and the smoothing control: Stop reads how far the run got, and the generator, should it get to yield
-    once more before the cancel lands, sees ``stopped`` and reports the stop instead of a step."""
+    handler and the smoothing control: Stop sets ``stopped``; the generator sees it before the next method's step
+    and ends the run with "Stopped at step n", keeping every point drawn so far."""
 
     steps: int = 0
     """Steps asked for."""
@@ -152,6 +152,12 @@ def stopped_status(progress: LiveProgress) -> str:
         return f"**Stopped at step 0** of {progress.steps}, before any step had finished."
     return (f"**Stopped at step {progress.done}** of {progress.steps}: every method finished {progress.done} "
             f"step{'s' * (progress.done != 1)}; the curves and the summary of those steps stay.")
+
+
+def stopping_status(progress: LiveProgress) -> str:
+    """What Stop's own handler shows until the generator has finished the step it is in."""
+    return (f"**Stopping** after the step that is running (step {min(progress.done + 1, progress.steps)} of "
+            f"{progress.steps}) ...")
 
 
 def sample_html(progress: LiveProgress) -> str:
@@ -220,15 +226,15 @@ def _interleave(runs: dict, progress: LiveProgress):
     yield _outputs(progress, times, f"Preparing {len(runs)} private copies of the policy ...")
     for step in range(steps):
         for variant, gen in runs.items():
+            if progress.stopped:  # Stop was pressed: end here, keeping everything drawn so far
+                yield _outputs(progress, times, stopped_status(progress), summary_markdown(progress))
+                return
             metrics = next(gen, None)
             if metrics is None:
                 continue
             progress.rows.append({**metrics.to_row(), "variant": variant})
             progress.done = len(progress.rows) // progress.methods  # steps that every method has finished
             progress.samples[variant], times[variant] = {**metrics.sample, "step": step + 1}, metrics.times
-            if progress.stopped:  # Stop was pressed and its cancel has not landed yet
-                yield _outputs(progress, times, stopped_status(progress), summary_markdown(progress))
-                return
             line = " · ".join(f"{v}: {r['reward/mean']:.2f}" for v, r in _latest(progress.rows).items())
             yield _outputs(progress, times, f"Step {step + 1}/{steps} ({time.perf_counter() - start:.0f} s)"
                                                      f" · mean reward {line}")
@@ -237,12 +243,13 @@ def _interleave(runs: dict, progress: LiveProgress):
 
 
 def stop_live_training(progress: LiveProgress):
-    """The Stop button's own handler (its ``cancels`` ends the generator): "Stopped at step n" and the summary of
-    the steps so far. Nothing changes when no run is going."""
-    if not progress.running:
-        return gr.update(), gr.update()
+    """The Stop button's handler: asks the running generator to stop after its current step (it then writes
+    "Stopped at step n" and the summary); until then the status says it is stopping. Nothing changes when no run
+    is going."""
+    if not progress.running or progress.stopped:
+        return gr.update()
     progress.stopped = True
-    return stopped_status(progress), summary_markdown(progress)
+    return stopping_status(progress)
 
 
 def redraw(progress: LiveProgress, smoothing):
@@ -269,7 +276,8 @@ per step. With **same samples for every method** (the default) all methods start
 prompts and completions, so their first points coincide by design (the dashes and markers show every line) and they
 part only through what the methods do differently. On the bundled toy policy the methods' final rewards lie within
 the spread over seeds (`benchmarks/results/live_defaults.md`); MRTPO's difference is *where* the advantage goes:
-the sample below colours each token by the advantage it was trained with. Stop keeps the curves."""
+the sample below colours each token by the advantage it was trained with. Stop ends the run after the step that
+is running and keeps the curves."""
 
 
 def build_training_tab(checkpoint) -> None:
@@ -299,18 +307,17 @@ def build_training_tab(checkpoint) -> None:
     summary = gr.Markdown(elem_id="live-summary")
     curves = gr.Plot(viz.placeholder_figure("Press Start: one reward curve per method"), label="Reward curves",
                      elem_id="live-curves")
-    with gr.Row():
-        with gr.Column(scale=3):
-            sample_of = gr.Radio(list(METHODS), value="mrtpo", label="Latest sample of",
-                                 info="GDPO and GRPO give every token of a completion the same advantage (one "
-                                      "colour); MRTPO moves each reward's share to the tokens relevant to it.")
-            sample = gr.HTML(elem_id="live-sample")
-        times = gr.Markdown()
-    event = start_btn.click(run_live_training, [checkpoint, task, methods, steps, lr, group_size, max_new, control,
-                                                seed, shared, smoothing, temperature, progress],
-                            [curves, sample, times, status, summary], api_name="train", concurrency_id="training",
-                            concurrency_limit=get_settings().max_trainings + 4)
-    stop_btn.click(stop_live_training, [progress], [status, summary], cancels=[event], queue=False,
-                   api_name="stop_training")
+    sample_of = gr.Radio(list(METHODS), value="mrtpo", label="Latest sample of",
+                         info="GDPO and GRPO give every token of a completion the same advantage (one "
+                              "colour); MRTPO moves each reward's share to the tokens relevant to it.")
+    sample = gr.HTML(elem_id="live-sample")
+    # full width, below the sample: beside it the table had one letter of a header per line
+    times = gr.Markdown(elem_id="live-times", elem_classes=["mrtpo-table"])
+    start_btn.click(run_live_training, [checkpoint, task, methods, steps, lr, group_size, max_new, control, seed,
+                                        shared, smoothing, temperature, progress],
+                    [curves, sample, times, status, summary], api_name="train", concurrency_id="training",
+                    concurrency_limit=get_settings().max_trainings + 4)
+    # no cancels=[event]: a cancelled event puts Gradio's error state on every output; the generator stops itself
+    stop_btn.click(stop_live_training, [progress], [status], queue=False, api_name="stop_training")
     smoothing.change(redraw, [progress, smoothing], [curves], queue=False, api_visibility="private")
     sample_of.change(show_sample, [progress, sample_of], [sample], queue=False, api_visibility="private")

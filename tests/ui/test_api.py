@@ -517,7 +517,7 @@ def test_stop_in_rollouts_says_where_it_stopped_and_a_run_starts_from_empty_view
     from mrtpo_viz.ui import rollouts_tab
 
     said = rollouts_tab.stopped("Scoring `mixed.jsonl`: 39 / 48 rollouts.")
-    assert said.startswith("**Stopped** at 39 / 48 rollouts of `mixed.jsonl`") and "nothing below" in said
+    assert said.startswith("**Stopped at rollout 39** / 48 of `mixed.jsonl`") and "nothing below" in said
     assert rollouts_tab.stopped("Scored 2 rollouts.") == "Scored 2 rollouts."  # a finished run keeps its line
     first = next(rollouts_tab.score_file(checkpoint, None, "js", "none", "user_end"))
     status, bars, top, table_, download, picker, view_, path = first
@@ -525,3 +525,24 @@ def test_stop_in_rollouts_says_where_it_stopped_and_a_run_starts_from_empty_view
     assert list(table_.columns) == rollouts_tab.TABLE_HEADERS and view_ is None and path is None
     assert download == {"__type__": "update", "value": None, "interactive": False}
     assert not [t for t in bars.data if t.type == "bar"]  # the previous run's bars are gone
+
+
+def test_stop_in_rollouts_ends_the_run_after_the_current_rollout_without_an_error(checkpoint):
+    from mrtpo_viz.ui import rollouts_tab
+    from mrtpo_viz.ui.common import StopFlag
+
+    flag = StopFlag()
+    assert rollouts_tab.stop_scoring(flag) == {"__type__": "update"}  # nothing running: nothing changes
+    gen = rollouts_tab.score_file(checkpoint, None, "js", "none", "user_end", flag)
+    try:
+        next(gen)  # the views emptied
+        first = next(gen)[0]  # 0 / n: the file is read
+        assert first.startswith("Scoring `sample_rollouts.jsonl`: 0 / ") and flag.running
+        assert rollouts_tab.stop_scoring(flag).startswith("**Stopping**")
+        out = next(gen)  # the rollout that was being replayed ends, then the run
+        assert out[0].startswith("**Stopped at rollout 1** / ") and all(o == {"__type__": "update"} for o in out[1:])
+        with pytest.raises(StopIteration):
+            next(gen)
+    finally:
+        gen.close()
+    assert not flag.running

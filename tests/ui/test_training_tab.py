@@ -99,7 +99,7 @@ def test_live_training_generator_streams_and_stops_when_cancelled(tiny_policy_di
     assert {t.name for t in fig.data if t.showlegend} == {"gdpo", "mrtpo"}
     assert "<span" in sample_html and "Latest mrtpo sample (step 1)" in sample_html  # the MRTPO sample
     assert "| mrtpo |" in times_md and "replay" in times_md
-    gen.close()  # what a Stop (cancel) does to the handler
+    gen.close()  # a closed generator (a client that went away) releases its slot
     assert tab.SLOTS.free() == free  # slot released at once
     left = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
     assert left == []  # no training thread left behind (threads of earlier tests may end meanwhile)
@@ -112,20 +112,22 @@ def test_stop_says_stopped_at_step_n_and_keeps_the_summary(tiny_policy_dir):
         for _ in range(1 + 2 * 2):  # preparing, then 2 steps of 2 methods
             next(gen)
         assert progress.done == 2 and progress.running and len(progress.rows) == 4
-        status, summary = tab.stop_live_training(progress)  # the Stop button's own handler
-        assert status.startswith("**Stopped at step 2** of 5")
-        assert "**Summary after 2 steps**" in summary and "- **gdpo**: final mean reward" in summary
-        assert "- **mrtpo**:" in summary
-        # should the generator get to run once more before the cancel lands, it reports the stop, not a step
-        out = next(gen)
-        assert out[3].startswith("**Stopped at step 2** of 5") and "**Summary after 2 steps**" in out[4]
-        assert len(progress.rows) == 5  # gdpo's third step is drawn; the summary counts finished steps only
+        status = tab.stop_live_training(progress)  # the Stop button's handler: no cancel, a flag
+        assert status.startswith("**Stopping** after the step that is running (step 3 of 5)")
+        assert tab.stop_live_training(progress) == gr.update()  # a second click changes nothing
+        # the generator's next turn reports the stop with the curves so far, then ends
+        fig, _, _, status, summary = next(gen)
+        assert status.startswith("**Stopped at step 2** of 5") and "**Summary after 2 steps**" in summary
+        assert "- **gdpo**: final mean reward" in summary and "- **mrtpo**:" in summary
+        assert len(progress.rows) == 4  # no step was started after the click
+        points = [len(t.x) for t in fig.data if t.mode == "lines+markers"]
+        assert points and all(n == 2 for n in points)  # the curves keep their 2 points per method
         with pytest.raises(StopIteration):
             next(gen)
     finally:
         gen.close()
     assert not progress.running
-    assert tab.stop_live_training(progress) == (gr.update(), gr.update())  # nothing running: Stop changes nothing
+    assert tab.stop_live_training(progress) == gr.update()  # nothing running: Stop changes nothing
 
 
 def test_stop_before_the_first_step_says_so(tiny_policy_dir):
@@ -134,7 +136,9 @@ def test_stop_before_the_first_step_says_so(tiny_policy_dir):
     try:
         next(gen)  # preparing
         assert progress.methods == 1
-        assert tab.stop_live_training(progress) == ("**Stopped at step 0** of 3, before any step had finished.", "")
+        assert tab.stop_live_training(progress).startswith("**Stopping**")
+        out = next(gen)
+        assert out[3] == "**Stopped at step 0** of 3, before any step had finished." and out[4] == ""
     finally:
         gen.close()
 
