@@ -168,10 +168,13 @@ def _lines(fh, max_line_bytes: int):
 
 
 def _parse(line: str, lineno: int, limits: RowLimits) -> dict:
+    text = line.rstrip("\r\n")  # with its line break, a row cut short was reported at "column 1" of the next line
     try:
-        return check_row(json.loads(line), lineno, limits)
+        return check_row(json.loads(text), lineno, limits)
     except json.JSONDecodeError as e:
-        raise ValueError(f"not valid JSON ({e.msg} at column {e.colno})") from None
+        where = (f"at the end of the line, column {e.pos + 1} (is the row split over two lines?)"
+                 if e.pos >= len(text.rstrip()) else f"at column {e.pos + 1}")
+        raise ValueError(f"not valid JSON ({e.msg} {where})") from None
     except RecursionError:  # Python's parser gives up on very deep nesting (100,000 levels)
         raise ValueError(f"nested more than {limits.max_depth} levels deep") from None
 

@@ -28,7 +28,7 @@ def build_app():
 
     from ..settings import default_checkpoint
     from .ab_tab import build_ab_tab
-    from .common import DOWNLOAD_TTL_S, MODEL, checkpoint_choices, load_status
+    from .common import DOWNLOAD_TTL_S, MODEL, checkpoint_choices, load_status, picked_status
     from .method_tab import build_method_tab
     from .relevance_layout import build_relevance_tab
     from .rollouts_tab import build_rollouts_tab
@@ -60,6 +60,8 @@ def build_app():
                 build_method_tab()
         load_btn.click(load_status, checkpoint, model_status, api_name="load_checkpoint", concurrency_id=MODEL,
                        concurrency_limit=1)
+        # a picked checkpoint is not claimed as loaded: the line says what is picked until Load (or a replay)
+        checkpoint.input(picked_status, checkpoint, model_status, api_name=False, queue=False)
         demo.load(load_status, checkpoint, model_status, api_name=False, concurrency_id=MODEL,
                   concurrency_limit=1)
         for tool in TOOLS:

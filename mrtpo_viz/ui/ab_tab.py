@@ -16,7 +16,7 @@ from ..relevance.diagnostics import relevance_summary
 from ..tasks import available_tasks, get_verifier, list_verifiers
 from .arguments import information, with_typed_args
 from .common import (FREE_PROMPT, MODEL, check_text, check_token_count, example_choices, first_example, get_example,
-                     get_policy, limits, prompt_text, readable, with_prompt)
+                     get_policy, limits, prompt_text, readable, stale_status, with_prompt)
 from .relevance_tab import task_examples
 from .token_view import token_view, view_value
 from .zerogpu import gpu
@@ -78,12 +78,18 @@ def compare(checkpoint, task, index, prompt, response, verifier, info_a, info_b,
     rel_a, rel_b = (replay(policy, target, response, [verifier], infos={verifier: info}, metric=metric,
                            info_position=position, control=control) for info in infos)
     vmax = max(float(rel_a.scores.max()), float(rel_b.scores.max())) if rel_a.T else 0.0
-    status = f"Compared two information texts for `{verifier}` over {rel_a.T} tokens ({metric}, control {control})."
+    status = (f"Compared two information texts for `{verifier}` over {rel_a.T} tokens with `{policy.name}` "
+              f"({metric}, control {control}).")
     if needs:
         status += f" Not scored: `{verifier}` needs input ({', '.join(needs[verifier])}); pick an example to score it."
     return (view_value(viz.relevance_payload(rel_a, vmax=vmax, title=_title(infos[0]))),
             view_value(viz.relevance_payload(rel_b, vmax=vmax, title=_title(infos[1]))),
             viz.difference_heatmap(rel_a, rel_b, verifier), _summary(rel_a, rel_b, verifier), status)
+
+
+def ab_stale(status: str):
+    """An input of a comparison changed: a comparison's status line is marked stale (none shown: no change)."""
+    return stale_status(status, "Compare") if (status or "").startswith("Compared") else gr.update()
 
 
 def ab_cleared():
@@ -139,5 +145,7 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
     example.change(ab_cleared, None, results, api_name=False
                    ).then(ab_example, [task, example], [prompt, response, verifier], api_name="ab_example")
     verifier.change(ab_infos, [task, example, verifier], [info_a, info_b], api_name=False)
+    gr.on([x.change for x in (prompt, response, verifier, info_a, info_b, position, metric, control)]
+          + [checkpoint.input], ab_stale, status, status, api_name=False, queue=False, show_progress="hidden")
     run_btn.click(compare, [checkpoint, task, example, prompt, response, verifier, info_a, info_b, position, metric,
                             control], results, api_name="ab", concurrency_id=MODEL, concurrency_limit=1)

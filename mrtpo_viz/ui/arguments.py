@@ -56,7 +56,9 @@ def parse_value(v: Verifier, arg: Argument, text: str) -> Any:
             return json.loads(text)
         if arg.kind == "list":
             return json.loads(text) if text.startswith("[") else [x.strip() for x in text.split(",") if x.strip()]
-    except ValueError:  # json.JSONDecodeError is one too
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except ValueError:
         want = {"integer": "a whole number", "number": "a number"}.get(arg.kind, "valid JSON")
         raise ValueError(f"{where} must be {want}, got {text!r}") from None
     if arg.kind == "boolean":

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, Optional
 
 import gradio as gr
 
@@ -168,6 +169,35 @@ class StopFlag:
 
     def start(self) -> None:
         self.running, self.stopped = True, False
+
+
+# ----------------------------------------------------------------------------------------------- stale results
+
+STALE = "inputs changed since this replay"
+"""What a result's status line says once an input that would change the result has changed."""
+
+
+def stale_status(status: Optional[str], again: str = "Replay") -> Any:
+    """The status line marked stale: ``**⚠ inputs changed since this replay: Replay again.**`` before what it said
+    (which names the checkpoint, verifiers, metric and control of the results below); no change when it already
+    is."""
+    text = status or ""
+    if STALE in text:
+        return gr.update()
+    return f"**⚠ {STALE}: {again} again.** {text}".rstrip()
+
+
+def mark_stale(result, status: Optional[str], again: str = "Replay") -> Any:
+    """Every input that changes a result calls this (``.change``): with a result shown (``result`` not None) its
+    status line is marked stale; without one nothing changes."""
+    if result is None:
+        return gr.update()
+    return stale_status(status, again)
+
+
+def picked_status(checkpoint: Optional[str]) -> str:
+    """The model line after the checkpoint picker changed: nothing is loaded until Load or the next model call."""
+    return f"Picked `{(checkpoint or '').strip()}`: not loaded yet (**Load**, or the next replay loads it)."
 
 
 # ----------------------------------------------------------------------------------------------- errors

@@ -41,7 +41,7 @@ def spec_from_form(name: str, title: str, info: str, kind: str, pattern: str, ke
     try:
         parsed = json.loads(schema) if kind == "json_schema" and (schema or "").strip() else {}
     except json.JSONDecodeError as e:
-        raise ValueError(f"The JSON schema is not valid JSON ({e.msg}).") from None
+        raise ValueError(f"The JSON schema is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}.") from None
     spec = {"name": name, "title": (title or "").strip() or name, "info": info, "kind": kind,
             "pattern": pattern or "", "keywords": [k.strip() for k in (keywords or "").split(",") if k.strip()],
             "schema": parsed, "ignore_case": bool(ignore_case)}
@@ -71,9 +71,14 @@ def add_custom(customs: Optional[dict], task: str, verifiers: list[str], name: s
                kind: str, pattern: str, keywords: str, schema: str, ignore_case: bool):
     """Build a custom verifier from the form, keep it for this session and choose it.
 
-    Returns (the session's specs, the verifier choice, a status line)."""
+    Returns (the session's specs, the verifier choice, a status line). A form that does not make a verifier (a bad
+    regex, a schema that is not JSON, ...) is reported in the status line under the form, in place: nothing else
+    changes."""
     customs = dict(customs or {})
-    spec = spec_from_form(name, title, info, kind, pattern, keywords, schema, ignore_case)
+    try:
+        spec = spec_from_form(name, title, info, kind, pattern, keywords, schema, ignore_case)
+    except ValueError as e:
+        return gr.update(), gr.update(), f"**⚠ Not added:** {e}"
     if spec["name"] in list_verifiers():
         raise ValueError(f"{spec['name']} is a built-in verifier's name; choose another.")
     if spec["name"] not in customs and len(customs) >= MAX_CUSTOM:

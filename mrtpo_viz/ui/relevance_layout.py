@@ -1,7 +1,9 @@
 """The Token relevance tab's layout and wiring (its handlers: :mod:`.relevance_tab`).
 
-Results never stay beside inputs they do not belong to: a task or example change clears them; Generate locks the
-Replay button until the new response is in the box (a Replay queued behind Generate would replay the old one).
+Results never stay beside inputs they do not belong to: a task or example change clears them; any other input that
+changes a result (the checkpoint, prompt, response, verifier ticks, information, arguments, position, metric,
+control, template) marks them stale (:func:`~mrtpo_viz.ui.common.mark_stale`); Generate locks the Replay button
+until the new response is in the box (a Replay queued behind Generate would replay the old one).
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from ..names import CONTROLS, INFO_POSITIONS, METRICS, TASKS
 from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
 from ..tasks import available_tasks, list_verifiers
 from .arguments import FIELDS
-from .common import MAX_VERIFIERS, MODEL, example_choices, first_example, get_example, limits, prompt_text
+from .common import (MAX_VERIFIERS, MODEL, example_choices, first_example, get_example, limits, mark_stale,
+                     prompt_text)
 from .custom_verifiers import KIND_CHOICES, add_custom
 from .relevance_tab import (RELEVANCE_SOURCES, VERDICT_HEADERS, GROUP_NOTE, advantages, cleared,
                             derive_info, downloads, generate, info_boxes, pick_example, replay_response, reselect_info_boxes,
@@ -76,11 +79,13 @@ def _inputs_column(start: dict):
     c.update(_custom_form())
     with gr.Accordion("Verifier information and arguments (editable; an empty information box takes the "
                       "verifier's own)", open=True):
-        c["infos"], c["fields"] = [], []
+        c["infos"], c["fields"], c["field_msgs"] = [], [], []
         for k in range(MAX_VERIFIERS):
             c["infos"].append(gr.Textbox(**start["infos"][k], lines=2, max_lines=8, elem_classes=["mrtpo-info"]))
             c["fields"] += [gr.Textbox(**start["fields"][k * FIELDS + j], lines=1, max_lines=4,
                                        elem_classes=["mrtpo-arg"]) for j in range(FIELDS)]
+            c["field_msgs"].append(gr.Markdown("", visible=False, elem_id=f"field-msg-{k}",
+                                               elem_classes=["mrtpo-field-msg"]))
         c["reset_btn"] = gr.Button("Reset information and arguments to the example's", size="sm")
     with gr.Row():
         c["position"] = gr.Radio(list(INFO_POSITIONS), value=INFO_POSITIONS[0], label="information position")
@@ -187,12 +192,17 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
     for k in range(MAX_VERIFIERS):
         own = fields[k * FIELDS:(k + 1) * FIELDS]
         gr.on([t for f in own for t in (f.blur, f.submit)], partial(derive_info, k),
-              [task, example, shown, customs, *own], infos[k], api_name=False, queue=False)
+              [task, example, shown, customs, *own], [infos[k], c["field_msgs"][k]], api_name=False, queue=False)
     c["reset_btn"].click(info_boxes, [task, example, verifiers, customs], boxes, api_name=False)
     c["gen_btn"].click(lock_buttons, None, [c["gen_btn"], c["replay_btn"]], queue=False, api_name=False).then(
         generate, [checkpoint, task, example, c["prompt"], c["temperature"], c["top_p"], c["max_new"], c["seed"]],
         [c["response"], r["status"]], api_name="generate", concurrency_id=MODEL, concurrency_limit=1).then(
         unlock_buttons, None, [c["gen_btn"], c["replay_btn"]], queue=False, api_name=False)
+    # every input that changes a result: the results stay, their status line says they are stale
+    affecting = [c["prompt"], c["response"], verifiers, *infos, *fields, c["position"], c["metric"], c["control"],
+                 c["template"]]
+    gr.on([x.change for x in affecting] + [checkpoint.input], mark_stale, [rel_state, r["status"]], r["status"],
+          api_name=False, queue=False, show_progress="hidden")
     adv_in, adv_out = [rel_state, r["rewards"], r["alpha"], r["gamma"], r["source"]], \
         [r["adv_plot"], r["adv_text"], r["weights"], r["view"]]
     c["replay_btn"].click(

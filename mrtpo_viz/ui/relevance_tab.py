@@ -16,7 +16,7 @@ import pandas as pd
 from .. import viz
 from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
 from ..relevance.diagnostics import relevance_weight_diagnostics
-from .arguments import FIELDS, field_updates, information, slot_texts, typed_values, with_typed_args
+from .arguments import API_HINT, FIELDS, field_updates, information, slot_texts, typed_values, with_typed_args
 from .custom_verifiers import resolve, task_choices
 from .common import (FREE_PROMPT, MAX_VERIFIERS, check_text, check_token_count, download_folder, example_choices,
                      first_example, get_example, get_policy, limits, prompt_text, readable, with_prompt)
@@ -89,15 +89,26 @@ def reselect_info_boxes(task: str, index, verifiers: list[str], shown: list[str]
     return [*out, gr.update(value=verifiers)]
 
 
+def field_message(text: str = "") -> dict:
+    """The message under a verifier box's fields: what is wrong with a field's value, where (hidden when empty)."""
+    return gr.update(value=f"**⚠ {text}**" if text else "", visible=bool(text))
+
+
 @readable
 def derive_info(k: int, task: str, index, shown: list[str], customs, *fields: str):
-    """After box ``k``'s fields change: its information derived from the typed values (or "needs input")."""
+    """After box ``k``'s fields change: its information derived from the typed values (or "needs input"), and the
+    message under the fields. A value that does not parse (JSON with its line and column) is reported there, in
+    place: the information box and everything else stay as they were."""
     names = list(shown or [])
     if k >= len(names):
-        return gr.update()
+        return gr.update(), field_message()
     v = resolve(names[k], customs)
-    ex = v.with_args(get_example(task, index), typed_values(v, fields))
-    return _box(names[k], ex, customs)
+    try:
+        values = typed_values(v, fields)
+    except ValueError as e:
+        return gr.update(), field_message(str(e).removesuffix(API_HINT))
+    ex = v.with_args(get_example(task, index), values)
+    return _box(names[k], ex, customs), field_message()
 
 
 @gpu("replay")
@@ -108,8 +119,7 @@ def generate(checkpoint, task, index, prompt, temperature, top_p, max_new_tokens
     policy = get_policy(checkpoint)
     n = min(int(max_new_tokens), limits().max_new_tokens)
     out = policy.generate(ex, max_new_tokens=n, temperature=float(temperature), top_p=float(top_p), seed=int(seed))
-    return out.text, (f"Generated {len(out.token_ids)} tokens with `{policy.name}`. Press **Replay** to see their "
-                      "relevance (the results below, if any, are for the previous response).")
+    return out.text, f"Generated {len(out.token_ids)} tokens with `{policy.name}`. Press **Replay** to see their relevance."
 
 
 # ----------------------------------------------------------------------------------------------- replay
@@ -157,7 +167,7 @@ def default_group(rel) -> pd.DataFrame:
 
 
 def _status(rel, policy, needs: dict) -> str:
-    text = (f"Replayed {rel.T} tokens against {rel.K} verifier(s) with `{policy.name}` "
+    text = (f"Replayed {rel.T} tokens with `{policy.name}` against {', '.join(f'`{n}`' for n in rel.verifiers)} "
             f"({rel.metric}, control {rel.control}).")
     if needs:
         text += " **Needs input** (not scored, not replayed): " + "; ".join(

@@ -46,6 +46,17 @@ def test_read_rollouts_reports_bad_lines(tmp_path):
     assert "repeated id 'r0'" in problems[2][1]
 
 
+def test_a_json_error_names_the_column_where_the_row_breaks(tmp_path):
+    cut = '{"task": "tool_calling", "prompt": "What is the weather in Paris",'  # a row split over two lines
+    bad = '{"task": "tool_calling", "prompt": "p" "response": "r"}'
+    path = _write(tmp_path / "r.jsonl", [cut, '"response": "x"}', bad])
+    _, problems = read_rollouts(path)
+    said = dict(problems)
+    assert f"at the end of the line, column {len(cut) + 1}" in said[1], said[1]  # not "column 1" of the next line
+    assert "Extra data at column 11" in said[2]  # the second half: a string, then more
+    assert "Expecting ',' delimiter at column 40" in said[3] and bad[39] == '"'
+
+
 def test_read_rollouts_limits(tmp_path):
     path = _write(tmp_path / "r.jsonl", [_row(0)])
     with pytest.raises(ValueError, match="the limit is"):

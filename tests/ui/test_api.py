@@ -492,8 +492,13 @@ def test_a_custom_verifier_from_the_form_scores_and_replays_in_its_session_only(
                       (("bad", "t", "i", "regex_must", "(", "", "", False), "bad regex"),
                       (("js", "t", "i", "json_schema", "", "", "{not json", False), "not valid JSON"),
                       (("kw", "t", "i", "keywords", "", " , ", "", False), "keywords must be a non-empty list")]:
-        with pytest.raises(AppError, match=says):
-            client.predict("tool_calling", [], *bad, api_name="/add_verifier")
+        # reported in place, in the form's status line, and nothing chosen changes
+        chosen, said = client.predict("tool_calling", [], *bad, api_name="/add_verifier")
+        assert said.startswith("**⚠ Not added:**") and re.search(says, said), said
+        assert chosen == []
+    said = client.predict("tool_calling", [], "js2", "t", "i", "json_schema", "", "", '{"type": "object",,}', False,
+                          api_name="/add_verifier")[1]
+    assert "line 1, column 19" in said, said  # where the JSON breaks
 
 
 def test_custom_specs_resolve_in_their_session_and_keep_the_task_choices():
