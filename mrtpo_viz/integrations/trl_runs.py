@@ -25,6 +25,7 @@ from typing import Optional
 import pandas as pd
 
 from . import trl_log
+from ..viz.numbers import sig_frame
 
 _COMPLETIONS = re.compile(r"^completions_(\d+)\.parquet$")
 _TOKENS = re.compile(r"^(eval_)?tokens_(\d+)\.parquet$")
@@ -222,7 +223,7 @@ def groups_table(frame: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     agg = {"prompt": ("prompt", "first"), "completions": ("row", "count"),
            **{f"mean {n}": (trl_log.reward_column(n), "mean") for n in names},
            "min advantage": ("advantage", "min"), "max advantage": ("advantage", "max")}
-    return frame.groupby("group", sort=True).agg(**agg).reset_index().round(4)
+    return sig_frame(frame.groupby("group", sort=True).agg(**agg).reset_index())
 
 
 def _spread(frame: pd.DataFrame) -> pd.Series:
@@ -246,7 +247,7 @@ def completions_table(frame: pd.DataFrame, names: list[str], *, group=None, text
                           "token advantage spread": _spread(keep),
                           "completion": keep["completion"].str.slice(0, 120)})
     key = sort_by if sort_by in table.columns and sort_by != "completion" else "row"
-    return table.sort_values(key, ascending=not descending, kind="stable").round(4).reset_index(drop=True)
+    return sig_frame(table.sort_values(key, ascending=not descending, kind="stable").reset_index(drop=True))
 
 
 def completion_record(frame: pd.DataFrame, row: int) -> dict:

@@ -127,13 +127,13 @@ def _results_column():
     with gr.Row():
         r["view"] = token_view(elem_id="relevance-tokens")
         r["raw_view"] = token_view(heading="raw (no control)", visible=False, elem_id="relevance-tokens-raw")
-    with gr.Row(equal_height=False):
-        r["heatmap"] = gr.Plot(viz.placeholder_figure("Press Replay: one row per verifier, one column per token"),
-                               label="verifiers x tokens", elem_id="relevance-heatmap", scale=3)
-        with gr.Column(scale=2, min_width=300):
-            gr.Markdown("**MRTPO weight diagnostics** (alpha, gamma and relevance from the advantage panel)")
-            r["weights"] = gr.Markdown("Replay a response to see how concentrated each verifier's credit is.",
-                                       elem_id="weight-diagnostics", elem_classes=["mrtpo-weights"])
+    # the heatmap takes the column's whole width (beside the diagnostics it was ~200 px of cells); the
+    # diagnostics table follows under it and scrolls sideways when many verifiers make it wide
+    r["heatmap"] = gr.Plot(viz.placeholder_figure("Press Replay: one row per verifier, one column per token"),
+                           label="verifiers x tokens", elem_id="relevance-heatmap")
+    gr.Markdown("**MRTPO weight diagnostics** (alpha, gamma and relevance from the advantage panel)")
+    r["weights"] = gr.Markdown("Replay a response to see how concentrated each verifier's credit is.",
+                               elem_id="weight-diagnostics", elem_classes=["mrtpo-weights", "mrtpo-table"])
     r["raw_heatmap"] = gr.Plot(label="raw relevance (no control)", visible=False)
     r["verdicts"] = gr.Dataframe(pd.DataFrame(columns=VERDICT_HEADERS), label="verifier scores and reasons",
                                  interactive=False, wrap=True, column_widths=["21%", "10%", "39%", "15%", "15%"],

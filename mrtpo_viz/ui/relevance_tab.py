@@ -239,7 +239,7 @@ def advantages(rel, rewards, alpha, gamma, source):
     diag = relevance_weight_diagnostics(rel, float(alpha), float(gamma), raw=source == "raw")
     per_reward = "; ".join(f"{n} {viz.fmt_sig(a, signed=True)}" for n, a in zip(rel.verifiers, br.per_reward[0]))
     group = ", ".join(viz.fmt_sig(a, signed=True) for a in br.group_gdpo)
-    text = (f"**Replayed response** (row 1): GDPO advantage {br.gdpo:+.3f}; per-reward `Ahat_k`: {per_reward}.  \n"
+    text = (f"**Replayed response** (row 1): GDPO advantage {viz.fmt_sig(br.gdpo, signed=True)}; per-reward `Ahat_k`: {per_reward}.  \n"
             f"Group GDPO advantages: {group}. MRTPO token advantages range {viz.fmt_sig(br.mrtpo.min(), signed=True)}"
             f" .. {viz.fmt_sig(br.mrtpo.max(), signed=True)}, mean {viz.fmt_sig(br.mrtpo.mean(), signed=True)} "
             f"(= GDPO's, by construction). Relevance used: {source}.")

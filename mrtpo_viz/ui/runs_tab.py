@@ -89,11 +89,35 @@ def pick_row(table, evt: gr.SelectData):
 
 def _view_outputs(view: run_replay.CompletionView, record: dict, note: str):
     rel, br = view.relevance, view.breakdown
-    rewards = ", ".join(f"{n} {v:.3f}" for n, v in rel.rewards.items()) or "none scored"
+    rewards = ", ".join(f"{n} {viz.fmt_sig(v)}" for n, v in rel.rewards.items()) or "none scored"
     text = (f"**Row {record['row']}** (group {record['group']}), {note}: rewards {rewards}; TRL's sequence "
-            f"advantage {float(record['advantage']):+.3f}; token advantages {float(br.mrtpo.min()):+.3f} .. "
-            f"{float(br.mrtpo.max()):+.3f}.  \nPrompt: {record['prompt'][:300]}")
+            f"advantage {viz.fmt_sig(record['advantage'], signed=True)}; token advantages "
+            f"{viz.fmt_sig(br.mrtpo.min(), signed=True)} .. {viz.fmt_sig(br.mrtpo.max(), signed=True)}.  \n"
+            f"Prompt: {record['prompt'][:300]}")
     return view_value(viz.relevance_payload(rel)), viz.advantage_bars(rel.tokens, rel.verifiers, br), text
+
+
+def default_infos(record: dict, names) -> dict[str, str]:
+    """The information a replay starts from: the bundled example's (a registered verifier on a bundled prompt),
+    else each registered verifier's own information for the logged prompt, else its description (a verifier whose
+    information needs arguments the run did not log). Rewards that are not registered verifiers get none."""
+    from ..tasks import VERIFIERS, Example, MissingArguments
+
+    messages = json.loads(record["messages"])
+    infos = run_replay.guess_infos(messages, names)
+    for name in names:
+        if name in infos or name not in VERIFIERS:
+            continue
+        v = VERIFIERS[name]
+        try:
+            infos[name] = v.info(Example(task=v.task, prompt=messages, id="run")) or v.description
+        except (MissingArguments, KeyError, TypeError, ValueError):
+            infos[name] = v.description
+    return infos
+
+
+def _info_lines(infos: dict[str, str], names) -> str:
+    return "\n".join(f"{n}: {' '.join(infos.get(n, '').split())}" for n in names)
 
 
 @readable
@@ -104,13 +128,14 @@ def run_completion(state, key, row):
     mode, step = _step(key)
     record = trl_runs.completion_record(trl_runs.step_frame(run, step, mode), int(row))
     names = state["names"]
+    lines = _info_lines(default_infos(record, names), names)  # what "Replay with the checkpoint" starts from
     if "token_advantages" in record:
         view = run_replay.logged_view(record, names, run.info.get("metric", "js"), run.info.get("control", "none"))
-        return (*_view_outputs(view, record, f"{mode} step {step}, from the run's per-token log"), gr.update())
+        return (*_view_outputs(view, record, f"{mode} step {step}, from the run's per-token log"), lines)
     infos = run_replay.guess_infos(json.loads(record["messages"]), names)
-    lines = "\n".join(f"{n}: {infos.get(n, '')}" for n in names)
     note = ("Information found for this bundled prompt: check it and press Replay." if infos else
-            "Type each reward's information (one line per reward, `reward: text`) and press Replay.")
+            "Each reward's verifier information is filled in where it is known: check or type it (one line per "
+            "reward, `reward: text`) and press Replay.")
     return (None, viz.placeholder_figure("Replay this completion to see its token advantages"),
             f"**Row {record['row']}**: a plain TRL run logged no tokens. {note}", lines)
 
@@ -123,6 +148,8 @@ def replay_completion(checkpoint, state, key, row, infos_text, alpha, gamma):
     mode, step = _step(key)
     frame = trl_runs.step_frame(run, step, mode)
     record = trl_runs.completion_record(frame, int(row))
+    if not (infos_text or "").strip():  # nothing typed: each reward's default information
+        infos_text = _info_lines(default_infos(record, state["names"]), state["names"])
     infos = run_replay.parse_infos(infos_text, state["names"])
     if any(len(i) > limits().max_info_chars for i in infos.values()):
         raise ValueError(f"An information text is longer than {limits().max_info_chars:,} characters.")

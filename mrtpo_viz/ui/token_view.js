@@ -41,7 +41,7 @@ function sig(x, signed) {
   if (x === null || x === undefined || !Number.isFinite(x)) return '\u2013';
   // 3 significant digits; below 0.001 in exponent form (toPrecision writes 0.00000250 for 2.5e-6)
   const s = x === 0 ? '0' : Math.abs(x) < 1e-3 ? x.toExponential(2) : x.toPrecision(3);
-  return signed && x >= 0 ? '+' + s : s.replace('-', '\u2212');
+  return signed && x >= 0 ? '+' + s : s;  // ASCII minus, as the tables and plots write it
 }
 function topNodes(flat) {
   const box = el('span', 'tv-top');

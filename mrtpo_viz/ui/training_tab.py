@@ -235,7 +235,7 @@ def _interleave(runs: dict, progress: LiveProgress):
             progress.rows.append({**metrics.to_row(), "variant": variant})
             progress.done = len(progress.rows) // progress.methods  # steps that every method has finished
             progress.samples[variant], times[variant] = {**metrics.sample, "step": step + 1}, metrics.times
-            line = " · ".join(f"{v}: {r['reward/mean']:.2f}" for v, r in _latest(progress.rows).items())
+            line = " · ".join(f"{v}: {viz.fmt_sig(r['reward/mean'])}" for v, r in _latest(progress.rows).items())
             yield _outputs(progress, times, f"Step {step + 1}/{steps} ({time.perf_counter() - start:.0f} s)"
                                                      f" · mean reward {line}")
     yield _outputs(progress, times, f"**Done**: {steps} steps of {', '.join(runs)} in "

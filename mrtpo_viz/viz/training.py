@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 from ..names import PHASES
 from ..training.report import curve_stats, reward_columns, summarize
 from .colours import OKABE_ITO, visible
+from .numbers import fmt_sig
 
 
 LINE_STYLES = (("solid", "circle-open", 4.5), ("dash", "square-open", 3.0), ("dot", "diamond", 2.0),
@@ -207,6 +208,6 @@ def phase_times_markdown(latest: dict[str, dict[str, float]]) -> str:
         return ""
     lines = ["| method | " + " | ".join(PHASES) + " | total |", "|---" * (len(PHASES) + 2) + "|"]
     for variant, times in latest.items():
-        cells = [f"{times.get(p, 0.0):.2f}" for p in PHASES]
-        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {sum(times.values()):.2f} |")
+        cells = [fmt_sig(times.get(p, 0.0)) for p in PHASES]
+        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {fmt_sig(sum(times.values()))} |")
     return "Seconds per phase (latest step):\n\n" + "\n".join(lines)
