@@ -64,12 +64,15 @@ def _add_train(sub):
                                    "runs to make and where.")
     p.add_argument("--methods", default=",".join(names.DEFAULT_METHODS),
                    help="comma-separated variants: a method, or method:control for MRTPO with controlled relevance "
-                        f"(methods {', '.join(names.METHODS)}; controls {', '.join(names.CONTROLS[1:])})")
-    p.add_argument("--seeds", type=int, default=1, help="runs per variant, seeds --seed, --seed + 1, ...")
+                        f"(methods {', '.join(names.METHODS)}; controls {', '.join(names.CONTROLS[1:])}; default: "
+                        f"{','.join(names.DEFAULT_METHODS)})")
+    p.add_argument("--seeds", type=int, default=1, help="runs per variant, seeds --seed, --seed + 1, ... (default: 1)")
     p.add_argument("--out", required=True, help="folder: one subfolder per run, the combined metrics and report")
     p.add_argument("--threshold", type=float, default=None, help="reward level for 'steps to threshold'")
     p.add_argument("--window", type=int, default=5, help="smoothing window (steps) of the summary")
-    add_dataclass_options(p, TrainConfig, skip=("method", "out_dir"), defaults=TRAIN_DEFAULTS)
+    add_dataclass_options(p, TrainConfig, skip=("method", "out_dir"), defaults=TRAIN_DEFAULTS,
+                          extra={"checkpoint": f" Known real models (fetch once with get-model): "
+                                               f"{', '.join(names.KNOWN_MODELS)}."})
 
 
 def _add_bench(sub):
@@ -110,7 +113,9 @@ COMMANDS = {"serve": _add_serve, "replay": _add_replay, "score": _add_score, "tr
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mrtpo_viz", description=__doc__.splitlines()[0])
+    from .options import plain
+
+    parser = argparse.ArgumentParser(prog="mrtpo_viz", description=plain(__doc__.splitlines()[0]))
     sub = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS.values():
         add(sub)

@@ -7,6 +7,7 @@ import argparse
 import ast
 import dataclasses
 import inspect
+import re
 import textwrap
 import typing
 from functools import lru_cache
@@ -59,11 +60,17 @@ def _converter(annotation: Any) -> tuple[Callable[[str], Any], str]:
     raise TypeError(f"no command-line form for a field of type {annotation!r}")
 
 
+def plain(text: str) -> str:
+    """Help text without reStructuredText's double backticks (``x`` -> x): the docstrings it comes from use them."""
+    return re.sub(r"``(.+?)``", r"\1", text, flags=re.S)
+
+
 def add_dataclass_options(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ...] = (),
-                          defaults: Optional[dict[str, Any]] = None) -> None:
-    """One option per field of ``cls`` (except ``skip``); ``defaults`` replace the dataclass's own."""
+                          defaults: Optional[dict[str, Any]] = None, extra: Optional[dict[str, str]] = None) -> None:
+    """One option per field of ``cls`` (except ``skip``); ``defaults`` replace the dataclass's own; ``extra`` adds a
+    sentence to a field's help (e.g. the known models for ``checkpoint``)."""
     hints = typing.get_type_hints(cls)
-    docs, defaults = field_docs(cls), defaults or {}
+    docs, defaults, extra = field_docs(cls), defaults or {}, extra or {}
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
@@ -73,7 +80,8 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls: type, *, skip: t
         shown += _task_choices() if f.name == "task" else ""
         parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=convert, default=default,
                             choices=CHOICES.get(f.name) if f.name != "task" else None, metavar=metavar
-                            if f.name not in CHOICES else None, help=docs.get(f.name, "") + shown)
+                            if f.name not in CHOICES else None,
+                            help=plain(docs.get(f.name, "") + extra.get(f.name, "") + shown))
 
 
 def _task_choices() -> str:

@@ -51,7 +51,9 @@ class Control:
 
 def _placebo_infos(c: ControlInput) -> list[str]:
     """Neutral text of about the same number of tokens as each information (empty stays empty)."""
-    filler_ids = c.tokenizer(NEUTRAL_FILLER * 64, add_special_tokens=False)["input_ids"]
+    # a pool of filler tokens, never fed to the model: verbose=False keeps transformers from warning that it is
+    # longer than the model's context ("(3649 > 2048) ... indexing errors")
+    filler_ids = c.tokenizer(NEUTRAL_FILLER * 64, add_special_tokens=False, verbose=False)["input_ids"]
     out = []
     for info in c.infos:
         n = len(c.tokenizer(info, add_special_tokens=False)["input_ids"]) if info else 0

@@ -131,8 +131,9 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
             status = gr.Markdown("Pick an example, edit the two information texts, press **Compare**.",
                                  elem_id="ab-status")
             with gr.Row(equal_height=False):
-                view_a = token_view(heading="A", elem_id="ab-tokens-a", placeholder="Press Compare.")
-                view_b = token_view(heading="B", elem_id="ab-tokens-b", placeholder="Press Compare.")
+                # a pin in one view pins the same position in the other
+                view_a = token_view(heading="A", elem_id="ab-tokens-a", placeholder="Press Compare.", link="ab")
+                view_b = token_view(heading="B", elem_id="ab-tokens-b", placeholder="Press Compare.", link="ab")
             diff = gr.Plot(viz.placeholder_figure("Press Compare: A, B and B - A per token"), label="A, B and B - A",
                            elem_id="ab-diff")
             summary = gr.Dataframe(pd.DataFrame(columns=SUMMARY_HEADERS), label="summary", interactive=False,

@@ -155,7 +155,7 @@ function show(k, t, isPinned) {
     head.append(el('span', 'tv-badge', 'pinned'));
     const x = el('button', 'tv-x', 'unpin \u2715');
     x.type = 'button';
-    x.addEventListener('click', unpin);
+    x.addEventListener('click', () => unpin());
     head.append(x);
   }
   const parts = [head];
@@ -207,21 +207,33 @@ function show(k, t, isPinned) {
 function clearMarks() {
   for (const s of root.querySelectorAll('.tv-col, .tv-pin')) s.classList.remove('tv-col', 'tv-pin');
 }
-function pin(k, t, notify = true) {
+// views with the same props.link (A and B of the A/B tab) pin and unpin the same position together
+const LINK = 'mrtpo-tv-link';
+function share(type, k, t) {
+  if (props.link) window.dispatchEvent(new CustomEvent(LINK, { detail: { link: props.link, src: element, type, k, t } }));
+}
+window.addEventListener(LINK, (e) => {
+  const m = e.detail;
+  if (!m || m.link !== props.link || m.src === element || !d || !toks.length) return;
+  if (m.type === 'pin' && m.k < toks.length && m.t < toks[0].length) pin(m.k, m.t, false, false);
+  else if (m.type === 'unpin') unpin(false);
+});
+function pin(k, t, notify = true, shared = true) {
   clearMarks();
   pinned = [k, t];
   for (const row of toks) row[t].classList.add('tv-col');
   toks[k][t].classList.add('tv-pin');
   show(k, t, true);
   if (notify) trigger('select', { index: [k, t], value: d.tokens[t], selected: true, verifier: d.verifiers[k] });
+  if (shared) share('pin', k, t);
 }
-function unpin() {
+function unpin(shared = true) {
   if (!pinned) return;
   const [k, t] = pinned;
   pinned = null;
   clearMarks();
   idle('Hover or click a token to see its details.');
-  toks[k][t].focus();
+  if (shared) { toks[k][t].focus(); share('unpin'); }
 }
 function focusTok(k, t) {
   toks[cur[0]][cur[1]].tabIndex = -1;

@@ -60,16 +60,17 @@ def view_value(payload: Optional[Mapping[str, Any]]) -> Optional[str]:
 
 
 def token_view(value: Optional[Mapping[str, Any]] = None, *, heading: str = "", placeholder: str = PLACEHOLDER,
-               **kwargs) -> gr.HTML:
-    """A token view; ``heading`` is shown above its rows (e.g. "A" and "B" side by side); ``kwargs`` go to
-    ``gr.HTML`` (``elem_id``, ``label``, ``visible``, ...).
+               link: str = "", **kwargs) -> gr.HTML:
+    """A token view; ``heading`` is shown above its rows (e.g. "A" and "B" side by side); views with the same
+    ``link`` pin (and unpin) the same position together; ``kwargs`` go to ``gr.HTML`` (``elem_id``, ``label``,
+    ``visible``, ...).
 
     A plain ``gr.HTML``, not a subclass: Gradio writes a ``.pyi`` stub beside the source of every component
     subclass when it is defined, which would leave a stray file in the package (or fail in a read-only install).
     """
     kwargs.setdefault("elem_classes", ["mrtpo-token-view"])
     return gr.HTML(view_value(value), html_template=HTML_TEMPLATE, css_template=CSS_TEMPLATE, js_on_load=JS_ON_LOAD,
-                   apply_default_css=False, heading=heading, placeholder=placeholder, adv=None, **kwargs)
+                   apply_default_css=False, heading=heading, placeholder=placeholder, adv=None, link=link, **kwargs)
 
 
 def advantages_json(advantages: Optional[Mapping[str, Any]], T: int) -> Optional[str]:

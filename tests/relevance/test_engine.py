@@ -246,3 +246,18 @@ def test_real_tool_calling_example_and_cli(tiny_policy_dir, tiny_policy, tmp_pat
     assert "tool_call.format: reward 1.00" in printed and printed.count("\n") > rel.T
     back = Relevance.from_json(out.read_text())
     assert back.token_ids == rel.token_ids and torch.allclose(back.scores, rel.scores, atol=1e-6)
+
+
+def test_the_placebo_control_does_not_warn_about_a_too_long_sequence(capfd):
+    """The README's replay_variants example printed transformers' "(3649 > 2048) ... indexing errors" warning:
+    the placebo's filler pool is tokenized once, longer than the context, but never fed to the model."""
+    from mrtpo_viz import load_examples, load_policy
+    from mrtpo_viz.relevance import replay_variants
+
+    policy = load_policy("tiny-mrtpo")
+    ex = load_examples("tool_calling", split="test")[0]
+    capfd.readouterr()
+    both = replay_variants(policy, ex, ex.reference, ["tool_call.correctness"], [("js", "none"), ("js", "placebo")])
+    assert set(both) == {("js", "none"), ("js", "placebo")}
+    said = capfd.readouterr()
+    assert "indexing errors" not in said.err + said.out and "maximum sequence length" not in said.err + said.out
