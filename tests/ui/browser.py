@@ -122,6 +122,17 @@ def overflow(page) -> dict:
     return page.evaluate(OVERFLOW)
 
 
+GRADIO_UPLOAD_WARNING = "Method not implemented."
+"""Logged twice by Gradio's client after every file upload (gr.File): its upload-progress stream is a fetch-based
+EventSource stand-in whose ``close()`` only warns this, and the progress bar closes it twice (on "done" and when it
+is removed). Not the app's; the console checks leave this one message out."""
+
+
+def app_console(page) -> list:
+    """The console's errors and warnings, less :data:`GRADIO_UPLOAD_WARNING`."""
+    return [m for m in page.console if m[0] in ("error", "warning") and m[1] != GRADIO_UPLOAD_WARNING]
+
+
 def size(page, selector: str) -> dict:
     """The element's rendered width and height (CSS pixels)."""
     return page.locator(selector).first.evaluate("e => { const b = e.getBoundingClientRect(); "
