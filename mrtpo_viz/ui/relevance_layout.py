@@ -136,7 +136,8 @@ def _results_column():
                                elem_id="weight-diagnostics", elem_classes=["mrtpo-weights", "mrtpo-table"])
     r["raw_heatmap"] = gr.Plot(label="raw relevance (no control)", visible=False)
     r["verdicts"] = gr.Dataframe(pd.DataFrame(columns=VERDICT_HEADERS), label="verifier scores and reasons",
-                                 interactive=False, wrap=True, column_widths=["21%", "10%", "39%", "15%", "15%"],
+                                 interactive=False, wrap=True,  # px: on a phone the table scrolls, no header breaks per letter
+                                 column_widths=["170px", "70px", "250px", "105px", "105px"],
                                  elem_id="verdicts")
     with gr.Accordion("Advantages: GDPO vs MRTPO for a group", open=True):
         gr.Markdown(GROUP_NOTE)

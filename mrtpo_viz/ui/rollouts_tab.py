@@ -157,7 +157,8 @@ def build_rollouts_tab(checkpoint: gr.components.Component) -> None:
                                label="top tokens per verifier (mean relevance, seen at least twice)")
             table = gr.Dataframe(pd.DataFrame(columns=TABLE_HEADERS), label="per rollout and verifier (filter by "
                                  "column)", interactive=False, show_search="filter", max_height=420, wrap=True,
-                                 column_widths=["24%", "17%", "8%", "8%", "11%", "11%", "11%", "10%"])
+                                 column_widths=["150px", "150px", "75px", "70px", "100px", "100px", "90px", "80px"],
+                                 elem_id="rollouts-table")
     table_path = gr.State(None)
     flag = gr.State(StopFlag())
     run_btn.click(score_file, [checkpoint, upload, metric, control, position, flag],

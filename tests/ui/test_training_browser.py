@@ -1,5 +1,6 @@
 """The Live training tab in a real browser (playwright driving Debian's chromium): Start streams curves, Stop leaves
-"Stopped at step n" that no late update overwrites, frees the training slot, and a second run starts.
+"Stopped at step n" that no late update overwrites, no output in Gradio's error state and the curves with their
+points, frees the training slot, and a second run starts.
 
 The app runs in this process (``prevent_thread_lock``), so the test can read the training slots directly.
 Skipped when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), where that is a failure.
@@ -13,6 +14,7 @@ import pytest
 
 from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
 from tests.apphelpers import free_port, patient_url_ok
+from tests.ui.browser import ERROR_STATE
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -86,6 +88,11 @@ def test_start_then_stop_leaves_stopped_at_step_n(page):
     page.wait_for_function("() => document.querySelector('#live-status').innerText.includes('Stopped at step')")
     n = int(re.search(r"Stopped at step (\d+)", _status(page)).group(1))
     assert 1 <= n < training_tab.LIVE.steps
+    # no output is in Gradio's error state, and every curve keeps its points (n or n + 1 steps per method)
+    assert page.evaluate(ERROR_STATE) == []
+    points = page.locator("#live-curves .scatterlayer .trace path.js-line").evaluate_all(
+        "ps => ps.map(p => (p.getAttribute('d') || '').split('L').length)")
+    assert points and min(points) >= n, points
     page.wait_for_function("() => document.querySelector('#live-summary').innerText.includes('Summary after')")
     summary = page.locator("#live-summary").inner_text()
     assert all(f"{m}: final mean reward" in summary for m in training_tab.LIVE.methods)
