@@ -130,8 +130,8 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
         with gr.Column(scale=3, min_width=480):
             status = gr.Markdown("Pick an example, edit the two information texts, press **Compare**.",
                                  elem_id="ab-status")
-            with gr.Row(equal_height=False):
-                # a pin in one view pins the same position in the other
+            with gr.Row(equal_height=False, elem_classes=["mrtpo-ab-views"]):
+                # a pin in one view pins the same position in the other; on a phone B goes under A
                 view_a = token_view(heading="A", elem_id="ab-tokens-a", placeholder="Press Compare.", link="ab")
                 view_b = token_view(heading="B", elem_id="ab-tokens-b", placeholder="Press Compare.", link="ab")
             diff = gr.Plot(viz.placeholder_figure("Press Compare: A, B and B - A per token"), label="A, B and B - A",
