@@ -8,7 +8,7 @@ import pytest
 
 from mrtpo_viz.cli import build_parser, main
 from mrtpo_viz.cli.commands import write_report  # noqa: F401  (the train command's report, exercised below)
-from mrtpo_viz.cli.options import add_dataclass_options, dataclass_kwargs, field_docs
+from mrtpo_viz.cli.options import add_dataclass_options, dataclass_kwargs, field_docs, plain
 from mrtpo_viz.training.config import TrainConfig
 
 
@@ -26,8 +26,12 @@ def test_every_train_config_field_is_an_option_with_its_docstring():
         if f.name in ("method", "out_dir"):  # given as --methods (a list of variants) and --out
             continue
         assert f.name in options, f.name
-        assert options[f.name].help.startswith(docs[f.name]), f.name
+        assert options[f.name].help.startswith(plain(docs[f.name])), f.name
+        assert "``" not in options[f.name].help, f.name  # no RST markup in the help
         assert docs[f.name], f"TrainConfig.{f.name} has no docstring"
+    assert "smollm2-135m-instruct" in options["checkpoint"].help  # the known real models are listed
+    assert "default: grpo,gdpo,mrtpo" in options["methods"].help and "(default: 1)" in options["seeds"].help
+    assert "``" not in parser.description
 
 
 def test_generated_options_parse_to_a_config():
