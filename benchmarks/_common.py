@@ -3,7 +3,7 @@
 - ``measure(fn)`` times one call and samples the process RSS in a thread (every 2 ms): ``peak_mib`` is the peak
   above the level just before the call (tracemalloc does not see torch's allocations, RSS does).
 - ``tiny_policy()`` is the bundled policy when its weights exist, else a random-init model of the same shape
-  (``mrtpo_viz.sample_policy.TinyPolicyConfig``) with a tokenizer trained on the sample tasks.
+  (``mrtpo_viz.sample_policy.build.TinyPolicyConfig``) with a tokenizer trained on the sample tasks.
 - ``qwen05b_folder()`` saves a random-init Qwen2-0.5B-shaped model (bf16 safetensors, ~1 GB) and that tokenizer to
   a temporary folder and deletes it afterwards.
 - ``write_results(rows, stem, ...)`` writes ``stem.csv`` and a markdown table ``stem.md``.
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR  # noqa: E402
+from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR  # noqa: E402
 
 BUNDLED_POLICY = BUNDLED_POLICY_DIR
 
@@ -197,7 +197,7 @@ def model_label(checkpoint) -> str:
 def corpus() -> tuple[str, ...]:
     """Prompt, information and reference texts of every sample task (tokenizer training and benchmark inputs)."""
     from mrtpo_viz.names import TASKS
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
 
     texts = []
     for task in TASKS:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from mrtpo_viz import names
-from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 from mrtpo_viz.training.checkpoints import atomic_write_text, save_checkpoint
 from mrtpo_viz.training.config import TrainConfig
 from mrtpo_viz.training.report import parse_variant

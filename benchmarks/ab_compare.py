@@ -28,7 +28,7 @@ def cases(n: int) -> list[tuple]:
     """(example, verifier name, information A, information B) for the first ``n`` test examples with a gold
     response; a verifier is kept where its spans on the gold are not empty and A differs from B."""
     from mrtpo_viz.tasks import get_verifier
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
 
     out = []
     for ex in [e for e in load_examples(TASK, "test") if e.reference][:n]:

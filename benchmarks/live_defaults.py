@@ -37,7 +37,7 @@ from _common import load_average, machine  # noqa: E402
 import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 
-from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR  # noqa: E402
+from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR  # noqa: E402
 from mrtpo_viz.ui.training_tab import LIVE, LiveSettings  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"

@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mrtpo_viz.names import TASKS
-from mrtpo_viz.tasks.loading import load_examples  # noqa: E402
+from mrtpo_viz.tasks.example_sources import load_examples  # noqa: E402
 
 METHODS = ("js_raw", "js_placebo", "js_corrupted", "js_others", "kl", "entropy", "uniform")
 """Relevance signals compared; the first five come from the replay, the last two are baselines."""
@@ -143,7 +143,7 @@ def spans_and_specificity(pools: Pools, sig: dict, rel) -> None:
 def error_localization(pools: Pools, policy, ex, rng: random.Random, data_pools, passing=None) -> None:
     """View (c): one injected error per verifier of the example (``passing``: only these verifiers, the ones the
     response passes; an error cannot be injected into a verdict that already fails)."""
-    from mrtpo_viz.sample_policy.data import inject_error
+    from mrtpo_viz.sample_policy.sft_data import inject_error
 
     for k, v in enumerate(ex.verifiers):
         if passing is not None and v not in passing:
@@ -248,7 +248,7 @@ def run(checkpoint: str, n: int, seed: int = 0, slice_path=None, tasks=TASKS, ca
     """All three views over the first ``n`` test examples of each family (``category``: BFCL's, for ``bfcl``) or of
     the slice; returns (rows, run info)."""
     from mrtpo_viz.policy import load_policy
-    from mrtpo_viz.sample_policy.data import Pools as DataPools
+    from mrtpo_viz.sample_policy.sft_data import Pools as DataPools
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _common import model_label

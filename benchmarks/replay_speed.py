@@ -2,7 +2,7 @@
 
 Methods, for one prompt, one response of ~100 tokens and K verifiers:
 
-- ``replay``: ``mrtpo_viz.replay`` as users call it (tokenization, prefix pass, one batched forward of the
+- ``replay``: ``mrtpo_viz.replay`` (``relevance.engine.replay``) as users call it (tokenization, prefix pass, one batched forward of the
   K + 1 suffixes, the metric and the per-token columns: log-probs, entropy, top-5).
 - ``floor``: one prefix pass plus one forward of the K + 1 suffixes over a ready cache; no metric, no columns.
 - ``batched``: one bare batched forward of the K + 1 FULL sequences (right-padded, no cache); no metric.
@@ -58,7 +58,7 @@ INFO_TOKENS = 40
 
 def corpus() -> list[str]:
     from mrtpo_viz.names import TASKS
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
 
     texts = []
     for task in TASKS:

@@ -24,7 +24,7 @@ def run(kind: str, steps: int, seed: int) -> dict:
     from mrtpo_viz import load_examples
     from mrtpo_viz.integrations.trl import MRTPOConfig, MRTPOTrainer, trl_dataset
     from mrtpo_viz.tasks import get_verifier
-    from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
     examples = load_examples("tool_calling", split="train")[:64]
     names = list(examples[0].verifiers)

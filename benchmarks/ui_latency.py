@@ -126,7 +126,7 @@ def prepare_page(page, url: str, response: str) -> None:
     The example is picked from its dropdown (after the task): a task switch alone keeps index 0 and so does not
     refill the verifiers.
     """
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
 
     chosen = list(load_examples(TASK, split="test")[EXAMPLE].verifiers)
     if len(chosen) < K:
@@ -234,7 +234,7 @@ def token_view_kb(checkpoint: str, response: str) -> tuple[float, int]:
     """KiB of the token view's JSON for the benchmark's replay (the span HTML with tooltips it replaced was ~220 KB
     in issue 18's measurement), and the replay's token count."""
     from mrtpo_viz.relevance import replay
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
     from mrtpo_viz.ui.common import get_policy
     from mrtpo_viz.viz import payload_bytes, relevance_payload
 

@@ -7,7 +7,7 @@ per response token per verifier:
   identification (CTI) step only: KL metric, and a selection threshold so high that no token goes on to the
   attribution (CCI) step. One context per call, so K calls. Its CTI runs the model once per response token with and
   without the context (about 2T forwards of the growing sequence, no KV cache).
-- ``replay_kl``, ``replay_js``: ``mrtpo_viz.replay`` with ``metric="kl"`` / ``"js"``: the shared prompt
+- ``replay_kl``, ``replay_js``: ``mrtpo_viz.replay`` (``relevance.engine.replay``) with ``metric="kl"`` / ``"js"``: the shared prompt
   prefix once (KV cache), the K + 1 suffixes in one batched forward, the metric chunked over positions; it also
   computes the per-token columns (log-probs, entropy, top-5) that the app shows.
 
@@ -69,7 +69,7 @@ def sample_infos(n: int) -> list[tuple[str, str, str]]:
     """``n`` real verifiers (distinct names) with the information they give for an example of their task."""
     from mrtpo_viz import tasks as _registry  # noqa: F401  (registers the verifiers)
     from mrtpo_viz.names import TASKS
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
     from mrtpo_viz.tasks import get_verifier
 
     out, seen = [], set()
@@ -86,7 +86,7 @@ def sample_infos(n: int) -> list[tuple[str, str, str]]:
 
 
 def make_case(tokenizer, T: int, K: int) -> Case:
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
 
     prompt = load_examples("tool_calling", split="test")[0].messages()[-1]["content"]
     return Case(prompt, response_ids(tokenizer, corpus(), T, skip=3000), sample_infos(K))

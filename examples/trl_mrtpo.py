@@ -37,7 +37,7 @@ def main(argv=None) -> Path:
 
     from mrtpo_viz import load_examples
     from mrtpo_viz.integrations.trl import MRTPOConfig, MRTPOTrainer, trl_dataset
-    from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
     args = parse_args(argv)
     torch.set_num_threads(1)

@@ -99,7 +99,7 @@ def tvd(logp_p: torch.Tensor, logp_q: torch.Tensor) -> torch.Tensor:
     return (0.5 * (p - q).abs().sum(-1)).clamp(0.0, 1.0)
 
 
-METRICS: dict[str, Metric] = dict(zip(names.METRICS, (js_distance, kl, tvd), strict=True))
+METRIC_FUNCTIONS: dict[str, Metric] = dict(zip(names.METRICS, (js_distance, kl, tvd), strict=True))
 """Metric name (:data:`mrtpo_viz.names.METRICS`) -> function of two log-prob tensors."""
 
 
@@ -107,7 +107,7 @@ def get_metric(metric: str | Metric) -> Metric:
     """A metric by registry name (or a callable, returned as is)."""
     if callable(metric):
         return metric
-    return METRICS[names.check_choice("metric", metric, names.METRICS)]
+    return METRIC_FUNCTIONS[names.check_choice("metric", metric, names.METRICS)]
 
 
 def _rows_per_chunk(vocab: int, chunk_size: int | None) -> int:
@@ -128,7 +128,7 @@ def chunked_metric(logits_p: torch.Tensor, logits_q: torch.Tensor, metric: str |
 
     Args:
         logits_p, logits_q: ``(..., T, V)`` or positions-flattened ``(T, V)``; leading dims broadcast.
-        metric: a name in ``METRICS`` or a function of two log-prob tensors.
+        metric: a name in ``names.METRICS`` or a function of two log-prob tensors.
         chunk_size: rows of ``V`` per chunk, counted over the broadcast leading dims (default: 32 MiB worth).
     Returns:
         ``(..., T)`` float32 (float64 for float64 input).

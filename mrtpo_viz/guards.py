@@ -4,7 +4,7 @@ values. Standard library only; every layer may use them.
 - :func:`time_budget` stops *Python-level* work (a chat template's loops, the ``regex`` module's pure-Python
   compiler) once its wall-clock budget has passed: a trace function checks the clock on every line and call event
   and raises :class:`BudgetExceeded` into the running code. It cannot stop one long C call (``'x' * 10**10``), so
-  the callers also bound the sizes such a call could build (see ``policy/template.py`` and ``tasks/custom.py``).
+  the callers also bound the sizes such a call could build (see ``policy/template_sandbox.py`` and ``tasks/custom.py``).
 - :func:`nesting_depth` measures a parsed JSON value without recursion, so a 100,000-deep document (which Python's
   own ``json`` only parses up to its recursion limit) is measured, not crashed on.
 """

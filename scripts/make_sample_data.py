@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mrtpo_viz.tasks.data import SAMPLE_DATA  # noqa: E402
+from mrtpo_viz.tasks.bundled_data import SAMPLE_DATA  # noqa: E402
 from mrtpo_viz.tasks import get_verifier  # noqa: E402
 from mrtpo_viz.tasks.generators import FAMILY_MODULES  # noqa: E402
 

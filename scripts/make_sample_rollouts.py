@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mrtpo_viz.names import TASKS  # noqa: E402
-from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR, SAMPLE_ROLLOUTS  # noqa: E402
-from mrtpo_viz.tasks.loading import load_examples  # noqa: E402
+from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR, SAMPLE_ROLLOUTS  # noqa: E402
+from mrtpo_viz.tasks.example_sources import load_examples  # noqa: E402
 
 OUT = SAMPLE_ROLLOUTS
 POLICY = BUNDLED_POLICY_DIR

@@ -1,6 +1,6 @@
 """Check that the wheel works anywhere: build it, install it outside the checkout, and from a folder outside the
-checkout run ``mrtpo-viz replay``, the README's Python snippet and ``mrtpo-viz serve`` (with a replay through the
-app's API) on the bundled policy.
+checkout run ``mrtpo-viz replay``, ``mrtpo-viz bench`` (which must say that it needs a checkout), the README's Python
+snippet and ``mrtpo-viz serve`` (with a replay through the app's API) on the bundled policy.
 
     python scripts/wheel_check.py            # quick: the wheel in a --target folder, this interpreter's dependencies
     python scripts/wheel_check.py --venv     # a fresh virtual environment from the registry (a few minutes)
@@ -63,6 +63,9 @@ def check(python: str, env: dict, where: str) -> None:
                   env=env).stdout
         assert "tool_calling-test-0300" in out and "tool_call.format: reward 1.00" in out, out[-2000:]
         print("ok  mrtpo-viz replay --task tool_calling --example 0")
+        out = subprocess.run([python, "-m", "mrtpo_viz", "bench"], cwd=cwd, env=env, capture_output=True, text=True)
+        assert out.returncode == 2 and "needs a source checkout" in out.stderr, (out.returncode, out.stderr[-2000:])
+        print("ok  mrtpo-viz bench says it needs a checkout")
         run([python, "-c", readme_snippet()], cwd=cwd, env=env)
         assert (Path(cwd) / "relevance.csv").stat().st_size > 1000
         print("ok  the README's Python snippet")

@@ -1,5 +1,11 @@
 """Shared test setup: offline, quiet, one torch thread (the CI machine has 2 cores and runs other work)."""
 import os
+import sys
+from pathlib import Path
+
+# benchmarks/ holds test material that is not in the wheel (the lm-eval adapter, the IFEval adversarial set);
+# tests import its modules by their plain names, as the benchmark scripts do.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -39,7 +45,7 @@ def tiny_policy_dir(tmp_path_factory):
     """A random-init tiny Llama (hidden 64, 2 layers, 4 heads) with a byte-level BPE tokenizer and a ChatML template.
 
     ``initializer_range=0.2`` makes its next-token distributions sharp, so mask, position and cache mistakes show
-    up as large log-prob errors (the default 0.02 init is near-uniform and hides them; see NOTES.md).
+    up as large log-prob errors (12-16 nats for a wrong mask; the default 0.02 init is near-uniform and shows ~1e-2).
     """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -88,7 +94,7 @@ def _tree_digest(root) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def sample_data_unchanged():
     """Hashes the sample_data tree before the first test that asks for it and checks it again at the session's end."""
-    from mrtpo_viz.tasks.data import SAMPLE_DATA
+    from mrtpo_viz.tasks.bundled_data import SAMPLE_DATA
 
     before = _tree_digest(SAMPLE_DATA)
     yield SAMPLE_DATA

@@ -40,7 +40,7 @@ def test_localization_falls_back_to_a_corrupted_row_per_verifier(tiny_policy, mo
 
     import localization as loc
     from mrtpo_viz.relevance import engine
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
 
     ex = load_examples("tool_calling", "test")[0]
     joint = engine.replay_variants

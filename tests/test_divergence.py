@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import entropy
 
-from mrtpo_viz.divergence import METRICS, chunked_metric, js_distance, js_topk, kl, token_stats, tvd
+from mrtpo_viz.divergence import METRIC_FUNCTIONS, chunked_metric, js_distance, js_topk, kl, token_stats, tvd
 
 torch.set_num_threads(1)
 NEG_INF = -math.inf
@@ -128,17 +128,17 @@ def test_tvd_hand_computed():
 
 
 def test_metric_registry_is_keyed_by_the_names():
-    assert METRICS["js"] is js_distance and METRICS["kl"] is kl and METRICS["tvd"] is tvd
+    assert METRIC_FUNCTIONS["js"] is js_distance and METRIC_FUNCTIONS["kl"] is kl and METRIC_FUNCTIONS["tvd"] is tvd
 
 
 # ------------------------------------------------------------------------------------------ chunked_metric
 
-@pytest.mark.parametrize("metric", list(METRICS))
+@pytest.mark.parametrize("metric", list(METRIC_FUNCTIONS))
 @pytest.mark.parametrize("chunk_size", [1, 5, 16, 1000, None])
 def test_chunked_equals_unchunked(metric, chunk_size):
     g = torch.Generator().manual_seed(10)
     lp, lq = torch.randn(3, 17, 40, generator=g), torch.randn(3, 17, 40, generator=g)
-    expected = METRICS[metric](lp.log_softmax(-1), lq.log_softmax(-1))
+    expected = METRIC_FUNCTIONS[metric](lp.log_softmax(-1), lq.log_softmax(-1))
     got = chunked_metric(lp, lq, metric, chunk_size=chunk_size)
     assert got.shape == (3, 17)
     assert torch.allclose(got, expected, atol=1e-6)

@@ -154,6 +154,15 @@ def test_modules_stay_under_400_lines():
     assert long == {}
 
 
+def test_no_two_modules_share_a_basename():
+    """One name, one module: ``checks`` or ``data`` in three places makes every traceback and import ambiguous."""
+    by_name: dict[str, list[str]] = {}
+    for path in module_names(ROOT, PACKAGE).values():
+        if path.name != "__init__.py":
+            by_name.setdefault(path.stem, []).append(str(path.relative_to(ROOT)))
+    assert {k: v for k, v in by_name.items() if len(v) > 1} == {}
+
+
 def test_few_modules_sit_directly_in_the_package():
     top = sorted(p.name for p in (ROOT / PACKAGE).glob("*.py"))
     assert len(top) <= 14, top
@@ -183,13 +192,11 @@ COVERED_BY = {
     "mrtpo_viz.policy.model": "tests/policy/test_loading.py", "mrtpo_viz.policy.sampling": "tests/policy/test_loading.py",
     # the sample-data generators, one file for the four of them (determinism, uniqueness, gold passes)
     "mrtpo_viz.tasks.generators.*": "tests/tasks/test_generators.py",
-    # the IFEval adversarial set's hand-written cases, tested with the generator that mutates them
-    "mrtpo_viz.tasks.ifeval.adversarial_cases": "tests/tasks/ifeval/test_adversarial.py",
     # one training step's pieces, tested on real steps of the tiny policy
     **{f"mrtpo_viz.training.{m}": LOOP for m in ("config", "rollouts", "group_replay", "metrics", "checkpoints",
                                                  "report")},
     # the bundled policy's data, violations and evaluation, tested with its build
-    **{f"mrtpo_viz.sample_policy.{m}": BUILD for m in ("data", "evaluate", "violations")},
+    **{f"mrtpo_viz.sample_policy.{m}": BUILD for m in ("sft_data", "evaluate", "violations")},
     # the views, on one hand-built Relevance and frame
     "mrtpo_viz.viz.*": VIEWS,
     "mrtpo_viz.viz.training": "tests/viz/test_training.py",

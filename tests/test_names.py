@@ -4,15 +4,15 @@ import pytest
 from mrtpo_viz import names
 from mrtpo_viz.advantages import ADVANTAGE_METHODS, get_method
 from mrtpo_viz.cli import build_parser
-from mrtpo_viz.divergence import METRICS, get_metric
-from mrtpo_viz.relevance.controls import CONTROLS, get_control
+from mrtpo_viz.divergence import METRIC_FUNCTIONS, get_metric
+from mrtpo_viz.relevance.controls import CONTROL_SPECS, get_control
 from mrtpo_viz.training.config import TrainConfig
 
 
 def test_registries_are_keyed_by_the_names_in_order():
     assert tuple(ADVANTAGE_METHODS) == names.METHODS
-    assert tuple(METRICS) == names.METRICS
-    assert tuple(CONTROLS) == names.CONTROLS
+    assert tuple(METRIC_FUNCTIONS) == names.METRICS
+    assert tuple(CONTROL_SPECS) == names.CONTROLS
 
 
 @pytest.mark.parametrize("lookup,kind", [(get_method, "advantage method"), (get_metric, "metric"),

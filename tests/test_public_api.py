@@ -1,4 +1,4 @@
-"""The public API of DESIGN.md resolves to the right objects, however the package was imported."""
+"""The public API (the README's names) resolves to the right objects, however the package was imported."""
 import importlib
 import importlib.util
 import inspect

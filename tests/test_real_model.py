@@ -160,7 +160,7 @@ def test_load_and_the_model_card(policy):
     assert policy.model.config.model_type == "llama" and policy.model.config.tie_word_embeddings
     folder = known.model_dir(KEY)
     marker = known.read_marker(folder)
-    assert marker["gguf_sha256"] == known.KNOWN_MODELS[KEY].sha256 and marker["license"] == "Apache-2.0"
+    assert marker["gguf_sha256"] == known.KNOWN_MODEL_SPECS[KEY].sha256 and marker["license"] == "Apache-2.0"
     assert "license: apache-2.0" in (folder / "README.md").read_text()
 
 

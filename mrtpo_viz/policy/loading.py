@@ -23,9 +23,9 @@ from typing import Union
 import torch
 
 from ..names import BUNDLED_POLICY, KNOWN_MODELS
-from ..tasks.data import BUNDLED_POLICY_DIR
+from ..tasks.bundled_data import BUNDLED_POLICY_DIR
 from .gguf import GGUFError, is_gguf_path
-from . import checks
+from . import checkpoint_checks
 from .model import PLAIN_CHAT_TEMPLATE, Policy
 
 DTYPES: dict[str, torch.dtype] = {
@@ -127,7 +127,7 @@ def _is_dir(name: str) -> bool:
 
 def _known_folder(key: str) -> Path:
     """The converted folder of a downloaded known model; 'not downloaded yet' names the command that fetches it."""
-    from .known import KNOWN_MODELS as REGISTRY, is_downloaded, model_dir
+    from .known import KNOWN_MODEL_SPECS as REGISTRY, is_downloaded, model_dir
 
     if not is_downloaded(key):
         raise PolicyLoadError(f"{key!r} is a known real model that is not downloaded yet (looked in "
@@ -171,7 +171,7 @@ def _check_folder(folder: Path) -> dict:
     cfg_file = folder / "config.json"
     if not cfg_file.is_file():
         raise PolicyLoadError(f"{folder} is not a model folder (no config.json)")
-    config = checks.read_json(cfg_file)  # size and depth capped (a 100,000-deep file is refused, not recursed)
+    config = checkpoint_checks.read_json(cfg_file)  # size and depth capped (a 100,000-deep file is refused, not recursed)
     if not isinstance(config, dict):
         raise PolicyLoadError(f"{cfg_file} is not a model configuration (expected a JSON object)")
     if config.get("auto_map"):
@@ -183,8 +183,8 @@ def _check_folder(folder: Path) -> dict:
             raise PolicyLoadError(f"{folder} has only pickle weights ({', '.join(sorted(pickles))}); loading them "
                                   "can run arbitrary code, so they are refused: convert them to safetensors")
         raise PolicyLoadError(f"{folder} has no weights (*.safetensors)")
-    checks.check_config(config, cfg_file)
-    checks.check_files(folder)
+    checkpoint_checks.check_config(config, cfg_file)
+    checkpoint_checks.check_files(folder)
     return config
 
 
@@ -225,7 +225,7 @@ def _load(folder: Path, name: str, device: torch.device, dtype: torch.dtype) -> 
         return _build(folder, name, device, dtype)
     except PolicyLoadError:
         raise
-    except checks.CheckpointCheckError as e:
+    except checkpoint_checks.CheckpointCheckError as e:
         raise PolicyLoadError(str(e)) from None
     except Exception as e:  # noqa: BLE001 -- a crafted checkpoint can make any layer raise anything
         raise PolicyLoadError(f"{folder} cannot be loaded ({type(e).__name__}: {str(e)[:300]})") from None
@@ -242,8 +242,8 @@ def _build(folder: Path, name: str, device: torch.device, dtype: torch.dtype) ->
         raise PolicyLoadError(f"{folder}: the configuration cannot be read ({e})") from None
     if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
         raise PolicyLoadError(f"{folder} is not a causal language model (model_type {config.model_type!r})")
-    described, in_weights = checks.config_param_count(config), _param_count(folder)
-    checks.check_param_counts(described, in_weights, folder)
+    described, in_weights = checkpoint_checks.config_param_count(config), _param_count(folder)
+    checkpoint_checks.check_param_counts(described, in_weights, folder)
     _check_memory(max(described or 0, in_weights), folder.name, device, dtype)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=False, local_files_only=True)
@@ -252,10 +252,10 @@ def _build(folder: Path, name: str, device: torch.device, dtype: torch.dtype) ->
     if isinstance(tokenizer, bool) or not hasattr(tokenizer, "apply_chat_template"):
         raise PolicyLoadError(f"{folder} has no usable tokenizer")
     _prepare_tokenizer(tokenizer)
-    checks.check_tokenizer(tokenizer, config, folder)
+    checkpoint_checks.check_tokenizer(tokenizer, config, folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, use_safetensors=True,
                                                  trust_remote_code=False, local_files_only=True)
-    checks.check_weights(model, folder)
+    checkpoint_checks.check_weights(model, folder)
     model.to(device).eval()
     return Policy(model=model, tokenizer=tokenizer, name=name, device=device, dtype=dtype)
 

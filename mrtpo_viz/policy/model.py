@@ -15,7 +15,7 @@ import torch
 
 from ..tasks.base import Example
 from .padding import pad_id
-from .templates import default_system_prompt, with_default_system
+from .default_system import default_system_prompt, with_default_system
 
 PLAIN_CHAT_TEMPLATE = (
     "{% for m in messages %}"
@@ -81,7 +81,7 @@ class Policy:
 
     def messages(self, example_or_prompt: PromptLike) -> list[dict[str, str]]:
         """The chat messages of a prompt as this policy sees them: :func:`as_messages`, with the template's default
-        system prompt made explicit (it renders the same; see :mod:`.templates`). Generation and the replay both
+        system prompt made explicit (it renders the same; see :mod:`.default_system`). Generation and the replay both
         start from these, so verifier information in the ``system`` position adds to the default instead of
         silently replacing it."""
         return with_default_system(self.tokenizer, as_messages(example_or_prompt), self.default_system)
@@ -93,16 +93,16 @@ class Policy:
 
     def render_marked(self, messages: list[dict[str, str]]) -> str:
         """The chat template as text, ending with the generation prompt, with typed specials marked (what
-        :meth:`encode` tokenizes). Rendered in the limited sandbox of :mod:`.template`."""
-        from . import specials, template
+        :meth:`encode` tokenizes). Rendered in the limited sandbox of :mod:`.template_sandbox`."""
+        from . import specials, template_sandbox
 
         source = self.tokenizer.chat_template or PLAIN_CHAT_TEMPLATE  # as load_policy sets it where none is given
         if isinstance(source, dict):  # named templates: transformers uses 'default'
             source = source.get("default", "")
         try:
-            return template.render(source, specials.mark(self.tokenizer, list(messages)),
+            return template_sandbox.render(source, specials.mark(self.tokenizer, list(messages)),
                                    add_generation_prompt=True, **self.tokenizer.special_tokens_map)
-        except template.TemplateLimitError as e:
+        except template_sandbox.TemplateLimitError as e:
             raise ValueError(f"{self.name}'s chat template: {e}") from None
 
     def render(self, messages: list[dict[str, str]]) -> str:

@@ -1,4 +1,4 @@
-"""The batched teacher-forced pass behind :func:`mrtpo_viz.replay.replay`: token ids and logits of B branches.
+"""The batched teacher-forced pass behind :func:`mrtpo_viz.relevance.engine.replay`: token ids and logits of B branches.
 
 A replay compares B contexts (no information, one per verifier, control branches) that all end with the SAME
 response ids. Their rendered chat texts share a prefix (system prompt, most of the user message), so:

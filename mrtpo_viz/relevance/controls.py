@@ -19,7 +19,7 @@ import torch
 
 from .. import names
 from ..tasks.base import Example, Verifier, get_verifier
-from ..tasks.loading import load_examples
+from ..tasks.example_sources import load_examples
 
 NEUTRAL_FILLER = ("The morning was quiet and the sky over the old town stayed a pale shade of grey while a few "
                   "people walked slowly along the river past the market. ")
@@ -111,11 +111,11 @@ _ALL = (
             lambda raw, wx, xw: wx.clone()),
     Control("others", "raw minus the mean raw of the other verifiers, clipped at 0", None, _others),
 )
-CONTROLS: dict[str, Control] = {c.name: c for c in _ALL}
+CONTROL_SPECS: dict[str, Control] = {c.name: c for c in _ALL}
 """Control name -> Control, keyed by :data:`mrtpo_viz.names.CONTROLS` (checked at import)."""
-assert tuple(CONTROLS) == names.CONTROLS, "names.CONTROLS and the controls defined here differ"
+assert tuple(CONTROL_SPECS) == names.CONTROLS, "names.CONTROLS and the controls defined here differ"
 
 
 def get_control(name: str) -> Control:
     """A control by name, with a clear error for unknown names."""
-    return CONTROLS[names.check_choice("control", name, names.CONTROLS)]
+    return CONTROL_SPECS[names.check_choice("control", name, names.CONTROLS)]

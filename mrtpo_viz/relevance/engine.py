@@ -21,7 +21,7 @@ from ..policy.specials import restore
 from ..tasks import Example, Verifier, get_verifier
 from .branches import Branches, branch_logits, shared_branches, split_branches, tokenize_response
 from .contexts import DEFAULT_INFO_TEMPLATE, with_info
-from .controls import CONTROLS, Control, ControlInput
+from .controls import CONTROL_SPECS, Control, ControlInput
 from .results import Relevance
 from .tokens import decode_top, display_tokens
 
@@ -99,7 +99,7 @@ def plan_replay(policy: Policy, example_or_prompt, response, verifiers: Sequence
     prompt = as_messages(example_or_prompt)
     check_texts(prompt, dict(zip((v.name for v in vs), info_list)), template)
     check_sizes(policy, prompt, info_list, response)
-    ctrl = CONTROLS[control]
+    ctrl = CONTROL_SPECS[control]
     extra = ctrl.extra_infos(ControlInput(vs, info_list, example, policy.tokenizer, pool)) if ctrl.extra_infos else None
     resp_ids = _response_ids(policy, response)
     messages = _branch_messages(policy.messages(example_or_prompt), vs, info_list, extra, info_position, template)
@@ -158,7 +158,7 @@ def replay(policy: Policy, example_or_prompt, response, verifiers: Sequence[Unio
         response: the response text, or the exact token ids the policy generated (used as is).
         verifiers: K verifier names or Verifier objects.
         infos: name -> information text, overriding ``verifier.info(example)``; ``""`` inserts no block.
-        metric: a name in ``divergence.METRICS``; control: a name in ``CONTROLS``.
+        metric: a name in ``names.METRICS``; control: a name in ``names.CONTROLS``.
         info_position, template: where and how the information enters the prompt (see ``contexts.with_info``).
         chunk_size: positions per chunk of the float32 vocabulary computations (default: ~32 MiB worth).
         topk: top predictions kept per position, with and without information.

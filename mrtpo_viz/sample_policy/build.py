@@ -2,8 +2,8 @@
 
 ``python -m mrtpo_viz make-sample-policy [--steps N --seed S --threads T --out DIR]`` writes
 ``sample_data/policies/tiny-mrtpo/`` (safetensors weights, tokenizer files, chat template, model card). The data
-(:mod:`mrtpo_viz.sft_data`) is designed so that each verifier's information block changes what the policy writes
-for that verifier's aspect only; :mod:`mrtpo_viz.sample_policy_eval` measures it on the held-out split.
+(:mod:`mrtpo_viz.sample_policy.sft_data`) is designed so that each verifier's information block changes what the policy writes
+for that verifier's aspect only; :mod:`mrtpo_viz.sample_policy.evaluate` measures it on the held-out split.
 
 Departures from a usual SFT recipe, all for speed on one CPU thread: sequences are grouped by length into batches of
 a fixed token budget (little padding), the logits are computed only at response positions (the loss is on response
@@ -24,7 +24,7 @@ from typing import Iterator, Optional
 import torch
 
 from ..policy.padding import pad_id, right_pad
-from .data import NoiseConfig, SftExample, build_sft_data
+from .sft_data import NoiseConfig, SftExample, build_sft_data
 
 BOS, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 CHAT_TEMPLATE = (

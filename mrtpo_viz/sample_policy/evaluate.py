@@ -22,7 +22,7 @@ import torch
 from ..relevance.contexts import with_info
 from ..names import TASKS
 from ..tasks.base import Example
-from ..tasks.loading import load_examples
+from ..tasks.example_sources import load_examples
 from ..tasks import get_verifier
 
 
@@ -218,7 +218,7 @@ training), `mrtpo_viz/sft_data.py` and `mrtpo_viz/sft_violations.py` (data), `mr
 - Model: Llama, {arch}. Tokenizer: byte-level BPE trained on the task data; AdamW, linear warm-up then cosine
   decay to a tenth, loss on response tokens only, batches grouped by length.
 - Data: the task generators with a seed other than the sample files', every prompt of the test split removed.
-  Each verifier's information block (inserted with `mrtpo_viz.contexts.with_info`, as the replay does) is present
+  Each verifier's information block (inserted with `mrtpo_viz.relevance.contexts.with_info`, as the replay does) is present
   independently; the target is the gold response with noise only on the aspects whose information is absent
   (content errors, format errors at decision points, constraint violations at known places), plus harmless
   variation no verifier penalizes (argument order, JSON spacing, a short preamble, a trailing semicolon).

@@ -11,8 +11,8 @@ import random
 import re
 from typing import Callable, Optional
 
-from ..tasks.ifeval.checks import AT_LEAST
-from ..tasks.ifeval.text import count_sentences, count_words
+from ..tasks.ifeval.instruction_checks import AT_LEAST
+from ..tasks.ifeval.text_units import count_sentences, count_words
 
 SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]+")
 

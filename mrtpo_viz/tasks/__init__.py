@@ -2,7 +2,7 @@
 
 - :mod:`.base`: :class:`Example`, :class:`Verifier`, :class:`Verdict`, the registry (``register``, ``get_verifier``,
   ``list_verifiers``) and the TRL reward-function adapters;
-- :mod:`.loading` / :mod:`.data`: the bundled examples (package data) and any JSONL file of examples; :mod:`.bfcl`:
+- :mod:`.example_sources` / :mod:`.bundled_data`: the bundled examples (package data) and any JSONL file of examples; :mod:`.bfcl`:
   BFCL's rows, read from the installed bfcl-eval (``available_tasks()`` lists ``bfcl`` only then);
 - one module per family with its verifiers, their information and relevant spans: :mod:`.tool_calling` (BFCL's semantics for any
   tool; the built-in :mod:`.tool_catalog`), :mod:`.sql` (with the read-only :mod:`.sandbox`), :mod:`.ifeval`;
@@ -14,7 +14,7 @@ Importing this package registers every family's verifiers.
 from ..names import TASKS
 from .base import (VERIFIERS, Argument, Example, MissingArguments, Span, Verdict, Verifier, get_verifier,
                    list_verifiers, register)
-from .loading import available_tasks, load_examples
+from .example_sources import available_tasks, load_examples
 from . import ifeval  # noqa: E402,F401  (registers the ifeval.* verifiers)
 from . import tool_calling  # noqa: E402,F401  (registers tool_call.format, tool_call.correctness)
 from . import sql  # noqa: E402,F401  (registers sql.format, sql.execution)

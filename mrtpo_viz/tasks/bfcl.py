@@ -179,7 +179,7 @@ def make_example(row: dict, ground_truth: list[dict], category: str, tools_in_pr
 
 def reference_is_consistent(example: Example) -> bool:
     """Whether the reference scores 1 on both verifiers (not so for the few BFCL rows whose possible answer breaks its
-    own schema or cannot be met; the README lists them)."""
+    own schema or cannot be met; docs/tasks.md lists them)."""
     ref = example.reference
     return check_format(ref, example).score == 1.0 and check_correctness(ref, example).score == 1.0
 

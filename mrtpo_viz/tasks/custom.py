@@ -3,38 +3,28 @@
 - :func:`build_declarative` makes a verifier from a :class:`DeclarativeSpec` (regex must / must not match, keyword
   list, JSON schema) without running user code. User regexes run on the ``regex`` engine (already required by
   ``transformers``) with a time budget, so a catastrophic pattern scores 0 with a reason instead of hanging.
-- Compiling is guarded too (:func:`check_pattern`, before the compiler sees the pattern): the ``regex`` module
-  expands counted repeats when it compiles, so ``a{4294967294}`` needs gigabytes and ``((a{100}){100}){100}``
-  seconds. Counted repeats are capped one by one and by their product over the whole pattern (an over-estimate of
-  the nesting that no bracket or escape can hide), fuzzy matching is refused, and the compile itself runs under a
-  time budget (:func:`mrtpo_viz.guards.time_budget`).
+- Compiling is guarded too: every user regex goes through :mod:`.patterns` (the same check, compile budget and
+  bounded cache as every other user-supplied pattern): counted repeats are capped one by one and by their product,
+  fuzzy matching is refused, and the compile itself runs under ``COMPILE_BUDGET_S``.
 """
 from __future__ import annotations
 
 import json
 import math
-from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Optional
 
 import regex
 
-from ..guards import BudgetExceeded, time_budget
 from .base import Example, Span, Verdict, Verifier, as_trl_reward, verifier_from_trl  # noqa: F401 (re-exported)
+from .patterns import (  # noqa: F401 (MAX_REPEAT, MAX_REPEAT_PRODUCT, check_pattern re-exported)
+    MAX_PATTERN_CHARS, MAX_REPEAT, MAX_REPEAT_PRODUCT, BoundedCache, check_pattern, compile_regex)
 
 
 # ---------------------------------------------------------------------------------------------- declarative
 Kind = Literal["regex_must", "regex_must_not", "keywords", "json_schema"]
-MAX_PATTERN_CHARS = 300
-"""Longest user regex or keyword accepted."""
-MAX_REPEAT = 1000
-"""Largest count of a counted repeat (``{m}``, ``{m,n}``) in a user regex."""
-MAX_REPEAT_PRODUCT = 100_000
-"""Largest product of all counted repeats of a pattern: bounds what nesting them can expand to at compile time."""
 COMPILE_BUDGET_S = 0.5
 """Time budget of compiling one user regex (a checked pattern needs milliseconds)."""
-_COUNTED = regex.compile(r"\{\s*(\d*)\s*(?:,\s*(\d*)\s*)?\}")
-_FUZZY = regex.compile(r"(?<!\\[pPNxXu])\{[\s\d+eids<=>,]*[eids][\s\d+eids<=>,]*\}")
 REGEX_TIMEOUT_S = 0.25
 """Time budget of one regex search over a response, enforced by the ``regex`` engine (on a busy machine the
 wall time can be a few times longer). A sane pattern on a response of a few thousand characters needs microseconds."""
@@ -71,38 +61,10 @@ class DeclarativeSpec:
         DECLARATIVE_KINDS[self.kind].validate(self)
 
 
-def check_pattern(pattern: str) -> None:
-    """Raise ValueError for a user regex that could be slow or huge to compile: too long, a counted repeat over
-    ``MAX_REPEAT``, counted repeats whose product exceeds ``MAX_REPEAT_PRODUCT``, or fuzzy matching.
-
-    Every ``{m,n}`` of the text counts, inside a character class or not: over-counting refuses a few harmless
-    patterns, under-counting would let a bracket trick hide a bomb."""
-    if len(pattern) > MAX_PATTERN_CHARS:
-        raise ValueError(f"the pattern has {len(pattern)} characters; at most {MAX_PATTERN_CHARS}")
-    if _FUZZY.search(pattern):
-        raise ValueError("fuzzy matching ({e<=n} and similar) is not supported here; write the variants out")
-    product = 1
-    for m in _COUNTED.finditer(pattern):
-        count = max(int(n) for n in (m.group(1) or "0", m.group(2) or "0"))
-        if count > MAX_REPEAT:
-            raise ValueError(f"the repeat {m.group()} counts to {count:,}; at most {MAX_REPEAT:,} (use + or * for "
-                             "'any number')")
-        product *= max(count, 1)
-        if product > MAX_REPEAT_PRODUCT:
-            raise ValueError(f"the pattern's counted repeats multiply to more than {MAX_REPEAT_PRODUCT:,} "
-                             "(nested or many {m,n}); use fewer or smaller counts")
-
-
 def compile_user_regex(pattern: str, flags: int = 0) -> regex.Pattern:
-    """A user regex compiled after :func:`check_pattern`, under ``COMPILE_BUDGET_S``; ValueError says why not."""
-    check_pattern(pattern)
-    try:
-        with time_budget(COMPILE_BUDGET_S, "compiling the pattern"):
-            return regex.compile(pattern, flags)
-    except regex.error as e:
-        raise ValueError(f"bad regex {pattern!r} ({e})") from None
-    except (BudgetExceeded, RecursionError, MemoryError, OverflowError) as e:
-        raise ValueError(f"the pattern cannot be compiled here ({e})") from None
+    """A user regex checked by :func:`.patterns.check_pattern` and compiled under ``COMPILE_BUDGET_S``; ValueError
+    says why not."""
+    return compile_regex(pattern, flags, budget_s=COMPILE_BUDGET_S)
 
 
 def _compile(spec: DeclarativeSpec) -> regex.Pattern:
@@ -114,15 +76,25 @@ def _compile(spec: DeclarativeSpec) -> regex.Pattern:
         raise ValueError(f"verifier {spec.name!r}: {e}") from None
 
 
-@lru_cache(maxsize=256)
+_MATCH_CACHE = BoundedCache(256, 16 * 2**20)
+"""Recent match spans, keyed by the pattern's text and flags (not the compiled object, which this cache must not
+keep alive) and the response; bounded in entries and in bytes (the responses' lengths count)."""
+
+
 def _matches(pattern: regex.Pattern, text: str) -> Optional[tuple[Span, ...]]:
     """Spans of all matches (empty matches included), or None when the search ran past the time budget.
 
     Cached, so that the spans of a response just checked cost no second search (nor a second timeout)."""
+    key = (pattern.pattern, pattern.flags, text)
+    found = _MATCH_CACHE.get(key)
+    if found is not None:
+        return found[0]
     try:
-        return tuple(m.span() for m in pattern.finditer(text, timeout=REGEX_TIMEOUT_S))
+        spans = tuple(m.span() for m in pattern.finditer(text, timeout=REGEX_TIMEOUT_S))
     except TimeoutError:
-        return None
+        spans = None
+    _MATCH_CACHE.put(key, (spans,), 256 + 4 * (len(text) + len(pattern.pattern)) + 80 * len(spans or ()))
+    return spans
 
 
 _TIMEOUT_REASON = f"the pattern took longer than {REGEX_TIMEOUT_S:g} s on this response (catastrophic regex?)"
@@ -155,7 +127,8 @@ def _keyword_patterns(spec: DeclarativeSpec) -> list[regex.Pattern]:
     if not spec.keywords or any(not k.strip() or len(k) > MAX_PATTERN_CHARS for k in spec.keywords):
         raise ValueError(f"verifier {spec.name!r}: keywords must be a non-empty list of non-empty words "
                          f"(each at most {MAX_PATTERN_CHARS} characters)")
-    return [regex.compile(rf"(?<!\w){regex.escape(k.strip())}(?!\w)", regex.IGNORECASE) for k in spec.keywords]
+    return [compile_regex(rf"(?<!\w){regex.escape(k.strip())}(?!\w)", regex.IGNORECASE, checked=False)
+            for k in spec.keywords]
 
 
 def _keywords_check(spec: DeclarativeSpec) -> Callable[[str, Example], Verdict]:
@@ -273,7 +246,8 @@ def _json_spans(spec: DeclarativeSpec) -> Callable[[str, Example], list[Span]]:
 
     def spans(response: str, example: Example) -> list[Span]:
         text, start = json_text(response)
-        found = sorted(m.span() for k in keys for m in regex.finditer(regex.escape(json.dumps(k)), response)
+        found = sorted(m.span() for k in keys
+                       for m in compile_regex(regex.escape(json.dumps(k)), checked=False).finditer(response)
                        if start <= m.start() < start + len(text))
         return found or ([(start, start + len(text))] if text else [])
     return spans

@@ -58,15 +58,15 @@ class QueryResult:
 
 
 class _Worker:
-    """One ``python -I -S sql_worker.py`` process and its pipes."""
+    """One ``python -I -S <script>`` process (by default ``sql_worker.py``) and its pipes."""
 
-    def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, "-I", "-S", sql_worker.__file__], stdin=subprocess.PIPE,
+    def __init__(self, script: str = sql_worker.__file__):
+        self.proc = subprocess.Popen([sys.executable, "-I", "-S", script], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
         self.buffer = b""
         if self.read_line(time.monotonic() + START_TIMEOUT_S) != b"ready":
             self.kill()
-            raise RuntimeError("the SQL worker process did not start")
+            raise RuntimeError(f"the worker process {Path(script).stem} did not start")
 
     def read_line(self, deadline: float) -> Optional[bytes]:
         """The next line from the worker, or None if none came before ``deadline`` (or the worker died)."""
@@ -103,18 +103,20 @@ class _Worker:
 class _Pool:
     """Idle workers for reuse; a worker that timed out or failed is killed, never returned."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, script: str = sql_worker.__file__):
         self.idle: list[_Worker] = []
         self.lock = threading.Lock()
         self.slots = threading.BoundedSemaphore(size)
+        self.script = script
 
-    def run(self, request: dict, deadline: float) -> Optional[dict]:
-        """The worker's answer, or None when it did not answer in time (it is then killed: the core is free)."""
+    def run(self, request: dict, budget_s: float) -> Optional[dict]:
+        """The worker's answer, or None when it did not answer within ``budget_s`` of receiving the request (it is
+        then killed: the core is free). A worker's start-up does not count against the budget."""
         with self.slots:
             with self.lock:
                 worker = self.idle.pop() if self.idle else None
-            worker = worker or _Worker()
-            answer = worker.ask(request, deadline)
+            worker = worker or _Worker(self.script)
+            answer = worker.ask(request, time.monotonic() + budget_s)
             if answer is None:
                 worker.kill()
                 return None
@@ -163,7 +165,7 @@ def run_query(db_path: str | Path, sql: str, *, max_steps: int = 2_000_000, max_
         return QueryResult(None, "empty query")
     request = {"db": str(path.resolve()), "sql": sql, "max_steps": max_steps, "max_rows": max_rows,
                "max_bytes": max_bytes, "timeout_s": timeout_s}
-    answer = _POOL.run(request, time.monotonic() + timeout_s + KILL_GRACE_S)
+    answer = _POOL.run(request, timeout_s + KILL_GRACE_S)
     if answer is None:
         return QueryResult(None, sql_worker.BUDGET_MESSAGE)
     if "error" in answer:

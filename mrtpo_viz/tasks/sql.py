@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
 from .base import Argument, Example, MissingArguments, Span, Verdict, Verifier, register
-from .data import SAMPLE_DATA, database_file
+from .bundled_data import SAMPLE_DATA, database_file
 from .sandbox import run_query, schema
 
 FENCE = "```"

@@ -23,7 +23,8 @@ import torch
 
 CHECKPOINTS = "checkpoints"
 LATEST = "LATEST"
-METRICS = "metrics.csv"
+METRICS_FILE = "metrics.csv"
+"""The run folder's per-step metrics file (``MetricsLog``)."""
 RESUME_KEYS = ("task", "method", "checkpoint", "group_size", "prompts_per_step", "seed")
 """Config fields that must match for a run to resume another run's checkpoint (``steps`` may grow)."""
 

@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from .checkpoints import METRICS_FILE
 from .config import TrainConfig
 from .loop import train
 from .report import parse_variant, variant_label
@@ -36,6 +37,6 @@ def run_variants(base: TrainConfig, variants: Sequence[str], seeds: Sequence[int
             for metrics in train(cfg, examples=examples, policy=policy):
                 if on_step is not None:
                     on_step(label, metrics)
-            if (run_dir / "metrics.csv").is_file():
-                frames.append(pd.read_csv(run_dir / "metrics.csv").assign(variant=label, seed=seed))
+            if (run_dir / METRICS_FILE).is_file():
+                frames.append(pd.read_csv(run_dir / METRICS_FILE).assign(variant=label, seed=seed))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

@@ -14,7 +14,7 @@ class TrainConfig:
     """One training run: a task family, an advantage method, a policy and the optimization settings."""
 
     task: str = "tool_calling"
-    """Task family (``tasks.loading.available_tasks()``: the bundled ones, and bfcl with bfcl-eval installed); its
+    """Task family (``tasks.example_sources.available_tasks()``: the bundled ones, and bfcl with bfcl-eval installed); its
     train split gives the prompts (or pass ``examples`` to ``train``)."""
     method: str = "mrtpo"
     """Advantage method, a key of ``ADVANTAGE_METHODS``."""
@@ -45,7 +45,7 @@ class TrainConfig:
     control: str = "none"
     """Relevance control of the replay (``none`` = the paper's raw JS)."""
     metric: str = "js"
-    """Relevance metric of the replay (a key of ``divergence.METRICS``)."""
+    """Relevance metric of the replay (one of ``names.METRICS``)."""
     info_position: str = "user_end"
     """Where the replay puts verifier information."""
     seed: int = 0

@@ -18,7 +18,7 @@ from ..divergence import chunked_metric
 from ..policy.kvcache import cache_length, cropped_cache, expand_cache, forward, map_cache
 from ..policy.padding import right_pad
 from ..relevance.branches import Branches, prefix_cache
-from ..relevance.controls import CONTROLS
+from ..relevance.controls import CONTROL_SPECS
 from ..relevance.engine import plan_replay
 from ..tasks.base import Example
 
@@ -88,7 +88,7 @@ def group_relevance(policy, example: Example, responses: Sequence[Sequence[int]]
     """
     plan = plan_replay(policy, example, list(responses[0]), verifiers, info_position=info_position,
                        control=control, pool=pool)
-    br, ctrl = plan.branches, CONTROLS[control]
+    br, ctrl = plan.branches, CONTROL_SPECS[control]
     G, K, B = len(responses), len(plan.verifiers), plan.branches.B
     T = max(len(r) for r in responses)
     pad = policy.pad_id

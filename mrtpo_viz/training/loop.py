@@ -89,7 +89,7 @@ def _own_policy(config: TrainConfig, policy, device):
 
 def _prompts_and_rewards(config: TrainConfig, examples) -> tuple[list[Example], list[str], torch.Tensor]:
     """The training examples, the verifier names (K columns of the reward matrix) and the (K,) reward weights."""
-    from ..tasks.loading import available_tasks, load_examples
+    from ..tasks.example_sources import available_tasks, load_examples
     from .rollouts import union_verifiers
 
     if examples is None and config.task not in available_tasks():
@@ -109,7 +109,7 @@ def setup_run(config: TrainConfig, examples: Optional[Sequence[Example]] = None,
     """Build (or resume) a run: accelerator, own policy copy, optimizer, prompts, verifiers, metrics log."""
     from accelerate import Accelerator
 
-    from .checkpoints import MetricsLog, latest_checkpoint, load_checkpoint
+    from .checkpoints import METRICS_FILE, MetricsLog, latest_checkpoint, load_checkpoint
 
     if config.threads is not None:
         torch.set_num_threads(config.threads)
@@ -126,7 +126,7 @@ def setup_run(config: TrainConfig, examples: Optional[Sequence[Example]] = None,
     folder = latest_checkpoint(out_dir)
     start = load_checkpoint(folder, own.model, optimizer, config).steps_done if folder else 0
     model, optimizer = accelerator.prepare(own.model, optimizer)
-    log = MetricsLog(out_dir / "metrics.csv" if out_dir and accelerator.is_main_process else None)
+    log = MetricsLog(out_dir / METRICS_FILE if out_dir and accelerator.is_main_process else None)
     log.keep_before(start)
     return Run(config, accelerator, own, model, optimizer, examples, verifiers, weights, ref_model, start, log)
 

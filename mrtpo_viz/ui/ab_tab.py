@@ -18,7 +18,7 @@ from .arguments import information, with_typed_args
 from .common import (FREE_PROMPT, MODEL, check_text, check_token_count, example_choices, first_example, get_example,
                      get_policy, limits, prompt_text, readable, stale_status, with_prompt)
 from .relevance_tab import task_examples
-from .token_view import token_view, view_value
+from .token_component import token_view, view_value
 from .zerogpu import gpu
 
 SUMMARY_ROWS = (

@@ -18,7 +18,7 @@ import gradio as gr
 
 from ..settings import Settings, default_checkpoint, get_settings, load_allowed_policy
 from ..tasks import Example, load_examples
-from ..tasks.data import BUNDLED_POLICIES
+from ..tasks.bundled_data import BUNDLED_POLICIES
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from .custom_verifiers import KIND_CHOICES, add_custom
 from .relevance_tab import (RELEVANCE_SOURCES, VERDICT_HEADERS, GROUP_NOTE, advantages, cleared,
                             derive_info, downloads, generate, info_boxes, pick_example, replay_response, reselect_info_boxes,
                             sample_group, task_examples)
-from .token_view import token_view
+from .token_component import token_view
 
 
 AFTER_HEATMAP = """() => new Promise((done) => {

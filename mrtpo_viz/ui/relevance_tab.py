@@ -20,7 +20,7 @@ from .arguments import API_HINT, FIELDS, field_updates, information, slot_texts,
 from .custom_verifiers import resolve, task_choices
 from .common import (FREE_PROMPT, MAX_VERIFIERS, check_text, check_token_count, download_folder, example_choices,
                      first_example, get_example, get_policy, limits, prompt_text, readable, with_prompt)
-from .token_view import advantages_json, view_value
+from .token_component import advantages_json, view_value
 from .zerogpu import gpu
 
 RELEVANCE_SOURCES = ("controlled", "raw")

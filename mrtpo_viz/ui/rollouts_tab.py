@@ -17,9 +17,9 @@ import pandas as pd
 from .. import viz
 from ..names import CONTROLS, INFO_POSITIONS, METRICS
 from ..relevance.scoring import read_rollouts, score_rollouts
-from ..tasks.data import SAMPLE_ROLLOUTS
+from ..tasks.bundled_data import SAMPLE_ROLLOUTS
 from .common import MODEL, StopFlag, download_folder, get_policy, limits, readable
-from .token_view import token_view, view_value
+from .token_component import token_view, view_value
 from .zerogpu import gpu
 
 TOP_HEADERS = ["verifier", "token", "mean relevance", "count"]

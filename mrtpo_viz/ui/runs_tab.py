@@ -1,14 +1,14 @@
-"""Runs tab: open a TRL run (an ``output_dir`` under ``MRTPO_RUNS_DIR``, or an uploaded zip or parquet), see its
-reward curves, pick a step, a group and a completion, and see its tokens with their relevance and advantages.
+"""Runs tab: open a TRL run (an ``output_dir``) or a verl rollout dump (a ``rollout_data_dir``), a folder under
+``MRTPO_RUNS_DIR`` or an upload; see its reward curves, pick a step, a group and a completion, and see its tokens
+with their relevance and advantages.
 
-An MRTPO run (``MRTPOTrainer``) shows what its per-token log holds; a plain TRL run (GRPO, GDPO) logged no tokens,
-so its completions are replayed on demand with the chosen checkpoint and the information typed (or found for a
-bundled example). Reading and aggregation are :mod:`mrtpo_viz.integrations.trl_runs` and
+An MRTPO run (``MRTPOTrainer``) shows what its per-token log holds; a plain TRL run (GRPO, GDPO) or a verl dump
+logged no tokens, so its completions are replayed on demand with the chosen checkpoint and the information typed
+(or found for a bundled example, or a verl row's ground truth). Reading and aggregation are
+:mod:`mrtpo_viz.integrations.trl_runs` (and :mod:`~mrtpo_viz.integrations.verl_runs`) and
 :mod:`~mrtpo_viz.integrations.run_replay`; rendering is :mod:`mrtpo_viz.viz`.
 """
 from __future__ import annotations
-
-import json
 
 import gradio as gr
 
@@ -17,7 +17,7 @@ from ..integrations import run_replay, trl_runs
 from ..settings import get_settings
 from ..viz.training import reward_curves_figure
 from .common import MODEL, download_folder, get_policy, limits, readable
-from .token_view import token_view, view_value
+from .token_component import token_view, view_value
 from .zerogpu import gpu
 
 ALL = "all"
@@ -52,8 +52,10 @@ def open_run(typed: str, upload):
     values = curves[[f"reward/{n}" for n in names]].to_numpy()
     if values.size and (values.min() < 0 or values.max() > 1):  # TRL rewards need not lie in [0, 1]
         fig.update_yaxes(range=None, autorange=True)
-    kind = ("an MRTPO run (per-token log)" if run.kind == "mrtpo" else
-            "a plain TRL run (no per-token log: replay a completion with a checkpoint)")
+    kind = {"mrtpo": "an MRTPO run (per-token log)",
+            "verl": "a verl rollout dump (no per-token log: replay a completion with a checkpoint; each reward's "
+                    "information starts as the row's ground truth, gts)",
+            }.get(run.kind, "a plain TRL run (no per-token log: replay a completion with a checkpoint)")
     status = f"Opened {kind}: {len(steps)} step file(s), rewards {', '.join(f'`{n}`' for n in names)}."
     choices = [(f"step {s}" + (" (eval)" if m == "eval" else ""), f"{m}:{s}") for m, s in steps]
     last = next((c[1] for c in reversed(choices) if c[1].startswith("train:")), choices[-1][1])
@@ -90,21 +92,22 @@ def pick_row(table, evt: gr.SelectData):
 def _view_outputs(view: run_replay.CompletionView, record: dict, note: str):
     rel, br = view.relevance, view.breakdown
     rewards = ", ".join(f"{n} {viz.fmt_sig(v)}" for n, v in rel.rewards.items()) or "none scored"
-    text = (f"**Row {record['row']}** (group {record['group']}), {note}: rewards {rewards}; TRL's sequence "
-            f"advantage {viz.fmt_sig(record['advantage'], signed=True)}; token advantages "
+    sequence = "verl's GRPO advantage of the score" if "gts" in record else "TRL's sequence advantage"
+    text = (f"**Row {record['row']}** (group {record['group']}), {note}: rewards {rewards}; {sequence} "
+            f"{viz.fmt_sig(record['advantage'], signed=True)}; token advantages "
             f"{viz.fmt_sig(br.mrtpo.min(), signed=True)} .. {viz.fmt_sig(br.mrtpo.max(), signed=True)}.  \n"
             f"Prompt: {record['prompt'][:300]}")
     return view_value(viz.relevance_payload(rel)), viz.advantage_bars(rel.tokens, rel.verifiers, br), text
 
 
 def default_infos(record: dict, names) -> dict[str, str]:
-    """The information a replay starts from: the bundled example's (a registered verifier on a bundled prompt),
-    else each registered verifier's own information for the logged prompt, else its description (a verifier whose
-    information needs arguments the run did not log). Rewards that are not registered verifiers get none."""
+    """The information a replay starts from: what the run's rows say (:func:`run_replay.record_infos`: a bundled
+    example's, a verl dump's ground truth), else each registered verifier's own information for the logged prompt,
+    else its description (a verifier whose information needs arguments the run did not log). Rewards that are not registered verifiers get none."""
     from ..tasks import VERIFIERS, Example, MissingArguments
 
     messages = json.loads(record["messages"])
-    infos = run_replay.guess_infos(messages, names)
+    infos = run_replay.record_infos(record, names)
     for name in names:
         if name in infos or name not in VERIFIERS:
             continue
@@ -132,12 +135,14 @@ def run_completion(state, key, row):
     if "token_advantages" in record:
         view = run_replay.logged_view(record, names, run.info.get("metric", "js"), run.info.get("control", "none"))
         return (*_view_outputs(view, record, f"{mode} step {step}, from the run's per-token log"), lines)
-    infos = run_replay.guess_infos(json.loads(record["messages"]), names)
-    note = ("Information found for this bundled prompt: check it and press Replay." if infos else
+    infos = run_replay.record_infos(record, names)
+    found = "from the row's ground truth (gts)" if "gts" in record else "found for this bundled prompt"
+    note = (f"Information {found}: check it and press Replay." if infos else
             "Each reward's verifier information is filled in where it is known: check or type it (one line per "
             "reward, `reward: text`) and press Replay.")
+    what = "a verl dump" if "gts" in record else "a plain TRL run"
     return (None, viz.placeholder_figure("Replay this completion to see its token advantages"),
-            f"**Row {record['row']}**: a plain TRL run logged no tokens. {note}", lines)
+            f"**Row {record['row']}**: {what} logged no tokens. {note}", lines)
 
 
 @gpu("replay")
@@ -165,11 +170,13 @@ def replay_completion(checkpoint, state, key, row, infos_text, alpha, gamma):
 def build_runs_tab(checkpoint: gr.components.Component) -> None:
     state = gr.State(None)
     gr.Markdown("Open a TRL run: its `output_dir` (with `log_completions=True` for TRL's files; `MRTPOTrainer` "
-                "also writes `mrtpo/tokens_*.parquet`). See `examples/trl_mrtpo.py`.")
+                "also writes `mrtpo/tokens_*.parquet`; see `examples/trl_mrtpo.py`), or a verl rollout dump "
+                "(the folder of `trainer.rollout_data_dir`).")
     with gr.Row():
         typed = gr.Textbox(label="Run folder, relative to the operator's runs folder (MRTPO_RUNS_DIR)", scale=3,
                            elem_id="run-path")
-        upload = gr.File(label="or upload a zip of the run, or one parquet file", file_types=[".zip", ".parquet"],
+        upload = gr.File(label="or upload a zip of the run, one parquet file or one verl {step}.jsonl",
+                         file_types=[".zip", ".parquet", ".jsonl"],
                          type="filepath", scale=2)
         open_btn = gr.Button("Open run", variant="primary", scale=0, min_width=110, elem_id="run-open")
     status = gr.Markdown("No run open.", elem_id="run-status")

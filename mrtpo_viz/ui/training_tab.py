@@ -59,7 +59,7 @@ SLOTS = TrainingSlots()
 @dataclasses.dataclass(frozen=True)
 class LiveSettings:
     """The tab's defaults, one source for the tab and for ``benchmarks/live_defaults.py`` (which checks them on
-    3 seeds: the mean reward rises within ``steps`` on the bundled policy; numbers in the README)."""
+    3 seeds: the mean reward rises within ``steps`` on the bundled policy; numbers in docs/training.md)."""
 
     task: str = "tool_calling"
     """Task family preselected in the tab."""

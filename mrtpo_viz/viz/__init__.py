@@ -3,7 +3,7 @@ figure, a table or text. Pure functions of the data: no model, no gradio, and no
 come from :mod:`mrtpo_viz.advantages`, diagnostics from :mod:`mrtpo_viz.relevance.diagnostics`).
 
 - :mod:`.colours`: scales and visible whitespace; :mod:`.numbers`: 3 significant digits;
-- :mod:`.token_view`: the interactive token view's compact JSON (drawn by :mod:`mrtpo_viz.ui.token_view`);
+- :mod:`.token_view`: the interactive token view's compact JSON (drawn by :mod:`mrtpo_viz.ui.token_component`);
 - :mod:`.figures`: heatmaps, A/B differences, advantage bars, rollout bars (tokens on the x axis);
   :mod:`.advantages`: one response's advantage breakdown; :mod:`.summaries`: tables; :mod:`.text`: the CLI's table;
 - :mod:`.training`: reward curves, phase times and a step's sample.

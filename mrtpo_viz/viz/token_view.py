@@ -1,6 +1,6 @@
 """The interactive token view's data: a replay (or one scored rollout, or a training sample) as compact JSON.
 
-The browser draws it (:mod:`mrtpo_viz.ui.token_view`): one row of coloured tokens per verifier and a detail panel
+The browser draws it (:mod:`mrtpo_viz.ui.token_component`): one row of coloured tokens per verifier and a detail panel
 that a click pins. The payload holds each number once, rounded to 3 significant digits, and each top-prediction
 string once (``vocab``, indexed by ``top0``/``top``), so a 128-token, 3-verifier replay is ~25 KB of JSON where the
 pre-rendered span HTML with tooltips was ~220 KB.

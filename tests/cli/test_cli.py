@@ -151,3 +151,11 @@ def test_a_known_model_not_downloaded_yet_names_the_command(tmp_path, monkeypatc
     monkeypatch.setenv("MRTPO_MODELS_DIR", str(tmp_path / "models"))
     assert main(["replay", "--task", "tool_calling", "--checkpoint", "smollm2-135m-instruct"]) == 2
     assert "run `python -m mrtpo_viz get-model smollm2-135m-instruct` once" in capsys.readouterr().err
+
+
+def test_bench_without_a_checkout_says_so_and_exits_2(monkeypatch, tmp_path, capsys):
+    from mrtpo_viz import bench
+
+    monkeypatch.setattr(bench, "benchmarks_dir", lambda: tmp_path / "no-benchmarks-here")
+    assert main(["bench"]) == 2
+    assert "needs a source checkout" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Issue 20, class 4: every input is capped before its expensive step (the Python API and the CLI too)."""
+"""Resource exhaustion: every input is capped before its expensive step (the Python API and the CLI too)."""
 import json
 import re
 
@@ -30,8 +30,8 @@ def _no_tokenizing(monkeypatch, limit: int = 100_000, prompt: bool = True):
 
 
 def test_a_long_information_template_is_refused_before_rendering(tiny_policy, monkeypatch):
-    """On main the template had no cap: a 10 MB template took 70 s and kept 2.1 GB (here a 1 MB one reached the
-    tokenizer and only the context window refused it); now it is refused before anything is rendered."""
+    """Uncapped, a 10 MB template takes 70 s and keeps 2.1 GB (a 1 MB one reaches the tokenizer and only the
+    context window refuses it); it is refused before anything is rendered."""
     _no_tokenizing(monkeypatch)
     template = "{title} {info}" + " " * 1_000_000
     with pytest.raises(ValueError, match=f"bad information template: {len(template):,} characters; it must be text "
@@ -40,17 +40,17 @@ def test_a_long_information_template_is_refused_before_rendering(tiny_policy, mo
 
 
 def test_a_huge_response_is_refused_before_it_is_tokenized(tiny_policy, monkeypatch):
-    """On main the whole response was tokenized before its length was checked (a 57 MB line peaked at 19 GB in
-    the CLI); the replay now refuses texts that cannot fit the context window from their length alone."""
+    """Tokenizing the whole response before checking its length lets a 57 MB line peak at 19 GB in the CLI; the
+    replay refuses texts that cannot fit the context window from their length alone."""
     _no_tokenizing(monkeypatch)
     with pytest.raises(ValueError, match="the replay's texts have 3,000,0.. characters"):
         replay(tiny_policy, "p", "x " * 1_500_000, ["ifeval.no_comma"], infos={"ifeval.no_comma": "no commas"})
 
 
 def test_rollout_rows_obey_the_caps_before_tokenizing(tiny_policy, tmp_path, monkeypatch):
-    """A rollouts file's rows go through the same caps (characters, verifiers per row, rows per file). On main a
-    row skipped them (24 rows x 14 verifiers x 1,900 tokens held the app's model queue 168 s) and the 3 MB
-    response reached the tokenizer (main stopped scoring at it: the guard's AssertionError escaped the loop)."""
+    """A rollouts file's rows go through the same caps (characters, verifiers per row, rows per file). A row that
+    skipped them could hold the app's model queue for minutes (24 rows x 14 verifiers x 1,900 tokens: 168 s), and a
+    3 MB response would reach the tokenizer."""
     from mrtpo_viz.relevance.rows import RowLimits
 
     _no_tokenizing(monkeypatch, prompt=False)
@@ -71,7 +71,7 @@ def test_rollout_rows_obey_the_caps_before_tokenizing(tiny_policy, tmp_path, mon
 
 
 def test_the_advantages_table_has_a_row_cap():
-    """On main a typed table of 1,000,000 rows was computed (27 s, +950 MB: a (G, K, T) relevance tensor)."""
+    """Uncapped, a typed table of 1,000,000 rows is computed (27 s, +950 MB: a (G, K, T) relevance tensor)."""
     from mrtpo_viz.ui.common import MAX_GROUP_ROWS, check_rewards_table
 
     with pytest.raises(ValueError, match="at most 256 are shown"):

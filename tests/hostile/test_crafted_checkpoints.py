@@ -1,8 +1,8 @@
-"""Issue 20, class 7: a crafted checkpoint is checked before anything is built, and every failure is one
+"""Crafted checkpoints: a crafted checkpoint is checked before anything is built, and every failure is one
 PolicyLoadError (the CLI prints one line, no traceback).
 
-On main the memory pre-check counted only the weights file, the template ran only at the first replay, and the
-rest surfaced as whatever the layer below raised. Each case below says what main did.
+A memory pre-check that counts only the weights file, a template first run at the first replay, and errors left
+to whatever the layer below raises are what these cases attack. Each case says what happens unchecked.
 """
 import json
 import shutil
@@ -41,33 +41,33 @@ def _nan_weight(folder: Path):
 
 
 CRAFTED = {
-    # main: built 100,000 layers from a tiny weights file (4.1 GB and still building after 9 minutes; stopped)
+    # unchecked: builds 100,000 layers from a tiny weights file (4.1 GB and still building after 9 minutes; stopped)
     "layers_100k": (lambda f: _config(f, num_hidden_layers=100_000), "num_hidden_layers is 100000; it must be a "
                                                                       "whole number from 0 to 256"),
-    # main: built 200 layers, all but 2 of them random (loaded without a word)
+    # unchecked: builds 200 layers, all but 2 of them random (loads without a word)
     "config_bigger_than_weights": (lambda f: _config(f, num_hidden_layers=200), "the config does not fit the weights"),
-    # main: RecursionError from Python's JSON parser
+    # unchecked: RecursionError from Python's JSON parser
     "deep_config": (lambda f: (f / "config.json").write_text('{"a": ' * 100_000 + "1" + "}" * 100_000),
                     "nested more than 32 levels deep"),
-    # main: AttributeError from transformers (torch has no attribute 'os.system')
+    # unchecked: AttributeError from transformers (torch has no attribute 'os.system')
     "dtype_not_a_dtype": (lambda f: _config(f, dtype="os.system"), "dtype is 'os.system', not a torch dtype"),
     "dtype_an_object": (lambda f: _config(f, torch_dtype={"evil": 1}), "torch_dtype is \"{'evil': 1}\", not a torch"),
-    # main: index entries were not checked (these loaded, transformers preferring model.safetensors; in the issue's
-    # probe an index alone led to an UnpicklingError)
+    # unchecked: these load (transformers prefers model.safetensors), and an index alone leads to an
+    # UnpicklingError
     "index_outside": (lambda f: _index(f, "../../../etc/passwd.safetensors"), "must be .safetensors files in the "
                                                                               "checkpoint folder"),
     "index_pickle": (lambda f: (_index(f, "pytorch_model.bin"), torch.save({}, f / "pytorch_model.bin")),
                      "must be .safetensors files in the checkpoint folder"),
-    # main: a 2,000,000-row embedding was built, then transformers' RuntimeError (ignore_mismatched_sizes)
+    # unchecked: a 2,000,000-row embedding is built, then transformers' RuntimeError (ignore_mismatched_sizes)
     "vocab_2m": (lambda f: _config(f, vocab_size=2_000_000), "vocab_size is 2000000; it must be a whole number"),
-    # main: these templates loaded; the first replay then hung (loops), took 10 GB ('x' * 10**10) or raised a
+    # unchecked: these templates load; the first replay then hangs (loops), takes 10 GB ('x' * 10**10) or raises a
     # jinja TemplateError
     "template_nested_loops": (lambda f: _template(f, "{% for i in range(100000) %}{% for j in range(100000) %}"
                                                      "{% endfor %}{% endfor %}"), "time budget"),
     "template_huge_string": (lambda f: _template(f, "{{ 'x' * 10**10 }}"), "multiplies a string or list"),
     "template_raises": (lambda f: _template(f, "{{ raise_exception('no such role') }}"), "no such role"),
     "template_syntax": (lambda f: _template(f, "{% for m in messages %}"), "does not compile"),
-    # main: loaded, and every forward gave NaN
+    # unchecked: loads, and every forward gives NaN
     "nan_weights": (_nan_weight, "holds NaN or infinite values; this checkpoint cannot be used"),
 }
 
@@ -92,7 +92,7 @@ def test_a_crafted_checkpoint_is_one_policy_load_error(kind, crafted):
 
 @pytest.mark.parametrize("kind", ["deep_config", "dtype_not_a_dtype", "index_pickle", "template_raises"])
 def test_the_cli_prints_one_line_for_a_crafted_checkpoint(kind, crafted, capsys):
-    """On main these printed a Python traceback (RecursionError, AttributeError, UnpicklingError; the template's
+    """Unchecked, these print a Python traceback (RecursionError, AttributeError, UnpicklingError; the template's
     error at the replay)."""
     folder = crafted(kind)
     assert cli_main(["replay", "--task", "tool_calling", "--checkpoint", str(folder)]) == 2

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mrtpo_viz.relevance.scoring import read_rollouts
 from mrtpo_viz.names import TASKS
-from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks.example_sources import load_examples
 from mrtpo_viz.tasks import Verdict, get_verifier, list_verifiers
 from mrtpo_viz.tasks.custom import DeclarativeSpec, build_declarative
 

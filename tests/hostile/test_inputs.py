@@ -1,7 +1,7 @@
 """Hostile input through the Python API and the CLI: every case ends in a readable error (or a sane result), the
 process keeps serving (a good call after the bad ones works), and the sample data stays byte-identical.
 
-The UI endpoints are in ``test_hostile_ui.py``, property-based fuzzing in ``test_hostile_fuzz.py``.
+The UI endpoints are in ``test_ui.py``, property-based fuzzing in ``test_fuzz.py``.
 """
 import json
 import math
@@ -19,9 +19,9 @@ from mrtpo_viz.settings import load_allowed_policy
 from mrtpo_viz.relevance.engine import replay
 from mrtpo_viz.relevance.scoring import read_rollouts
 from mrtpo_viz.settings import get_settings
-from mrtpo_viz.tasks.data import SAMPLE_DATA
+from mrtpo_viz.tasks.bundled_data import SAMPLE_DATA
 from mrtpo_viz.tasks.base import Example
-from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks.example_sources import load_examples
 from mrtpo_viz.tasks import get_verifier
 from mrtpo_viz.tasks.custom import DeclarativeSpec, build_declarative
 

@@ -1,4 +1,5 @@
-"""Issue 20, class 9: every message says what was wrong and what to do. Each case says what main said."""
+"""Error messages: every message says what was wrong and what to do. Each case says what the layer below would
+say instead."""
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ from mrtpo_viz.cli import main as cli_main
 from mrtpo_viz.relevance.engine import replay
 from mrtpo_viz.relevance.scoring import score_rollouts
 from mrtpo_viz.settings import SettingsError, get_settings
-from mrtpo_viz.tasks.data import database_file
+from mrtpo_viz.tasks.bundled_data import database_file
 from mrtpo_viz.tasks.sandbox import run_query
 from tests.apphelpers import REPO
 
@@ -20,7 +21,7 @@ ROW = {"task": "instruction_following", "prompt": "Say hi.", "response": "hi", "
 
 
 def test_a_file_with_no_scorable_rollout_writes_a_table_that_reads_back(tiny_policy, tmp_path):
-    """main: the empty CSV had no header, so reading it back (the app's Rollouts tab) raised pandas' 'No columns
+    """Otherwise: the empty CSV has no header, so reading it back (the app's Rollouts tab) raises pandas' 'No columns
     to parse from file' instead of saying that no rollout could be scored."""
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(ROW) + "\n")
@@ -32,7 +33,7 @@ def test_a_file_with_no_scorable_rollout_writes_a_table_that_reads_back(tiny_pol
 
 @pytest.mark.parametrize("where", ["response", "prompt", "information"])
 def test_a_lone_surrogate_is_named(tiny_policy, where):
-    """main: the tokenizer's 'TextEncodeInput must be Union[TextInputSequence, Tuple[...]]'."""
+    """Otherwise: the tokenizer's 'TextEncodeInput must be Union[TextInputSequence, Tuple[...]]'."""
     bad = "hi \ud800 there"
     args = {"prompt": "Say hi.", "response": "hello", "information": "No commas."} | {where: bad}
     with pytest.raises(ValueError, match=r"unpaired surrogate \(\\ud800 at character 3\)"):
@@ -41,19 +42,19 @@ def test_a_lone_surrogate_is_named(tiny_policy, where):
 
 
 def test_a_table_valued_pragma_is_named_as_such():
-    """main: 'only reading is allowed; denied: UPDATE sqlite_master' (what SQLite asks for internally)."""
+    """Otherwise: 'only reading is allowed; denied: UPDATE sqlite_master' (what SQLite asks for internally)."""
     res = run_query(database_file("shop"), "SELECT name FROM pragma_table_info('orders')")
     assert "denied: PRAGMA function pragma_table_info (table-valued pragmas are refused" in res.error
 
 
 def test_a_vanishing_temperature_is_refused_with_the_range(tiny_policy):
-    """main: torch's 'probability tensor contains either inf, nan or element < 0' for temperature 1e-300."""
+    """Otherwise: torch's 'probability tensor contains either inf, nan or element < 0' for temperature 1e-300."""
     with pytest.raises(ValueError, match=r"temperature must be 0 \(greedy\) or lie in \[0.001, 100\], got 1e-300"):
         tiny_policy.generate("Say hi.", max_new_tokens=4, temperature=1e-300, seed=0)
 
 
 def test_a_corrupt_existing_output_is_named(tiny_policy_dir, tmp_path, capsys):
-    """main: 'error: Expecting value: line 1 column 1 (char 0)', not saying which file or what to do."""
+    """Otherwise: 'error: Expecting value: line 1 column 1 (char 0)', not saying which file or what to do."""
     path, out = tmp_path / "r.jsonl", tmp_path / "out.jsonl"
     path.write_text(json.dumps({**ROW, "verifiers": ["ifeval.no_comma"]}) + "\n")
     out.write_text("this is not JSON\n")
@@ -63,7 +64,7 @@ def test_a_corrupt_existing_output_is_named(tiny_policy_dir, tmp_path, capsys):
 
 
 def test_an_infinite_setting_is_refused_by_name():
-    """main: MRTPO_MAX_UPLOAD_MB=inf passed the check and start-up crashed later with an OverflowError traceback."""
+    """Otherwise: MRTPO_MAX_UPLOAD_MB=inf passes a loose check and start-up crashes later (OverflowError traceback)."""
     with pytest.raises(SettingsError, match="MRTPO_MAX_UPLOAD_MB must be a finite number, got inf"):
         get_settings({"MRTPO_MAX_UPLOAD_MB": "inf"})
 
@@ -79,14 +80,14 @@ def _serve(env_change: dict) -> subprocess.CompletedProcess:
     ("MRTPO_MAX_UPLOAD_MB", "inf", "MRTPO_MAX_UPLOAD_MB must be a finite number"),
 ])
 def test_serve_stops_before_serving_on_a_bad_setting(var, value, says):
-    """main: MRTPO_CHECKPOINT=/etc/passwd still served (every request then failed); inf crashed with a traceback."""
+    """Otherwise: MRTPO_CHECKPOINT=/etc/passwd still serves (every request then fails); inf crashes (traceback)."""
     proc = _serve({var: value})
     assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_typed_paths_do_not_reveal_which_folders_exist(tmp_path):
-    """main: '/root/.ssh'-like existing folders answered 'is not a model folder (no config.json)', absent ones
-    'policy not found': a typed path told whether a folder exists. The app now answers alike."""
+    """Otherwise: '/root/.ssh'-like existing folders answer 'is not a model folder (no config.json)', absent ones
+    'policy not found': a typed path tells whether a folder exists. The app answers alike."""
     from mrtpo_viz.ui.common import get_policy
 
     (tmp_path / "exists").mkdir()
@@ -100,7 +101,7 @@ def test_typed_paths_do_not_reveal_which_folders_exist(tmp_path):
 
 
 def test_download_folders_of_stopped_processes_are_removed(tmp_path, monkeypatch):
-    """main: each process cleaned only its own ``mrtpo-viz-downloads-<pid>``; those of earlier processes stayed."""
+    """Each process cleans not only its own ``mrtpo-viz-downloads-<pid>`` but those that earlier processes left."""
     import tempfile
 
     from mrtpo_viz.ui import common

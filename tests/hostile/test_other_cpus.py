@@ -1,9 +1,9 @@
-"""Issue 20, class 10: float comparisons hold on another CPU's kernels, not only on the machine that built them.
+"""Other CPUs: float comparisons hold on another CPU's kernels, not only on the machine that built them.
 
-The project was built on an AVX2 AMD EPYC. On an AVX-512/AMX Intel Xeon, main's bitwise one-vs-two-threads check of
-the build (tests/sample_policy/test_build.py) and the 2e-5 bound of the alpha = 0 check (2.1e-5 there) failed.
-The same happens on this machine with torch's portable kernels: on main, with ``ATEN_CPU_CAPABILITY=default``,
-``test_one_verifier_alpha_zero_gives_identical_updates`` failed at 3.0e-5. Here it runs under those kernels in a
+The project was built on an AVX2 AMD EPYC. On an AVX-512/AMX Intel Xeon, a bitwise one-vs-two-threads check of
+the build (tests/sample_policy/test_build.py) and a 2e-5 bound on the alpha = 0 check (2.1e-5 there) fail.
+The same happens on this machine with torch's portable kernels: with ``ATEN_CPU_CAPABILITY=default``, a 2e-5 bound
+in ``test_one_verifier_alpha_zero_gives_identical_updates`` fails at 3.0e-5. Here it runs under those kernels in a
 child process (torch reads the variable at start-up) and must pass.
 """
 import os

@@ -1,8 +1,8 @@
-"""Issue 20, class 8: training refuses non-finite settings, never saves non-finite weights, and refuses to resume
+"""Poisoned training: training refuses non-finite settings, never saves non-finite weights, and refuses to resume
 from a checkpoint that holds them.
 
-On main ``lr=inf`` or ``lr=1e308`` (and ``gamma=inf``) were accepted: after one step every parameter was NaN, the
-checkpoint saved them, and every resume of the run was poisoned too.
+Accepted, ``lr=inf`` or ``lr=1e308`` (and ``gamma=inf``) make every parameter NaN after one step; a checkpoint
+would save them, and every resume of the run would be poisoned too.
 """
 from pathlib import Path
 
@@ -45,7 +45,7 @@ def test_non_finite_or_absurd_settings_are_refused(change, says):
 
 def test_a_step_that_poisons_the_weights_stops_the_run_before_anything_is_saved(tiny_policy, tmp_path, monkeypatch):
     """An update that makes a weight NaN (forced here, as an overflow would) stops the run with a readable error;
-    the checkpoint of the step before stays the newest. On main the NaN weights were saved and resumed from."""
+    the checkpoint of the step before stays the newest (saved, the NaN weights would be resumed from)."""
     real_step = torch.optim.AdamW.step
     calls = []
 
@@ -63,8 +63,8 @@ def test_a_step_that_poisons_the_weights_stops_the_run_before_anything_is_saved(
 
 
 def test_a_checkpoint_with_nan_weights_is_refused_on_resume(tiny_policy, tmp_path):
-    """A checkpoint whose weights hold NaN (damaged, or saved by main) is refused with the way out; on main it was
-    resumed and every later step sampled from NaN probabilities."""
+    """A checkpoint whose weights hold NaN (damaged, or saved by an older version) is refused with the way out;
+    resumed, every later step would sample from NaN probabilities."""
     from safetensors.torch import load_file, save_file
 
     list(train(_config(tmp_path, steps=2), examples=EXAMPLES, policy=tiny_policy))

@@ -1,4 +1,4 @@
-"""Issue 20, class 5: rollout rows pass one schema and fail one at a time, with their line number."""
+"""Rollout rows: rollout rows pass one schema and fail one at a time, with their line number."""
 import json
 
 import pytest
@@ -21,7 +21,7 @@ BAD_ROWS = {
     "no_user_message": ({**GOOD, "prompt": [{"role": "system", "content": "x"}]}, "'prompt' has no user message"),
 }
 DEEP = "[" * 100_000 + "]" * 100_000
-"""A line nested 100,000 levels deep: on main Python's JSON reader raised RecursionError and the run stopped."""
+"""A line nested 100,000 levels deep: unchecked, Python's JSON reader raises RecursionError and the run stops."""
 
 
 def _bad_lines() -> list[str]:
@@ -35,9 +35,9 @@ def _file(tmp_path, *lines: str):
 
 
 def test_each_bad_row_is_one_problem_with_its_line_and_the_good_rows_are_kept(tmp_path):
-    """On main ``"verifiers": 5`` and numeric or null message content passed the reader and the replay raised
-    'unsupported operand type(s)' / TypeError (the app showed raw Python text, the CLI a traceback) and the deep
-    line raised RecursionError from the reader itself, so no row of the file was scored."""
+    """Unchecked, ``"verifiers": 5`` and numeric or null message content pass the reader and the replay raises
+    'unsupported operand type(s)' / TypeError (the app shows raw Python text, the CLI a traceback) and the deep
+    line raises RecursionError from the reader itself, so no row of the file is scored."""
     path = _file(tmp_path, json.dumps({**GOOD, "id": "first"}), *_bad_lines(), DEEP, json.dumps({**GOOD, "id": "last"}))
     rows, problems = read_rollouts(path)
     assert [r["id"] for r in rows] == ["first", "last"]
@@ -48,7 +48,7 @@ def test_each_bad_row_is_one_problem_with_its_line_and_the_good_rows_are_kept(tm
 
 
 def test_a_byte_order_mark_does_not_cost_the_first_row(tmp_path):
-    """On main a UTF-8 BOM made line 1 'not valid JSON' and dropped it."""
+    """A UTF-8 BOM does not make line 1 'not valid JSON' (it would be dropped)."""
     path = tmp_path / "bom.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + (json.dumps({**GOOD, "id": "a"}) + "\n").encode())
     rows, problems = read_rollouts(path)
@@ -56,7 +56,7 @@ def test_a_byte_order_mark_does_not_cost_the_first_row(tmp_path):
 
 
 def test_the_cli_scores_the_good_rows_of_a_hostile_file_without_a_traceback(tiny_policy_dir, tmp_path, capsys):
-    """The CLI lists every bad line and writes the good ones (on main: a traceback, and nothing written)."""
+    """The CLI lists every bad line and writes the good ones (not a traceback with nothing written)."""
     path = _file(tmp_path, *_bad_lines(), DEEP, json.dumps({**GOOD, "id": "ok"}))
     out = tmp_path / "o.jsonl"
     assert cli_main(["score", str(path), "--out", str(out), "--checkpoint", str(tiny_policy_dir)]) == 0

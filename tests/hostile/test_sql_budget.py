@@ -1,4 +1,4 @@
-"""Issue 20, classes 1 and 2: SQL that one virtual-machine step makes slow, and uploaded gold SQL.
+"""SQL budget: SQL that one virtual-machine step makes slow, and uploaded gold SQL.
 
 The sandbox's progress handler fires between virtual-machine steps; one ``LIKE`` of a 100 kB string against a long
 pattern is one step. These tests build such queries from allowed functions only (a recursive CTE doubles a
@@ -14,7 +14,7 @@ import pytest
 from mrtpo_viz.relevance.scoring import read_rollouts
 from mrtpo_viz.tasks import get_verifier
 from mrtpo_viz.tasks.base import Example
-from mrtpo_viz.tasks.data import database_file
+from mrtpo_viz.tasks.bundled_data import database_file
 from mrtpo_viz.tasks.sandbox import run_query
 
 pytestmark = pytest.mark.usefixtures("sample_data_unchanged")
@@ -34,9 +34,9 @@ def _children_cpu() -> float:
     return sum(c.cpu_times().user + c.cpu_times().system for c in psutil.Process().children(recursive=True))
 
 
-def test_the_issues_query_with_50_kb_patterns_is_refused_at_once():
-    """The issue's query (12 LIKEs, ~100 kB strings, ~50 kB patterns; 394 characters here). On main it ran to the
-    end in one step per LIKE: 69.5 s of CPU here (46 s in the issue) while the 1 s budget never fired."""
+def test_a_like_query_with_50_kb_patterns_is_refused_at_once():
+    """A hostile query (12 LIKEs, ~100 kB strings, ~50 kB patterns; 394 characters here). Unchecked it runs to
+    the end in one step per LIKE (69.5 s of CPU here) while the 1 s budget never fires."""
     sql = like_query(12, 49_990)
     start = time.monotonic()
     res = run_query(SHOP, sql)
@@ -46,8 +46,8 @@ def test_the_issues_query_with_50_kb_patterns_is_refused_at_once():
 
 def test_a_query_that_outruns_its_budget_in_one_step_is_killed_and_frees_its_core():
     """120 LIKEs with patterns under the pattern cap (about 0.16 s of CPU each): the budget is 1 s of wall time.
-    On main the query ran all 120 (240 ran 37 s of CPU, 189 s of wall time on the busy machine), so cancelling the
-    request did not free the core; here the worker is killed 1 s (KILL_GRACE_S) after the budget and nothing keeps
+    In-process, the query runs all 120 (240 ran 37 s of CPU, 189 s of wall time on the busy machine), so cancelling
+    the request does not free the core; here the worker is killed 1 s (KILL_GRACE_S) after the budget and nothing keeps
     running."""
     start = time.monotonic()
     res = run_query(SHOP, like_query(120, 998), timeout_s=1.0)
@@ -70,8 +70,8 @@ BIG_GOLD = ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHER
 
 
 def test_an_uploaded_gold_query_runs_under_the_policy_query_limits(tmp_path):
-    """A rollouts row brings its own ``meta.gold_sql``. On main it was trusted: allowed 100,000 rows and kept in an
-    ``lru_cache(4096)``, so a 1.3 KB file raised the server from 560 to 1,867 MB for good. Here the gold query
+    """A rollouts row brings its own ``meta.gold_sql``. Trusted (100,000 rows allowed, results kept in an
+    ``lru_cache(4096)``), a 1.3 KB file raises the server from 560 to 1,867 MB for good. Here the gold query
     gets a policy query's limits (1,000 rows, 1 MiB of values) and the row fails with a reason."""
     row = {"task": "text_to_sql", "prompt": "q", "response": "```sql\nSELECT 1\n```",
            "meta": {"db": "shop", "gold_sql": BIG_GOLD}}
@@ -90,7 +90,7 @@ def test_an_uploaded_gold_query_runs_under_the_policy_query_limits(tmp_path):
 
 
 def test_the_gold_result_cache_is_bounded_in_memory():
-    """80 distinct gold queries of ~0.9 MB results each. On main all 80 stayed in the lru_cache (over 70 MB);
+    """80 distinct gold queries of ~0.9 MB results each. In an lru_cache all 80 would stay (over 70 MB);
     the cache is bounded by the size of what it holds (16 MiB)."""
     tracemalloc.start()
     try:

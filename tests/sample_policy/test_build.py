@@ -14,10 +14,10 @@ import torch
 
 from mrtpo_viz.sample_policy.build import CHAT_TEMPLATE, IM_END, TinyPolicyConfig, _collate, build_tokenizer, encode, lr_at, sft_loss
 from mrtpo_viz.sample_policy.violations import VIOLATIONS
-from mrtpo_viz.sample_policy.data import NoiseConfig, Pools, SftExample, build_sft_data, inject_error, make_sft_example
-from mrtpo_viz.tasks.data import SAMPLE_DATA
+from mrtpo_viz.sample_policy.sft_data import NoiseConfig, Pools, SftExample, build_sft_data, inject_error, make_sft_example
+from mrtpo_viz.tasks.bundled_data import SAMPLE_DATA
 from mrtpo_viz.tasks.base import Example
-from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks.example_sources import load_examples
 from mrtpo_viz.tasks import get_verifier
 from tests.apphelpers import REPO
 

@@ -8,7 +8,7 @@ import pytest
 
 from mrtpo_viz.names import BFCL_CATEGORIES, TASKS
 from mrtpo_viz.tasks import bfcl, get_verifier, list_verifiers, load_examples
-from mrtpo_viz.tasks.loading import available_tasks
+from mrtpo_viz.tasks.example_sources import available_tasks
 
 FN = {"name": "weather.get", "description": "Weather.", "parameters": {"type": "dict", "required": ["city"],
       "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from mrtpo_viz.tasks.base import Example
-from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks.example_sources import load_examples
 from mrtpo_viz.tasks import Verdict, Verifier, get_verifier
 from mrtpo_viz.tasks.custom import DECLARATIVE_KINDS, MAX_PATTERN_CHARS, DeclarativeSpec, build_declarative, schema_errors
 from mrtpo_viz.tasks.base import as_trl_reward, verifier_from_trl

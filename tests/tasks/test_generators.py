@@ -10,10 +10,10 @@ from mrtpo_viz.tasks import get_verifier
 from mrtpo_viz.tasks.generators import FAMILY_MODULES, draw_unique
 from mrtpo_viz.tasks.generators import instruction_following, text_to_sql, tool_calling  # noqa: F401
 from mrtpo_viz.tasks.ifeval import describe, validate_kwargs
-from mrtpo_viz.tasks.ifeval.text import count_words
+from mrtpo_viz.tasks.ifeval.text_units import count_words
 from mrtpo_viz.tasks.generators.sql_templates import COMPANY_TEMPLATES, SCHOOL_TEMPLATES, SHOP_TEMPLATES
 from mrtpo_viz.tasks.sandbox import run_query
-from mrtpo_viz.tasks.data import database_file
+from mrtpo_viz.tasks.bundled_data import database_file
 
 
 @pytest.mark.parametrize("task", sorted(FAMILY_MODULES))

@@ -5,9 +5,9 @@ import sqlite3
 
 import pytest
 
-from mrtpo_viz.tasks.data import SAMPLE_DATA
+from mrtpo_viz.tasks.bundled_data import SAMPLE_DATA
 from mrtpo_viz.tasks.base import Example
-from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks.example_sources import load_examples
 from mrtpo_viz.tasks.generators import text_to_sql as t2s
 from mrtpo_viz.tasks import get_verifier
 

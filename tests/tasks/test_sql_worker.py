@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from mrtpo_viz.tasks import sql_worker
-from mrtpo_viz.tasks.data import database_file
+from mrtpo_viz.tasks.bundled_data import database_file
 
 SHOP = str(database_file("shop"))
 

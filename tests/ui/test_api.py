@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from mrtpo_viz.relevance.results import Relevance
-from mrtpo_viz.tasks.data import SAMPLE_DATA
-from mrtpo_viz.tasks.loading import load_examples
+from mrtpo_viz.tasks.bundled_data import SAMPLE_DATA
+from mrtpo_viz.tasks.example_sources import load_examples
 from mrtpo_viz.tasks import get_verifier
 from tests.apphelpers import free_port, patient_url_ok
 
@@ -448,19 +448,19 @@ def test_the_json_endpoints_replay_and_score(client, checkpoint, example):
 def test_the_token_view_component_sends_one_json_string_and_its_templates_hold_no_data():
     from pathlib import Path
 
-    from mrtpo_viz.ui import relevance_layout, token_view, tools
+    from mrtpo_viz.ui import relevance_layout, token_component, tools
 
     p = {"tokens": ["<b>", "${1+1}"], "verifiers": ["v"], "scores": [[0.5, 0.25]]}
-    comp = token_view.token_view(heading="A")
-    sent = comp.postprocess(token_view.view_value(p))
+    comp = token_component.token_view(heading="A")
+    sent = comp.postprocess(token_component.view_value(p))
     assert isinstance(sent, str) and "<" not in sent and json.loads(sent) == p
-    assert not (Path(token_view.__file__).with_suffix(".pyi")).exists()  # no component subclass, so no stub file
-    for template in (token_view.HTML_TEMPLATE, token_view.CSS_TEMPLATE):  # gr.HTML evaluates ${...} in them
+    assert not (Path(token_component.__file__).with_suffix(".pyi")).exists()  # no component subclass, so no stub file
+    for template in (token_component.HTML_TEMPLATE, token_component.CSS_TEMPLATE):  # gr.HTML evaluates ${...} in them
         assert "${" not in template and "{{" not in template
-    assert "__VIRIDIS__" not in token_view.JS_ON_LOAD and "[68, 1, 84]" in token_view.JS_ON_LOAD  # Viridis' first stop
-    assert json.loads(token_view.advantages_json({"GDPO": 0.5, "MRTPO": [1.0, -0.123456]}, 2)) == \
+    assert "__VIRIDIS__" not in token_component.JS_ON_LOAD and "[68, 1, 84]" in token_component.JS_ON_LOAD  # Viridis' first stop
+    assert json.loads(token_component.advantages_json({"GDPO": 0.5, "MRTPO": [1.0, -0.123456]}, 2)) == \
         [["GDPO", 0.5], ["MRTPO", [1, -0.123]]]
-    assert token_view.advantages_json({}, 2) is None
+    assert token_component.advantages_json({}, 2) is None
     locked = relevance_layout.lock_buttons()
     assert [u["interactive"] for u in locked] == [False, False]
     assert [u["interactive"] for u in relevance_layout.unlock_buttons()] == [True, True]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 from tests.apphelpers import free_port as _free_port, patient_url_ok as _patient_url_ok
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -184,7 +184,7 @@ def test_ab_tab_click_a_token_pins_its_panel(page):
 
 
 def test_rollouts_tab_click_a_token_pins_its_panel(page, tmp_path):
-    from mrtpo_viz.tasks.data import SAMPLE_ROLLOUTS
+    from mrtpo_viz.tasks.bundled_data import SAMPLE_ROLLOUTS
 
     rows = [json.loads(line) for line in SAMPLE_ROLLOUTS.read_text(encoding="utf-8").splitlines()[:2]]
     path = tmp_path / "two.jsonl"

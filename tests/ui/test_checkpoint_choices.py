@@ -18,7 +18,7 @@ def models(tmp_path, monkeypatch):
     return tmp_path / "models"
 
 
-def _downloaded(models, sha=known.KNOWN_MODELS[KEY].sha256):
+def _downloaded(models, sha=known.KNOWN_MODEL_SPECS[KEY].sha256):
     folder = models / KEY
     folder.mkdir(parents=True)
     (folder / known.MARKER).write_text(json.dumps({"key": KEY, "gguf_sha256": sha}))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mrtpo_viz.tasks.data import BUNDLED_POLICY_DIR
+from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 from tests.apphelpers import free_port, patient_url_ok
 from tests.ui.browser import ERROR_STATE
 

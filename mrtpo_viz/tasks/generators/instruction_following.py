@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from ..base import Example, get_verifier
 from . import draw_unique
 from ..ifeval import BY_NAME
-from ..ifeval.checks import AT_LEAST, LESS
-from ..ifeval.text import count_sentences, count_words
+from ..ifeval.instruction_checks import AT_LEAST, LESS
+from ..ifeval.text_units import count_sentences, count_words
 
 TOPICS = {
     "rivers": ("water", "fish"), "mountains": ("snow", "trails"), "coffee": ("beans", "mornings"),

@@ -4,15 +4,15 @@ The 25 instruction ids of Google's IFEval, as its checkers ship in lm-eval 0.4.1
 their official kwargs names and descriptions, plus one declared extension, ``ifeval.starts_with``
 (``mrtpo:starts_with``, kwarg ``start_phrase``: the mirror image of the official end checker). The checks are written
 anew from the official behaviour and nothing that scores imports lm-eval or nltk; a dev test runs the official code
-(:mod:`.reference`, the only module that imports them) on a generated adversarial set (:mod:`.adversarial`) and
-requires the same verdicts.
+(``benchmarks/ifeval_reference.py``, the only module that imports them) on a generated adversarial set
+(``benchmarks/ifeval_adversarial.py``) and requires the same verdicts.
 
 - :mod:`.instructions`: the table (id, verifier name, title, kwargs, description) and kwargs validation;
-- :mod:`.checks` / :mod:`.spans`: one checker and one relevant-spans function per id (:mod:`.matchers`: linear-time
+- :mod:`.instruction_checks` / :mod:`.spans`: one checker and one relevant-spans function per id (:mod:`.matchers`: linear-time
   code for three official regexes that take quadratic time);
-- :mod:`.text` / :mod:`.punkt`: words, sentences (nltk's English Punkt, reimplemented) and all-capital words;
+- :mod:`.text_units` / :mod:`.punkt`: words, sentences (nltk's English Punkt, reimplemented) and all-capital words;
 - :mod:`.evaluation`: strict and loose mode; :mod:`.verifiers`: the Verifiers and ``meta["constraints"]``;
-- :mod:`.rows`: IFEval-format JSONL rows (IFEval, RLVR-style sets) as Examples.
+- :mod:`.row_format`: IFEval-format JSONL rows (IFEval, RLVR-style sets) as Examples.
 
 **Strict or loose.** The registered verifiers (``ifeval.no_comma``, ...) are strict, as IFEval's headline numbers.
 For the official loose mode take ``verifier("ifeval.no_comma", loose=True)`` (named ``ifeval.no_comma.loose``), or
@@ -27,7 +27,7 @@ follow an abbreviation, an initial or a numbered-list ``1.``). ``punkt.load_mode
 
 Importing this package registers the strict verifiers.
 """
-from .checks import PatternTimeout
+from .instruction_checks import PatternTimeout
 from .evaluation import check, evaluate, loose_variants, relevant_spans
 from .instructions import (BY_ID, BY_NAME, INSTRUCTIONS, LANGUAGES, OFFICIAL_IDS, Instruction, KwargsError, describe,
                            instruction, validate_kwargs)

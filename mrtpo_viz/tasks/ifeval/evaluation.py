@@ -4,7 +4,7 @@
 - **loose**: also tries the response with its first line, its last line, or both removed (each then stripped), and
   each of those four with every ``*`` removed; it passes if any non-blank variant passes.
 
-Departures from the official code, each for a reason (listed in the README's "Differences from the references"):
+Departures from the official code, each for a reason (listed in docs/tasks.md, "Differences from the references"):
 kwargs are required (:mod:`.instructions`); deeply nested JSON (``[`` x 100,000) fails instead of raising
 ``RecursionError``; a kwarg pattern that runs past its time budget fails with a reason instead of hanging; a
 non-string response fails instead of raising; langdetect is seeded (``seed = 0``) so that a verdict on short or
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checks import CHECKS, PatternTimeout, Result
+from .instruction_checks import CHECKS, PatternError, PatternTimeout, Result
 from .instructions import KwargsError, instruction, validate_kwargs
 from .spans import SPANS, Span
 
@@ -32,7 +32,7 @@ def loose_variants(response: str) -> list[tuple[str, str]]:
 def _run(checker, text: str, kwargs: dict) -> Result:
     try:
         return checker(text, kwargs)
-    except PatternTimeout as e:
+    except (PatternTimeout, PatternError) as e:
         return False, str(e)
 
 
@@ -62,7 +62,7 @@ def relevant_spans(key: str, response: Any, kwargs: Any) -> list[Span]:
     inst, kw = instruction(key), validate_kwargs(key, kwargs)
     try:
         return SPANS[inst.id](response if isinstance(response, str) else "", kw)
-    except PatternTimeout:
+    except (PatternTimeout, PatternError):
         return []
 
 

@@ -6,20 +6,23 @@ plus one declared extension, ``mrtpo:starts_with`` (``ifeval.starts_with``: the 
 the official ``build_description`` text, built here from the kwargs (checked against the official text in the
 agreement test). :func:`validate_kwargs` turns a kwargs dict into the checked values or a :class:`KwargsError`.
 
-Departure from the official code: where a kwarg is missing or falsy the official classes draw a random value (a
-random threshold, keyword or language), so the verdict would change from run to run. Here every kwarg is required,
-and a missing or malformed one is a :class:`KwargsError` (a :class:`~mrtpo_viz.tasks.base.MissingArguments`).
+Departure from the official code: lm-eval's loops (``test_instruction_following_strict``/``_loose``) drop every
+falsy kwarg (None, 0, ``""``, ``[]``) before calling ``build_description``, and the classes draw a random value for
+a kwarg that is missing (a random threshold, keyword or language), so the verdict would change from run to run.
+Here every kwarg is required, and a missing or malformed one is a :class:`KwargsError` (a
+:class:`~mrtpo_viz.tasks.base.MissingArguments`). A value that the *class* accepts is accepted here even where the
+loop would drop it: a count of 0 (the classes redraw only None or a negative count), any integer for
+``capital_frequency`` (redrawn only when None), ``nth_paragraph`` from 1 to ``num_paragraphs``.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
-
-import regex
+from typing import Any, Callable, Optional
 
 from ..base import Argument, MissingArguments
-from .checks import AT_LEAST, CONSTRAINED_OPTIONS, LESS
+from ..patterns import pattern_problem
+from .instruction_checks import AT_LEAST, CONSTRAINED_OPTIONS, LESS, postscript_pattern, section_pattern
 
 LANGUAGES = {
     "en": "English", "es": "Spanish", "pt": "Portuguese", "ar": "Arabic", "hi": "Hindi", "fr": "French",
@@ -131,7 +134,7 @@ INSTRUCTIONS: tuple[Instruction, ...] = (
        lambda k: f"Your ENTIRE response should be in {LANGUAGES[k['language']]} language, no other language is "
                  "allowed."),
     _I("length_constraints:nth_paragraph_first_word", "ifeval.paragraph_first_word", "Paragraph first word",
-       (("num_paragraphs", "count"), ("nth_paragraph", "count"), ("first_word", "text")), _nth_paragraph),
+       (("num_paragraphs", "count"), ("nth_paragraph", "position"), ("first_word", "text")), _nth_paragraph),
     _I("detectable_content:number_placeholders", "ifeval.placeholders", "Placeholders",
        (("num_placeholders", "count"),),
        lambda k: f"The response must contain at least {k['num_placeholders']} placeholders represented by square "
@@ -143,7 +146,7 @@ INSTRUCTIONS: tuple[Instruction, ...] = (
        lambda k: f"Highlight at least {k['num_highlights']} sections in your answer with markdown, i.e. "
                  "*highlighted section*."),
     _I("detectable_format:multiple_sections", "ifeval.sections", "Sections",
-       (("section_spliter", "regex"), ("num_sections", "count")), _sections),
+       (("section_spliter", "splitter"), ("num_sections", "count")), _sections),
     _I("combination:two_responses", "ifeval.two_responses", "Two responses", (),
        _fixed("Give two different responses. Responses and only responses should be separated by 6 asterisk "
               "symbols: ******.")),
@@ -152,7 +155,7 @@ INSTRUCTIONS: tuple[Instruction, ...] = (
               "words or characters before repeating the request; 2. the request you need to repeat does not "
               "include this sentence)")),
     _I("change_case:capital_word_frequency", "ifeval.capital_words", "All-capital words",
-       (("capital_frequency", "count"), ("capital_relation", "relation")),
+       (("capital_frequency", "int"), ("capital_relation", "relation")),
        lambda k: f"In your response, words with all capital letters should appear {k['capital_relation']} "
                  f"{k['capital_frequency']} times."),
     _I("startend:quotation", "ifeval.quotation", "Wrapped in quotes", (),
@@ -171,14 +174,29 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _regex_ok(pattern: str) -> bool:
-    """Compiles in Python's ``re`` (the official checker's engine) and in ``regex`` (ours, for its time budget)."""
-    try:
-        re.compile(pattern)
-        regex.compile(pattern)
-    except (re.error, regex.error, OverflowError, RecursionError):
-        return False
-    return True
+def _regex_ok(pattern: str, flags: int = 0) -> bool:
+    """Passes the user-pattern check and compiles on Python's ``re`` (the official checker's engine)."""
+    return pattern_problem(pattern, flags) is None
+
+
+PATTERNS: dict[str, Callable[[str], tuple[str, int]]] = {
+    "keyword": lambda v: (v.strip(), re.I),
+    "keywords": lambda v: (v, re.I),
+    "forbidden_words": lambda v: (r"\b" + v + r"\b", re.I),
+    "postscript_marker": lambda v: (postscript_pattern(v.strip()), re.M),
+    "section_spliter": lambda v: (section_pattern(v), 0),
+}
+"""kwarg name -> (the pattern the checker compiles from one value, its flags)."""
+
+
+def _pattern_reason(name: str, value: Any) -> Optional[str]:
+    """Why a pattern kwarg (or one item of a list of them) cannot be used, or None."""
+    for v in value if isinstance(value, list) else [value]:
+        if isinstance(v, str) and v.strip():
+            problem = pattern_problem(*PATTERNS[name](v))
+            if problem:
+                return f"{v[:80]!r}: {problem}"
+    return None
 
 
 def _text_ok(v: Any) -> bool:
@@ -186,16 +204,22 @@ def _text_ok(v: Any) -> bool:
 
 
 KINDS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
-    "count": (lambda v: _is_int(v) and v >= 1, "a positive integer", "integer"),
+    "count": (lambda v: _is_int(v) and v >= 0, "an integer >= 0", "integer"),
+    "int": (_is_int, "an integer", "integer"),
+    "position": (lambda v: _is_int(v) and v >= 1, "an integer >= 1", "integer"),
     "relation": (lambda v: v in RELATIONS, f"one of {list(RELATIONS)}", "choice"),
     "text": (_text_ok, "a non-blank string", "text"),
-    "regex": (lambda v: _text_ok(v) and _regex_ok(v.strip()),
+    "regex": (lambda v: _text_ok(v) and _regex_ok(v.strip(), re.I),
               "a non-blank string that is a valid regular expression (the official checker uses it as one)", "text"),
-    "marker": (lambda v: _text_ok(v) and _regex_ok(v.strip().lower()), "a non-blank string (a valid regex)", "text"),
-    "regex_list": (lambda v: isinstance(v, list) and bool(v) and all(_text_ok(w) and _regex_ok(w) for w in v),
+    "splitter": (lambda v: _text_ok(v) and _regex_ok(section_pattern(v)),
+                 "a non-blank string that is a valid regular expression (the official checker uses it as one)",
+                 "text"),
+    "marker": (lambda v: _text_ok(v) and _regex_ok(postscript_pattern(v.strip()), re.M),
+               "a non-blank string (a valid regex)", "text"),
+    "regex_list": (lambda v: isinstance(v, list) and bool(v) and all(_text_ok(w) and _regex_ok(w, re.I) for w in v),
                    "a non-empty list of non-blank strings (each a valid regular expression)", "list"),
     "word_list": (lambda v: isinstance(v, list) and bool(v)
-                  and all(_text_ok(w) and _regex_ok(r"\b" + w + r"\b") for w in v),
+                  and all(_text_ok(w) and _regex_ok(r"\b" + w + r"\b", re.I) for w in v),
                   "a non-empty list of non-blank strings (each a valid regular expression)", "list"),
     "language": (lambda v: v in LANGUAGES, f"a language code among {sorted(LANGUAGES)}", "choice"),
     "letter": (lambda v: isinstance(v, str) and len(v) == 1 and v.isascii() and v.isalpha(),
@@ -269,7 +293,9 @@ def validate_kwargs(key: str, kwargs: Any) -> dict:
     for name, kind in inst.params:
         ok, what, _ = KINDS[kind]
         if not ok(given[name]):
-            raise KwargsError(f"{inst.id}: kwarg {name!r} must be {what}, got {given[name]!r}")
+            why = _pattern_reason(name, given[name]) if name in PATTERNS else None
+            got = repr(given[name]) if len(repr(given[name])) <= 200 else repr(given[name])[:200] + "..."
+            raise KwargsError(f"{inst.id}: kwarg {name!r} must be {what}, got {why or got}")
     if "nth_paragraph" in given and given["nth_paragraph"] > given["num_paragraphs"]:
         raise KwargsError(f"{inst.id}: 'nth_paragraph' ({given['nth_paragraph']}) exceeds 'num_paragraphs' "
                           f"({given['num_paragraphs']})")

@@ -11,17 +11,21 @@ time; no training) in our own code, and takes the learned English parameters fro
    period, where the model's word-case statistics decide (measured in the agreement test).
 
 Behaviour that follows nltk 3.10 exactly (and may differ in older nltk): curly quotes and guillemets count as
-closing punctuation and as non-word characters.
+closing punctuation and as non-word characters, and every pattern runs on the ``regex`` engine with nltk's flags
+(nltk 3.10 compiles all of its patterns there): its ``\s`` is Unicode's White_Space, so the separators U+001C..U+001F
+(which Python's ``re`` and ``str.isspace`` take for spaces) do not end a sentence after a period, and its ``\w``
+holds combining marks and ZWJ/ZWNJ.
 """
 from __future__ import annotations
 
 import functools
 import os
-import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
+
+import regex
 
 Span = tuple[int, int]
 
@@ -116,16 +120,17 @@ def load_model(source: str = "auto") -> PunktModel:
 _NON_WORD = r"[)\";}\]*:@'({\[\u2018\u2019\u201c\u201d\xab\xbb?!]"
 _MULTI = r"(?:-{2,}|\.{2,}|(?:\.\s){2,}\.)"
 _WORD_END = rf"(?=\s|$|{_NON_WORD}|{_MULTI}|,(?=$|\s|{_NON_WORD}|{_MULTI}))"
-TOKEN_RE = re.compile(rf"{_MULTI}|(?=[^(\"`{{\[:;&#*@)}}\]\-,])\S+?{_WORD_END}|\S")
+_U = regex.UNICODE
+TOKEN_RE = regex.compile(rf"{_MULTI}|(?=[^(\"`{{\[:;&#*@)}}\]\-,])\S+?{_WORD_END}|\S", _U)
 """A multi-character punctuation run, or a word (up to whitespace, a non-word character, a multi-character run, or
 a word-final comma), or any other single character. A period stays attached to its word."""
-END_CONTEXT_RE = re.compile(rf"[.?!](?=(?P<after>{_NON_WORD}|\s+(?P<next>\S+)))")
+END_CONTEXT_RE = regex.compile(rf"[.?!](?=(?P<after>{_NON_WORD}|\s+(?P<next>\S+)))", _U)
 """A candidate sentence end, followed by a non-word character or by whitespace and the next token."""
-REALIGN_RE = re.compile(r"[\"')\]}\u2018\u2019\u201c\u201d\xab\xbb]+?(?:\s+|(?=--)|$)", re.M)
+REALIGN_RE = regex.compile(r"[\"')\]}\u2018\u2019\u201c\u201d\xab\xbb]+?(?:\s+|(?=--)|$)", regex.M)
 """Closing punctuation at the start of the next sentence that belongs to the previous one."""
-NUMBER_RE = re.compile(r"^-?[.,]?\d[\d,.-]*\.?$")
-INITIAL_RE = re.compile(r"[^\W\d]\.$")
-ELLIPSIS_RE = re.compile(r"\.\.+$")
+NUMBER_RE = regex.compile(r"^-?[.,]?\d[\d,.-]*\.?$")
+INITIAL_RE = regex.compile(r"[^\W\d]\.$", _U)
+ELLIPSIS_RE = regex.compile(r"\.\.+$")
 ORTHO_PUNCT = frozenset(";:,.!?")
 
 
@@ -219,7 +224,7 @@ def _last_space(text: str) -> int:
     return 0
 
 
-def _end_contexts(text: str) -> Iterator[tuple[re.Match, str]]:
+def _end_contexts(text: str) -> Iterator[tuple[regex.Match, str]]:
     """Each candidate end with its context: the word before it, the mark, and what follows it.
 
     Of consecutive candidates whose preceding words overlap (``!!!``) only the last is kept."""

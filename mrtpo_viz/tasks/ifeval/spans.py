@@ -14,15 +14,15 @@ import re
 import unicodedata
 from typing import Callable
 
-from . import checks as C
-from . import text as T
+from . import instruction_checks as C
+from . import text_units as T
 
 Span = tuple[int, int]
 
 
 def _matches(pattern: str, value: str, flags: int = 0) -> list[Span]:
     """Non-empty matches; a kwarg pattern runs within the checks' time budget (may raise ``PatternTimeout``)."""
-    return [m.span() for m in C.pattern_search("finditer", pattern, value, flags) if m.end() > m.start()]
+    return C.pattern_run("spans", pattern, value, flags)
 
 
 def _stripped(value: str) -> Span:
@@ -81,11 +81,11 @@ def paragraph_first_word_spans(value: str, kw: dict) -> list[Span]:
 def postscript_spans(value: str, kw: dict) -> list[Span]:
     pattern = C.postscript_pattern(kw["postscript_marker"].strip())
     out = []
-    for m in C.pattern_search("finditer", pattern, value, re.M | re.I):
-        text = m.group()
-        start = m.start() + len(text) - len(text.lstrip())
-        if m.end() > start:
-            out.append((start, m.end()))
+    for m_start, m_end in C.pattern_run("spans", pattern, value, re.M | re.I):
+        text = value[m_start:m_end]
+        start = m_start + len(text) - len(text.lstrip())
+        if m_end > start:
+            out.append((start, m_end))
     return out
 
 

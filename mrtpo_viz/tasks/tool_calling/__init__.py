@@ -3,7 +3,7 @@
 The response format is one or more ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks. The functions
 (OpenAI-style or BFCL function docs) and the possible answers come from the example (:mod:`.schema`); format checks the
 calls against the schemas only, correctness applies the rules of BFCL's AST checker (:mod:`.rules`, our own
-implementation, tested against BFCL's code). :mod:`.parsing` finds and decodes the blocks, :mod:`.checks` holds the
+implementation, tested against BFCL's code). :mod:`.parsing` finds and decodes the blocks, :mod:`.verdicts` holds the
 verdicts, spans and information texts. The bundled examples (``{"tool", "arguments", "schema"}``) read as one function,
 one expected call with one value per argument, category ``simple``; their information texts are those the bundled
 policy was trained on.
@@ -17,7 +17,7 @@ from typing import Any
 
 from ...names import TOOL_CATEGORIES
 from ..base import Argument, Example, MissingArguments, Verifier, register
-from .checks import (check_correctness, check_format, correctness_info, correctness_result, correctness_spans,
+from .verdicts import (check_correctness, check_format, correctness_info, correctness_result, correctness_spans,
                      format_info, format_spans)
 from .parsing import parse_calls, render_calls
 from .schema import answers_from, example_answers, example_category, example_functions, functions_from

@@ -1,7 +1,8 @@
 """Strict and loose mode as the official loops: blank responses fail, the eight loose variants, pattern time-outs."""
-from mrtpo_viz.tasks.ifeval import adversarial
+import ifeval_adversarial as adversarial
+
 from mrtpo_viz.tasks.ifeval.evaluation import check, evaluate, loose_variants, relevant_spans as spans
-from mrtpo_viz.tasks.ifeval.checks import REGEX_TIMEOUT_S
+from mrtpo_viz.tasks.ifeval.instruction_checks import REGEX_TIMEOUT_S
 
 
 def test_blank_response_fails_everything_in_both_modes():

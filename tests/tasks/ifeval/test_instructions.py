@@ -23,8 +23,10 @@ def test_table():
 @pytest.mark.parametrize("iid, kwargs, fragment", [
     ("length_constraints:number_words", {"num_words": 5}, "missing kwarg(s) ['relation']"),
     ("length_constraints:number_words", {"num_words": 5, "relation": "at most"}, "'relation' must be one of"),
-    ("length_constraints:number_words", {"num_words": True, "relation": "at least"}, "positive integer"),
-    ("length_constraints:number_words", {"num_words": 0, "relation": "at least"}, "positive integer"),
+    ("length_constraints:number_words", {"num_words": True, "relation": "at least"}, "an integer >= 0"),
+    ("length_constraints:number_words", {"num_words": -1, "relation": "at least"}, "an integer >= 0"),
+    ("length_constraints:nth_paragraph_first_word", {"num_paragraphs": 2, "nth_paragraph": 0, "first_word": "a"},
+     "'nth_paragraph' must be an integer >= 1"),
     ("punctuation:no_comma", {"n": 1}, "unknown kwarg(s) ['n']"),
     ("punctuation:no_comma", [1], "kwargs must be a dict"),
     ("language:response_language", {"language": "xx"}, "language code"),

@@ -8,13 +8,16 @@ installed, except under ``MRTPO_REQUIRE_REFERENCES=1`` (CI), where that is a fai
 import os
 import random
 
+import ifeval_adversarial as adversarial
+import ifeval_adversarial_unicode as unicode_block
+import ifeval_reference as reference
 import pytest
 
-from mrtpo_viz.tasks.ifeval import OFFICIAL_IDS, adversarial, check, describe, evaluate
-from mrtpo_viz.tasks.ifeval import punkt, reference
-from mrtpo_viz.tasks.ifeval.rows import example_from_row
-from mrtpo_viz.tasks.ifeval.text import count_capital_words, count_sentences
-from tests.tasks.ifeval.test_rows import ROWS
+from mrtpo_viz.tasks.ifeval import OFFICIAL_IDS, check, describe, evaluate
+from mrtpo_viz.tasks.ifeval import punkt
+from mrtpo_viz.tasks.ifeval.row_format import example_from_row
+from mrtpo_viz.tasks.ifeval.text_units import count_capital_words, count_sentences, count_words
+from tests.tasks.ifeval.test_row_format import ROWS
 
 RESPONSES = ["the end. see you soon.", "First part, here.\n\nHowever, no.\nP.S. bye", "*one* *two* " + "word " * 130,
              "", "HELLO, WORLD.\n\nhowever it goes", "Sauna on suomalainen kylpy, jossa istutaan kuumassa."]
@@ -46,6 +49,21 @@ def test_agreement_per_instruction(official, tmp_path, capsys):
     assert sum(st["strict"] for st in stats.values()) == sum(st["n"] for st in stats.values()) == len(cases)
 
 
+def test_agreement_on_the_multilingual_block(official, capsys):
+    """Every official id on the multilingual and Unicode block (10 scripts, superscripts, circled digits,
+    fractions, U+001C..U+001F, Unicode spaces, kwargs in the same characters, counts of 0): 100% per instruction,
+    strict, loose and descriptions. Main disagreed on 59 of its 1,194 cases without a 0 (word counts, sentence
+    separators, pattern kwargs) and refused the others."""
+    cases = unicode_block.block()
+    stats, differ = reference.compare(official, cases)
+    with capsys.disabled():
+        print(f"\nIFEval agreement on the multilingual block ({len(cases)} cases)\n{reference.table(stats)}")
+    assert set(stats) == set(OFFICIAL_IDS) and min(st["n"] for st in stats.values()) >= 26
+    assert [(d.id, d.label) for d in differ] == []
+    for iid, st in stats.items():
+        assert st["strict"] == st["loose"] == st["description"] == st["n"], iid
+
+
 def test_ifeval_rows_agree(official):
     for row in ROWS:
         ex = example_from_row(row)
@@ -72,11 +90,14 @@ def test_text_units_match_nltk(official, capsys):
 
     nltk_punkt = PunktTokenizer("english")
     rng = random.Random(1)
-    texts = [_fuzz(rng) for _ in range(2000)] + sorted({c.response for c in adversarial.generate(seed=0)})
+    texts = [_fuzz(rng) for _ in range(2000)] + sorted({c.response for c in adversarial.generate(seed=0)}
+                                                       | {c.response for c in unicode_block.block()})
     full, lists = punkt.load_model(), punkt.load_model("embedded")
     same_spans = sum(punkt.sentence_spans(t, full) == list(nltk_punkt.span_tokenize(t)) for t in texts)
     same_lists = sum(count_sentences(t, lists) == len(nltk_punkt.tokenize(t)) for t in texts)
     same_caps = sum(count_capital_words(t) == sum(w.isupper() for w in nltk.word_tokenize(t)) for t in texts)
+    words = nltk.tokenize.RegexpTokenizer(r"\w+")  # the official count_words
+    assert [count_words(t) for t in texts] == [len(words.tokenize(t)) for t in texts]
     with capsys.disabled():
         print(f"\nvs nltk on {len(texts)} strings: sentence spans ({full.source.split(':')[0]}) {same_spans}; "
               f"sentence counts with the embedded lists only {same_lists} ({100 * same_lists / len(texts):.1f}%); "

@@ -1,5 +1,6 @@
 """Relevant spans: in bounds on the whole adversarial set, empty for a passing prohibition, the counted units."""
-from mrtpo_viz.tasks.ifeval import adversarial
+import ifeval_adversarial as adversarial
+
 from mrtpo_viz.tasks.ifeval.evaluation import relevant_spans as spans
 from mrtpo_viz.tasks.ifeval.spans import SPANS
 

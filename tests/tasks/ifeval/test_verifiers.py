@@ -127,13 +127,13 @@ def test_reasons_are_readable():
 
 @pytest.mark.parametrize("name, kwargs, why", [
     ("keyword", None, "no 'keywords:frequency' constraint"), ("keyword", {"keyword": "river"}, "missing kwarg(s)"),
-    ("keyword", {"keyword": "river", "frequency": "2", "relation": AL}, "'frequency' must be a positive integer"),
+    ("keyword", {"keyword": "river", "frequency": "2", "relation": AL}, "'frequency' must be an integer >= 0"),
     ("word_count", {}, "['num_words', 'relation']"), ("word_count", {"num_words": True, "relation": AL}, "integer"),
     ("word_count", {"min": 3}, "unknown kwarg(s) ['min']"), ("word_count", words(3, "at most"), "'relation'"),
     ("sentence_count", {"num_sentences": None, "relation": AL}, "'num_sentences'"),
     ("forbidden_words", {"forbidden_words": "very"}, "non-empty list"),
     ("ends_with", {"end_phrase": "  "}, "'end_phrase'"), ("starts_with", {}, "'start_phrase'"),
-    ("bullet_count", {"num_bullets": 0}, "positive integer"), ("keyword", kw("f(x", 1), "regular expression"),
+    ("bullet_count", {"num_bullets": -1}, "an integer >= 0"), ("keyword", kw("f(x", 1), "regular expression"),
 ])
 def test_without_usable_kwargs_a_verifier_needs_input(name, kwargs, why):
     ex = example(name, kwargs)

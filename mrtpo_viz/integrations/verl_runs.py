@@ -1,0 +1,198 @@
+"""verl's rollout dumps, read as runs (pandas only): the Runs tab and ``python -m mrtpo_viz score`` open them.
+
+verl writes them when ``trainer.rollout_data_dir`` is set (``trainer.validation_data_dir`` for validation, same
+format). The format follows verl's own source, ``RayPPOTrainer._dump_generations`` in
+``verl/trainer/ppo/ray_trainer.py`` (verl 0.8.0.dev, commit b178a3c of 2026-01-29):
+
+- one file per training step, ``{global_steps}.jsonl``, one JSON object per line, one line per rollout;
+- keys ``input`` (the prompt, decoded with ``skip_special_tokens=True``: the chat template's text without its
+  special tokens), ``output`` (the response, decoded the same way), ``gts`` (the row's
+  ``reward_model.ground_truth``, or null), ``score`` (the sum of the token-level scores), ``step``;
+- plus every entry of the reward function's returned dict that has one value per rollout (``reward_extra_info``:
+  a reward function that returns ``{"score": ..., "acc": ..., "format": ...}`` adds ``acc`` and ``format``; its
+  ``score`` overwrites the base one with the same value).
+
+What the dump does not hold, and what we do instead:
+
+- no group id: rows with equal ``input`` are one group (verl repeats each prompt ``rollout.n`` times in a row);
+- no advantage: :func:`grpo_advantages` gives verl's GRPO outcome advantage of ``score`` (``(score - group mean) /
+  (group std + 1e-6)``, unbiased std, ``norm_adv_by_std_in_grpo=True``; a group of one gets 0);
+- no chat messages: :func:`chat_messages` recovers them from a ChatML prompt (Qwen's template, the bundled
+  policy's), whose stripped text reads ``system\\n...\\nuser\\n...\\nassistant\\n``; any other prompt becomes one
+  user message holding the whole text (the replay then wraps it in the checkpoint's chat template);
+- rewards: the extra keys whose values are numbers (or null) on every row, else ``score`` alone; the information a
+  replay gives each reward is ``gts`` (the only per-row information verl keeps), editable in the app.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Iterator
+
+import pandas as pd
+
+from . import trl_log
+
+STEP_FILE = re.compile(r"^(\d+)\.jsonl$")
+BASE_KEYS = ("input", "output", "gts", "score", "step")
+"""The keys ``_dump_generations`` always writes; every other key is reward extra information."""
+MAX_STEP_BYTES = 256 * 2**20
+VERL_VERSION = "0.8.0.dev (volcengine/verl b178a3c)"
+_ROLE = re.compile(r"(?:^|\n)(system|user|assistant)\n")
+
+
+def step_files(folder: Path) -> dict[int, Path]:
+    """``{step: path}`` of the ``{step}.jsonl`` files directly in ``folder``."""
+    return {int(m[1]): p for p in sorted(Path(folder).glob("*.jsonl")) if (m := STEP_FILE.match(p.name))}
+
+
+def read_step(path: Path) -> list[dict]:
+    """The rows of one dump file; a line that is not a JSON object with ``input`` and ``output`` is an error that
+    names the file and line."""
+    if path.stat().st_size > MAX_STEP_BYTES:
+        raise ValueError(f"{path.name} is larger than {MAX_STEP_BYTES / 2**20:.0f} MiB")
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path.name}:{lineno}: not JSON ({e.msg}); is this a verl rollout dump?") from None
+            if not isinstance(row, dict) or not {"input", "output"} <= set(row):
+                raise ValueError(f"{path.name}:{lineno}: a verl dump line has 'input' and 'output' (verl's "
+                                 "trainer.rollout_data_dir files)")
+            rows.append(row)
+    if not rows:
+        raise ValueError(f"{path.name} holds no rollouts")
+    return rows
+
+
+def _number(v) -> bool:
+    return v is None or isinstance(v, (int, float))  # a bool (an "acc" of true/false) counts as 0/1
+
+
+def reward_names(rows: list[dict]) -> list[str]:
+    """The extra keys that are numbers (or null) on every row, in the file's order; ``["score"]`` if none."""
+    keys = [k for k in rows[0] if k not in BASE_KEYS]
+    names = [k for k in keys if all(k in r and _number(r[k]) for r in rows)]
+    return names or ["score"]
+
+
+def chat_messages(text: str) -> list[dict]:
+    """Chat messages recovered from a ChatML prompt decoded without special tokens (see the module docstring)."""
+    if text.endswith("assistant\n") and _ROLE.match(text):
+        parts = _ROLE.split(text)[1:]  # role, content, role, content, ..., "assistant", ""
+        pairs = list(zip(parts[0::2], parts[1::2]))
+        if pairs and pairs[-1] == ("assistant", "") and all(r != "assistant" or c for r, c in pairs[:-1]):
+            return [{"role": r, "content": c} for r, c in pairs[:-1]]
+    return [{"role": "user", "content": text}]
+
+
+def groups_of(inputs: list[str]) -> list[int]:
+    """Group ids: equal prompts share one, numbered in order of first appearance."""
+    ids: dict[str, int] = {}
+    return [ids.setdefault(p, len(ids)) for p in inputs]
+
+
+def grpo_advantages(scores: list[float], groups: list[int], eps: float = 1e-6) -> list[float]:
+    """verl's GRPO outcome advantage of each row's score within its group."""
+    s = pd.Series(scores, dtype=float)
+    by = s.groupby(groups)
+    mean, std, n = by.transform("mean"), by.transform("std"), by.transform("count")
+    adv = (s - mean) / (std + eps)
+    return [0.0 if k < 2 else float(a) for a, k in zip(adv, n)]
+
+
+def _float(v) -> float:
+    return math.nan if v is None else float(v)
+
+
+def step_frame(path: Path, step: int) -> pd.DataFrame:
+    """One dump file in the Runs view's columns, rows ordered by group (then file order); ``row`` is the line's
+    index in the file, ``gts`` and ``score`` kept."""
+    rows = read_step(path)
+    names = reward_names(rows)
+    inputs = [str(r["input"]) for r in rows]
+    groups = groups_of(inputs)
+    scores = [_float(r.get("score")) for r in rows]
+    messages = [chat_messages(p) for p in inputs]
+    out = pd.DataFrame({
+        "step": step, "mode": "train", "row": range(len(rows)), "group": groups,
+        "prompt": [next((m["content"] for m in reversed(ms) if m["role"] == "user"), "") for ms in messages],
+        "messages": [json.dumps(ms) for ms in messages], "completion": [str(r["output"]) for r in rows],
+        "advantage": grpo_advantages(scores, groups), "score": scores,
+        "gts": [None if r.get("gts") is None else _text(r["gts"]) for r in rows]})
+    for n in names:
+        out[trl_log.reward_column(n)] = [_float(r.get(n)) for r in rows]
+    return out.sort_values("group", kind="stable").reset_index(drop=True)
+
+
+def _text(v) -> str:
+    return v if isinstance(v, str) else json.dumps(v)
+
+
+def rollouts(folder: Path) -> Iterator[dict]:
+    """Every rollout of a dump folder, step by step: ``id`` (``step<S>-row<R>``), ``line`` (in its step's file),
+    ``messages``, ``response``,
+    ``infos`` (each reward's information: ``gts``), ``rewards``."""
+    files = step_files(folder)
+    if not files:
+        raise FileNotFoundError(f"{folder} holds no verl rollout dump ({{step}}.jsonl files)")
+    for step, path in files.items():
+        frame = step_frame(path, step)
+        names = [c.removeprefix("reward/") for c in frame.columns if c.startswith("reward/")]
+        for rec in frame.to_dict("records"):
+            yield {"id": f"step{step}-row{rec['row']}", "step": step, "line": rec["row"] + 1,
+                   "messages": json.loads(rec["messages"]),
+                   "response": rec["completion"], "infos": {n: rec["gts"] or "" for n in names},
+                   "rewards": {n: rec[trl_log.reward_column(n)] for n in names}}
+
+
+def score_dump(policy, folder, verifiers=None, *, out, metric: str = "js", control: str = "none",
+               info_position: str = "user_end", batch_size: int = 16):
+    """``python -m mrtpo_viz score DUMP_FOLDER``: replay every rollout of a verl dump with each reward's
+    information (the row's ``gts``), writing what :func:`mrtpo_viz.relevance.scoring.score_rollouts` writes (task
+    ``"verl"``, ids ``step<S>-row<R>``); resumable the same way. Yields a ``ScoreProgress`` after each rollout.
+
+    Args:
+        verifiers: the rewards to replay (default: all of the dump's reward keys).
+    """
+    from ..relevance.engine import replay
+    from ..relevance.scoring import ScoreProgress, _records, check_out, read_existing, write_atomic
+    from .run_replay import ad_hoc_verifier
+
+    out = Path(out)
+    suffix = check_out(out)
+    rows = list(rollouts(Path(folder)))
+    records = read_existing(out, suffix)
+    have = {str(r["id"]) for r in records}
+    todo = [r for r in rows if r["id"] not in have]
+    progress = ScoreProgress(total=len(todo), resumed=len(rows) - len(todo))
+    yield progress
+    for i, row in enumerate(todo, 1):
+        names = list(verifiers or row["infos"])
+        try:
+            unknown = [n for n in names if n not in row["infos"]]
+            if unknown:
+                raise ValueError(f"the dump has no reward {', '.join(map(repr, unknown))}; it has "
+                                 f"{', '.join(row['infos'])}")
+            if not any(row["infos"][n] for n in names):
+                raise ValueError("the row has no ground truth (gts) to give its rewards as information")
+            infos = {n: row["infos"][n] for n in names}
+            rel = replay(policy, row["messages"], row["response"], [ad_hoc_verifier(n, i) for n, i in infos.items()],
+                         infos=infos, metric=metric, control=control, info_position=info_position)
+            rel.rewards = {n: v for n, v in row["rewards"].items() if n in names and not math.isnan(v)}
+            records += _records(rel, {"id": row["id"], "task": "verl"}, suffix)
+            progress.scored += 1
+        except ValueError as e:
+            progress.problems.append((row["line"], f"id {row['id']!r}: {e}"))
+        progress.done += 1
+        progress.last_id = row["id"]
+        if i % batch_size == 0:
+            write_atomic(out, records, suffix)
+        yield progress
+    write_atomic(out, records, suffix)

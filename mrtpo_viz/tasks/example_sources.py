@@ -1,0 +1,73 @@
+"""Loading examples: the bundled task families (``names.TASKS``, data inside the package), BFCL (from the installed
+``bfcl-eval``, :mod:`.bfcl`) or any JSONL file.
+
+Each JSONL row is an :meth:`Example.from_dict` object with a ``split`` field (``train`` / ``test``), or an
+IFEval-format row (``prompt``, ``instruction_id_list``, ``kwargs``, optional ``key``; RLVR-style ``messages`` +
+``ground_truth`` too), read as it is by :func:`.ifeval.row_format.example_from_row`.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..names import BFCL_TASK, TASKS
+from .base import Example
+from .bundled_data import task_file
+from .ifeval.row_format import example_from_row, is_ifeval_row
+
+
+def available_tasks() -> list[str]:
+    """The task families that load here: the bundled :data:`TASKS`, and ``bfcl`` when bfcl-eval is installed."""
+    from .bfcl import installed
+
+    return list(TASKS) + ([BFCL_TASK] if installed() else [])
+
+
+def load_examples(task: str, split: str = "test", path: str | Path | None = None, *,
+                  category: str | None = None, limit: int | None = None) -> list[Example]:
+    """Load the sample examples of a task family.
+
+    Args:
+        task: one of :data:`TASKS`, or ``"bfcl"`` (needs ``pip install mrtpo-viz[bfcl]``).
+        split: ``"train"``, ``"test"`` or ``"all"``; each JSONL row carries a ``split`` field (BFCL has one
+            evaluation set: every split gives all its rows).
+        path: another JSONL file (defaults to the bundled sample data): rows in the format above, or IFEval-format
+            rows (see :mod:`.ifeval.row_format` for the fields and the RLVR-style variants accepted). A row without a
+            ``split`` field counts as ``test``, so an IFEval file loads whole with the default split.
+        category: BFCL's category (``names.BFCL_CATEGORIES``; default ``simple_python``); only for ``bfcl``.
+        limit: only the first ``limit`` examples; only for ``bfcl``.
+    Returns:
+        The examples of that split, in file order.
+    """
+    if task == BFCL_TASK and path is None:
+        from .bfcl import load_bfcl
+
+        if split not in ("train", "test", "all"):
+            raise ValueError(f"unknown split {split!r}; choose train, test or all (the same rows for BFCL)")
+        return load_bfcl(*([category] if category is not None else []), limit=limit)
+    if category is not None or limit is not None:
+        raise ValueError(f"'category' and 'limit' are options of the bfcl task family, not of {task!r}")
+    if path is None and task not in TASKS:
+        known = available_tasks()
+        hint = "" if BFCL_TASK in known else f" ({BFCL_TASK} after pip install mrtpo-viz[bfcl])"
+        raise ValueError(f"unknown task family {task!r}; known: {', '.join(known)}{hint}")
+    file = Path(path) if path is not None else task_file(task)
+    if not file.is_file():
+        raise FileNotFoundError(f"no examples file at {file}" + ("" if path is not None else
+                                "; the installed package lacks its sample data: reinstall mrtpo-viz"))
+    out = []
+    with file.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{file}:{lineno}: not valid JSON ({e.msg})") from None
+            if split != "all" and isinstance(row, dict) and row.get("split", "test") != split:
+                continue
+            try:
+                out.append(example_from_row(row) if is_ifeval_row(row) else Example.from_dict(row))
+            except ValueError as e:
+                raise ValueError(f"{file}:{lineno}: {e}") from None
+    return out
