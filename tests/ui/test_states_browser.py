@@ -146,7 +146,7 @@ def test_ab_marks_a_stale_comparison_and_a_pin_in_a_pins_b(page):
 
 
 def test_stop_in_rollouts_ends_the_run_without_an_error_state(page, tmp_path):
-    from mrtpo_viz.tasks.data import SAMPLE_ROLLOUTS
+    from mrtpo_viz.tasks.bundled_data import SAMPLE_ROLLOUTS
 
     rows = [json.loads(line) for line in SAMPLE_ROLLOUTS.read_text(encoding="utf-8").splitlines() if line.strip()]
     many = [{**rows[i % len(rows)], "id": f"r{i}"} for i in range(60)]  # long enough to stop half-way
