@@ -10,6 +10,8 @@ logged no tokens, so its completions are replayed on demand with the chosen chec
 """
 from __future__ import annotations
 
+import json
+
 import gradio as gr
 
 from .. import viz
