@@ -235,6 +235,18 @@ def _answer_text(api: str, out) -> str:
     return "answered"
 
 
+def _raw_upload(url: str, path: str) -> str:
+    """Post a file to Gradio's upload route as a browser would; the answer in a line. Only a refusal (413) or an
+    accepted upload is an answer."""
+    import httpx
+
+    with open(path, "rb") as fh:
+        r = httpx.post(f"{url}gradio_api/upload", files={"files": (Path(path).name, fh)}, timeout=REQUEST_TIMEOUT_S)
+    if r.status_code not in (200, 413):
+        raise RuntimeError(f"upload answered {r.status_code}")
+    return f"upload answered {r.status_code}: {r.text[:100]}"
+
+
 def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
     """The hostile inputs in turn, from the start of the measured window to its end. A readable refusal (the app's
     error message) is an answer; a request that fails otherwise (a timeout, a dropped connection) is not."""
@@ -253,13 +265,17 @@ def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
                 break
             kind = list(hostile)[(n + i) % len(hostile)]
             api, inputs = hostile[kind]
-            inputs = [handle_file(x) if isinstance(x, str) and x.endswith(".jsonl") else x for x in inputs]
+            inputs = [handle_file(x) if isinstance(x, str) and x.endswith(hostile_inputs.UPLOADS) else x
+                      for x in inputs]
             start, answered, error = time.monotonic(), True, ""
             try:
                 if kind in hostile_inputs.SETUP:  # the session's verifier choices become that task's
                     client.predict(hostile_inputs.SETUP[kind], 0, api_name="/pick_example")
                     start = time.monotonic()
-                error = _answer_text(api, client.predict(*inputs, api_name=api))
+                if api == "/gradio_api/upload":
+                    error = _raw_upload(url, inputs[0])
+                else:
+                    error = _answer_text(api, client.predict(*inputs, api_name=api))
             except AppError as err:  # a refusal with a message: what the app should do
                 error = str(err)[:160]
             except Exception as err:  # noqa: BLE001 -- no answer at all: a failure

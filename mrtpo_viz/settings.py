@@ -121,12 +121,19 @@ class Settings:
             path = (path if path.is_absolute() else root / path).resolve()
         except (OSError, ValueError, RuntimeError):
             path = None
+        shown = str(typed).strip()
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
         if path is None or not (path == root or root in path.parents):
-            raise ValueError(f"{str(typed)!r} is not under the runs folder this app may read (MRTPO_RUNS_DIR); "
+            raise ValueError(f"{shown!r} is not under the runs folder this app may read (MRTPO_RUNS_DIR); "
                              "type a run folder relative to it")
-        if not path.is_dir():
-            raise FileNotFoundError(f"There is no run folder {str(path.relative_to(root)) or '.'!r} in the runs "
-                                    "folder (MRTPO_RUNS_DIR).")
+        try:
+            found = path.is_dir()
+        except OSError:  # a name too long for the file system, permission denied: the answer of a missing folder
+            found = False
+        if not found:
+            inside = str(path.relative_to(root)) or "."
+            raise FileNotFoundError(f"There is no run folder {inside if len(inside) <= 80 else inside[:77] + '...'!r} "
+                                    "in the runs folder (MRTPO_RUNS_DIR).")
         return path
 
 

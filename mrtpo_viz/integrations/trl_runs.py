@@ -26,11 +26,13 @@ from typing import Optional
 
 import pandas as pd
 
-from . import trl_log, verl_runs
+from . import run_files, trl_log, verl_runs
+from .run_files import RunFileError
 from ..viz.numbers import sig_frame
 
-_COMPLETIONS = re.compile(r"^completions_(\d+)\.parquet$")
-_TOKENS = re.compile(r"^(eval_)?tokens_(\d+)\.parquet$")
+_COMPLETIONS = re.compile(r"^completions_(\d{1,9})\.parquet$")
+_TOKENS = re.compile(r"^(eval_)?tokens_(\d{1,9})\.parquet$")
+"""Step numbers have at most 9 digits (a member named with a step beyond int64 is not a run file)."""
 SORT_KEYS = ("row", "advantage", "token advantage spread")
 """What completions can be sorted by, besides each ``reward/<name>`` column."""
 
@@ -46,6 +48,15 @@ class RunFiles:
     """Our per-token parquet per (mode, step), mode ``"train"`` or ``"eval"``."""
     info: dict = field(default_factory=dict)
     """``mrtpo/run.json`` (empty for a plain TRL run)."""
+    base: Optional[Path] = None
+    """The folder every file must lie under (after resolving links): the runs folder or the upload's folder;
+    None: ``root`` itself."""
+    max_bytes: int = run_files.MAX_FILE_BYTES
+    """Decompressed bytes one of its parquet files may hold."""
+
+    @property
+    def allowed(self) -> Path:
+        return self.base or self.root
     verl: dict[int, Path] = field(default_factory=dict)
     """verl's rollout dump file per step (``{step}.jsonl``)."""
 
@@ -64,56 +75,76 @@ class RunFiles:
 
 # ----------------------------------------------------------------------------------------------- opening
 
-def open_run(path) -> RunFiles:
-    """A run from an ``output_dir`` (or its ``completions/`` or ``mrtpo/`` folder) or from one parquet file."""
+def open_run(path, base=None, max_bytes: int = run_files.MAX_FILE_BYTES) -> RunFiles:
+    """A run from an ``output_dir`` (or its ``completions/`` or ``mrtpo/`` folder) or from one parquet file.
+
+    Only regular files whose resolved path lies under ``base`` (default: the run folder itself) are read: a link
+    that leaves it reads as a missing file (:mod:`.run_files`); ``max_bytes`` caps one parquet file's decompressed
+    bytes."""
     path = Path(path)
+    base = Path(base) if base is not None else (path.parent if path.is_file() else path)
     if path.is_file():
-        return _single_file(path)
+        return _single_file(path, base, max_bytes)
     root = path.parent if path.name in ("completions", trl_log.LOG_DIR) else path
-    comp = {int(m[1]): p for p in sorted((root / "completions").glob("*.parquet")) if (m := _COMPLETIONS.match(p.name))}
-    tokens = {("eval" if m[1] else "train", int(m[2])): p for p in sorted((root / trl_log.LOG_DIR).glob("*.parquet"))
+    comp = {int(m[1]): p for p in run_files.files_in(root / "completions", base) if (m := _COMPLETIONS.match(p.name))}
+    tokens = {("eval" if m[1] else "train", int(m[2])): p for p in run_files.files_in(root / trl_log.LOG_DIR, base)
               if (m := _TOKENS.match(p.name))}
-    info_file = root / trl_log.LOG_DIR / trl_log.RUN_FILE
-    info = json.loads(info_file.read_text(encoding="utf-8")) if info_file.is_file() else {}
-    verl = verl_runs.step_files(root) if not comp and not tokens else {}
+    info = run_files.read_json(root / trl_log.LOG_DIR / trl_log.RUN_FILE, base)
+    verl = _verl_files(root, base) if not comp and not tokens else {}
     if not comp and not tokens and not verl:
-        raise FileNotFoundError(f"{root.name or root} holds no run files: neither completions/completions_*.parquet "
-                                "(TRL, with log_completions=True) nor mrtpo/tokens_*.parquet (MRTPOTrainer) nor "
-                                "{step}.jsonl (verl's trainer.rollout_data_dir)")
-    return RunFiles(root, comp, tokens, info if isinstance(info, dict) else {}, verl)
+        raise FileNotFoundError(f"{root.name or 'the folder'} holds no run files: neither "
+                                "completions/completions_*.parquet (TRL, with log_completions=True) nor "
+                                "mrtpo/tokens_*.parquet (MRTPOTrainer) nor {step}.jsonl (verl's "
+                                "trainer.rollout_data_dir)")
+    return RunFiles(root, comp, tokens, info, base, max_bytes, verl)
 
 
-def _single_file(path: Path) -> RunFiles:
+def _verl_files(folder: Path, base: Path) -> dict[int, Path]:
+    """verl's step files in ``folder`` that are regular files under ``base``, steps of at most 9 digits."""
+    return {step: p for step, p in verl_runs.step_files(folder).items()
+            if len(p.stem) <= 9 and run_files.safe_file(p, base) is not None}
+
+
+def _single_file(path: Path, base: Path, max_bytes: int) -> RunFiles:
     if (m := verl_runs.STEP_FILE.match(path.name)):
-        return RunFiles(path.parent, verl={int(m[1]): path})
-    columns = _columns(path)
-    step = _file_step(path)
+        if len(m[1]) > 9 or run_files.safe_file(path, base) is None:
+            raise ValueError(f"{_shown(path)} is not a verl step file ({{step}}.jsonl, a step of at most 9 digits)")
+        return RunFiles(path.parent, verl={int(m[1]): path}, base=base, max_bytes=max_bytes)
+    columns = run_files.parquet_columns(path, base)
+    step = _file_step(path, base)
     if "token_advantages" in columns:
         mode = "eval" if path.name.startswith("eval_") else "train"
-        return RunFiles(path.parent, tokens={(mode, step): path})
+        return RunFiles(path.parent, tokens={(mode, step): path}, base=base, max_bytes=max_bytes)
     if {"completion", "advantage"} <= set(columns):
-        return RunFiles(path.parent, completions={step: path})
-    raise ValueError(f"{path.name} is neither TRL's completions parquet (prompt, completion, advantage, ...) nor "
+        return RunFiles(path.parent, completions={step: path}, base=base, max_bytes=max_bytes)
+    raise ValueError(f"{_shown(path)} is neither TRL's completions parquet (prompt, completion, advantage, ...) nor "
                      "MRTPOTrainer's per-token log (token_advantages, ...)")
 
 
-def _columns(path: Path) -> list[str]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ImportError("reading a run's parquet files needs pyarrow: pip install 'mrtpo-viz[trl]'") from None
-    try:
-        return list(pq.read_schema(path).names)
-    except Exception as e:  # noqa: BLE001 -- any unreadable upload: one readable message
-        raise ValueError(f"{path.name} is not a readable parquet file ({type(e).__name__})") from None
+def _shown(path: Path) -> str:
+    """A file's name as a message shows it: never its folder, at most 80 characters."""
+    name = path.name
+    return name if len(name) <= 80 else name[:77] + "..."
 
 
-def _file_step(path: Path) -> int:
-    m = re.search(r"(\d+)\.parquet$", path.name)
+def _read(run: RunFiles, path: Path, columns=None) -> pd.DataFrame:
+    return run_files.read_parquet(path, run.allowed, columns, max_bytes=run.max_bytes)
+
+
+def _file_step(path: Path, base: Path) -> int:
+    m = re.search(r"(\d{1,9})\.parquet$", path.name)
     if m:
         return int(m[1])
-    steps = pd.read_parquet(path, columns=["step"])["step"] if "step" in _columns(path) else []
-    return int(steps.iloc[0]) if len(steps) else 0
+    if "step" not in run_files.parquet_columns(path, base):
+        return 0
+    steps = run_files.read_parquet(path, base, ["step"])["step"]
+    try:
+        step = int(steps.iloc[0]) if len(steps) else 0
+    except (TypeError, ValueError, OverflowError):
+        step = -1
+    if not 0 <= step < 10**9:
+        raise RunFileError(f"{_shown(path)}: its step column does not hold a step number (0 to 999,999,999)")
+    return step
 
 
 def extract_upload(upload, dest, max_bytes: int, max_files: int = 2000) -> Path:
@@ -126,27 +157,50 @@ def extract_upload(upload, dest, max_bytes: int, max_files: int = 2000) -> Path:
     the uncompressed total (a zip bomb stops before anything is written).
     """
     upload, dest = Path(upload), Path(dest)
-    if upload.stat().st_size > max_bytes:
-        raise ValueError(f"{upload.name} is {upload.stat().st_size / 2**20:.1f} MiB; at most "
-                         f"{max_bytes / 2**20:.1f} MiB are accepted here (MRTPO_MAX_UPLOAD_MB)")
+    size = upload.stat().st_size
+    if size > max_bytes:
+        raise ValueError(f"{_shown(upload)} is {size / 2**20:.1f} MiB; at most {max_bytes / 2**20:.1f} MiB are "
+                         "accepted here (MRTPO_MAX_UPLOAD_MB)")
     if upload.suffix.lower() == ".parquet" or verl_runs.STEP_FILE.match(upload.name):
         return upload
     if not zipfile.is_zipfile(upload):
-        raise ValueError(f"{upload.name} is neither a .zip of a run's output_dir (or of a verl rollout dump) nor a "
-                         ".parquet file nor one verl {step}.jsonl file")
-    with zipfile.ZipFile(upload) as zf:
-        members = [(i, _target(dest, i.filename)) for i in zf.infolist() if not i.is_dir()]
-        members = [(i, t) for i, t in members if t is not None]
-        if len(members) > max_files or sum(i.file_size for i, _ in members) > 10 * max_bytes:
-            raise ValueError(f"{upload.name} unpacks to more than {len(members)} files or "
-                             f"{10 * max_bytes / 2**20:.0f} MiB; upload fewer steps")
-        if not members:
-            raise ValueError(f"{upload.name} holds no run files (completions_*.parquet, tokens_*.parquet, verl's "
-                             "{step}.jsonl)")
+        raise ValueError(f"{_shown(upload)} is neither a .zip of a run's output_dir (or of a verl rollout dump) nor "
+                         "a .parquet file nor one verl {step}.jsonl file")
+    try:
+        with zipfile.ZipFile(upload) as zf:
+            _unpack(zf, dest, _shown(upload), max_bytes, max_files)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, RuntimeError) as e:
+        # a corrupt member (bad CRC, truncated data), an unsupported compression or an encrypted member
+        raise ValueError(f"{_shown(upload)} is not a readable zip ({_zip_reason(e)}); zip the run's output_dir "
+                         "again") from None
+    return dest
+
+
+def _unpack(zf: zipfile.ZipFile, dest: Path, name: str, max_bytes: int, max_files: int) -> None:
+    """Run members only, streamed under one running cap of ``10 * max_bytes`` decompressed bytes (the headers'
+    sizes are checked first, and the real bytes counted while unpacking, whatever the headers say)."""
+    members = [(i, _target(dest, i.filename)) for i in zf.infolist() if not i.is_dir()]
+    members = [(i, t) for i, t in members if t is not None]
+    if len(members) > max_files or sum(i.file_size for i, _ in members) > 10 * max_bytes:
+        raise ValueError(f"{name} unpacks to more than {max_files} files or {10 * max_bytes / 2**20:.0f} MiB; "
+                         "upload fewer steps")
+    if not members:
+        raise ValueError(f"{name} holds no run files (completions_*.parquet, tokens_*.parquet, verl's "
+                         "{step}.jsonl)")
+    budget = [10 * max_bytes]
+    try:
         for info, target in members:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(zf.read(info))
-    return dest
+            with zf.open(info) as src:
+                run_files.copy_member(src, target, budget, name)
+    except RunFileError:
+        raise ValueError(f"{name} unpacks to more than {10 * max_bytes / 2**20:.0f} MiB (its headers understate "
+                         "its sizes); upload fewer steps") from None
+
+
+def _zip_reason(err: BaseException) -> str:
+    text = str(err)
+    return text[:120] if text and "/" not in text else type(err).__name__
 
 
 def _target(dest: Path, member: str) -> Optional[Path]:
@@ -165,37 +219,95 @@ def _target(dest: Path, member: str) -> Optional[Path]:
 def reward_names(run: RunFiles) -> list[str]:
     """The rewards of the run: ``run.json``'s, else the token log's ``reward/*`` columns, else TRL's numeric
     columns between ``completion`` and ``advantage``."""
-    if run.info.get("rewards"):
-        return list(run.info["rewards"])
+    listed = run.info.get("rewards")
+    if listed:
+        if not isinstance(listed, list) or not all(isinstance(n, str) and 0 < len(n) <= 200 for n in listed):
+            raise ValueError("the run's mrtpo/run.json lists its rewards wrongly: 'rewards' must be a list of names")
+        return list(listed)
     if run.verl and not run.tokens:
         return verl_runs.reward_names(verl_runs.read_step(next(iter(run.verl.values()))))
     if run.tokens:
-        cols = _columns(next(iter(run.tokens.values())))
+        cols = run_files.parquet_columns(next(iter(run.tokens.values())), run.allowed)
         return [c.removeprefix("reward/") for c in cols if c.startswith("reward/")]
-    df = pd.read_parquet(next(iter(run.completions.values())))
+    df = _read(run, next(iter(run.completions.values())))
     return [c for c in df.columns if c not in ("step", "advantage") and pd.api.types.is_numeric_dtype(df[c])]
 
 
+TOKEN_LOG_COLUMNS = ("row", "group", "prompt", "completion", "advantage", "token_advantages")
+"""The token log's columns the Runs view reads (besides ``reward/<name>``)."""
+
+
 def step_frame(run: RunFiles, step: int, mode: str = "train") -> pd.DataFrame:
-    """The completions of a (mode, step): one row per completion, in the order the run logged them."""
+    """The completions of a (mode, step): one row per completion, in the order the run logged them.
+
+    Raises:
+        ValueError: the file lacks a column the view needs, or holds values of the wrong kind (named).
+    """
+    names = reward_names(run)
     if (mode, step) in run.tokens:
-        return pd.read_parquet(run.tokens[(mode, step)])
+        path = run.tokens[(mode, step)]
+        frame = _read(run, path)
+        _require(frame, path, [*TOKEN_LOG_COLUMNS, *map(trl_log.reward_column, names)])
+        return _checked(frame, path, names)
     if mode == "train" and step in run.verl:
         return verl_runs.step_frame(run.verl[step], step)
     if step not in run.completions:
         raise KeyError(f"the run has no {mode} step {step}; it has {', '.join(f'{m} {s}' for m, s in run.steps())}")
-    return _from_trl(pd.read_parquet(run.completions[step]), reward_names(run), step)
+    path = run.completions[step]
+    df = _read(run, path)
+    _require(df, path, ["prompt", "completion", "advantage", *names])
+    return _checked(_from_trl(df, names, step, path), path, names)
 
 
-def _from_trl(df: pd.DataFrame, names: list[str], step: int) -> pd.DataFrame:
+def _require(df: pd.DataFrame, path: Path, columns) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{_shown(path)} has no column {missing[0]!r}, which the Runs view needs (is it a file of "
+                         "this run? its rewards are taken from the run's first file)")
+
+
+def _checked(frame: pd.DataFrame, path: Path, names: list[str]) -> pd.DataFrame:
+    """The frame with its text, number and list columns checked (a message naming the column, not pandas')."""
+    frame = frame.copy()
+    for col in ("prompt", "completion"):
+        if not all(isinstance(v, str) for v in frame[col]):
+            raise ValueError(f"{_shown(path)}: column {col!r} must hold text")
+    for col in ["advantage", "row", "group", *map(trl_log.reward_column, names)]:
+        try:
+            frame[col] = pd.to_numeric(frame[col], errors="raise").astype(float)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"{_shown(path)}: column {col!r} must hold numbers") from None
+    for col in ("row", "group"):
+        v = frame[col]
+        if v.isna().any() or not (v == v.round()).all() or v.abs().max() > 2**53:
+            raise ValueError(f"{_shown(path)}: column {col!r} must hold whole numbers")
+        frame[col] = v.astype("int64")
+    if "token_advantages" in frame and not all(_is_numbers(v) for v in frame["token_advantages"]):
+        raise ValueError(f"{_shown(path)}: column 'token_advantages' must hold a list of numbers per completion")
+    return frame
+
+
+def _is_numbers(value) -> bool:
+    try:
+        return all(isinstance(float(x), float) for x in list(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _from_trl(df: pd.DataFrame, names: list[str], step: int, path: Path) -> pd.DataFrame:
     """TRL's completions table in the token log's columns (prompt and completion as text, rewards renamed)."""
-    prompts = [_text(p, last_user=True) for p in df["prompt"]]
+    try:
+        prompts = [_text(p, last_user=True) for p in df["prompt"]]
+        messages = [_messages(p) for p in df["prompt"]]
+        completions = [_text(c) for c in df["completion"]]
+    except (TypeError, ValueError, AttributeError, RecursionError):
+        raise ValueError(f"{_shown(path)}: 'prompt' and 'completion' must be text or lists of chat messages "
+                         "({'role': ..., 'content': ...})") from None
     out = pd.DataFrame({"step": step, "mode": "train", "row": range(len(df)), "group": _groups(prompts),
-                        "prompt": prompts, "messages": [_messages(p) for p in df["prompt"]],
-                        "completion": [_text(c) for c in df["completion"]],
-                        "advantage": df["advantage"].astype(float)})
+                        "prompt": prompts, "messages": messages, "completion": completions,
+                        "advantage": df["advantage"].values})
     for name in names:
-        out[trl_log.reward_column(name)] = df[name].astype(float).values
+        out[trl_log.reward_column(name)] = df[name].values
     return out
 
 
@@ -203,6 +315,8 @@ def _text(value, last_user: bool = False) -> str:
     """A prompt or completion: a string, or chat messages (a prompt's last user message, a completion's last)."""
     if isinstance(value, str):
         return value
+    if value is None or isinstance(value, (bytes, int, float, dict)):
+        raise TypeError("not text")
     msgs = [dict(m) for m in list(value)]
     if last_user:
         msgs = [m for m in msgs if m.get("role") == "user"] or msgs

@@ -113,6 +113,7 @@ def read_header(file: Path) -> GGUFHeader:
         raise GGUFError(f"{file} cannot be read ({e.strerror})") from None
     if magic != GGUF_MAGIC:
         raise GGUFError(f"{file} is not a GGUF file (it does not start with the GGUF magic bytes)")
+    check_bounds(file)
     require_gguf(f"loading {file.name}")
     from gguf import GGUFReader
 
@@ -128,6 +129,86 @@ def read_header(file: Path) -> GGUFHeader:
     except Exception as e:  # gguf raises ValueError, IndexError, struct and numpy errors on a garbled file
         raise GGUFError(f"{file} is not a readable GGUF file ({type(e).__name__}: {e})") from None
     return GGUFHeader(str(meta.get("general.architecture", "")), n, types, meta)
+
+
+MAX_ARRAY_ITEMS = 2**24
+"""Elements of one GGUF metadata array (a 256k-token vocabulary and its merges fit many times over)."""
+MAX_STRING_BYTES = 2**24
+"""Bytes of one GGUF metadata string (a chat template is a few KB)."""
+MAX_ARRAY_NESTING = 4
+"""Arrays of arrays in GGUF metadata (real files nest at most once)."""
+_SCALAR_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+"""GGUF metadata value type -> size (uint8 .. bool, uint64, int64, float64); 8 is a string, 9 an array."""
+
+
+def check_bounds(file: Path) -> None:
+    """Walk a GGUF file's metadata (key-value pairs and tensor infos) without allocating anything it declares, and
+    refuse counts and lengths that exceed the file or the caps: ``gguf``'s reader allocates what the header
+    declares, so a 52-byte file declaring a 2^40-element array ran for minutes into gigabytes.
+
+    Raises:
+        GGUFError: the header declares more than the file holds or than :data:`MAX_ARRAY_ITEMS` /
+            :data:`MAX_STRING_BYTES` / :data:`MAX_ARRAY_NESTING`.
+    """
+    import mmap
+    import struct
+
+    with open(file, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        size, pos = len(buf), [4]
+
+        def take(fmt: str) -> int:
+            n = struct.calcsize(fmt)
+            if pos[0] + n > size:
+                raise GGUFError(f"{file.name} is not a readable GGUF file (its header is cut short)")
+            (value,) = struct.unpack_from(fmt, buf, pos[0])
+            pos[0] += n
+            return value
+
+        def skip(n: int, what: str) -> None:
+            if n > size - pos[0]:
+                raise GGUFError(f"{file.name} is not a readable GGUF file (its header declares {what} larger than the file)")
+            pos[0] += n
+
+        def string() -> None:
+            n = take("<Q")
+            if n > MAX_STRING_BYTES:
+                raise GGUFError(f"{file.name} is not a readable GGUF file (a metadata string declares {n:,} bytes; at most "
+                               f"{MAX_STRING_BYTES:,})")
+            skip(n, "a string")
+
+        def value(kind: int, depth: int) -> None:
+            if kind in _SCALAR_BYTES:
+                return skip(_SCALAR_BYTES[kind], "a value")
+            if kind == 8:
+                return string()
+            if kind != 9 or depth >= MAX_ARRAY_NESTING:
+                raise GGUFError(f"{file.name} is not a readable GGUF file (metadata value type {kind} unknown or nested too "
+                               "deeply)")
+            inner, n = take("<I"), take("<Q")
+            if n > MAX_ARRAY_ITEMS:
+                raise GGUFError(f"{file.name} is not a readable GGUF file (a metadata array declares {n:,} elements; at "
+                               f"most {MAX_ARRAY_ITEMS:,})")
+            if inner in _SCALAR_BYTES:
+                return skip(n * _SCALAR_BYTES[inner], "an array")
+            skip(n * 8, "an array")  # every string or array element takes at least 8 bytes: bound n first
+            pos[0] -= n * 8
+            for _ in range(n):
+                value(inner, depth + 1)
+
+        take("<I")  # version
+        n_tensors, n_kv = take("<Q"), take("<Q")
+        skip(n_kv * 12, "its key-value count")  # a key (8-byte length) and a type (4 bytes) at least
+        skip(n_tensors * 24, "its tensor count")
+        pos[0] -= n_kv * 12 + n_tensors * 24
+        for _ in range(n_kv):
+            string()
+            value(take("<I"), 0)
+        for _ in range(n_tensors):
+            string()
+            dims = take("<I")
+            if dims > 8:
+                raise GGUFError(f"{file.name} is not a readable GGUF file (a tensor declares {dims} dimensions)")
+            skip(dims * 8 + 12, "a tensor's shape")
 
 
 def check_architecture(file: Path, header: GGUFHeader) -> None:

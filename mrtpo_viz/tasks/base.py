@@ -174,6 +174,10 @@ class Verifier:
         if unknown:
             raise ValueError(f"verifier {self.name!r} takes no argument(s) {unknown}; "
                              f"it takes {[a.name for a in self.arguments]}")
+        for a in self.arguments:  # a boolean is true or false, not a string whose truth is its length ("no")
+            if a.kind == "boolean" and values.get(a.name) is not None and not isinstance(values[a.name], bool):
+                raise ValueError(f"verifier {self.name!r}: argument {a.name!r} must be true or false, got "
+                                 f"{str(values[a.name])[:40]!r}")
         return (self.with_args_fn or _with_meta_args)(self, example, dict(values))
 
     @classmethod

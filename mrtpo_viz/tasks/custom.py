@@ -124,7 +124,10 @@ def _regex_spans(spec: DeclarativeSpec) -> Callable[[str, Example], Optional[lis
 
 
 def _keyword_patterns(spec: DeclarativeSpec) -> list[regex.Pattern]:
-    if not spec.keywords or any(not k.strip() or len(k) > MAX_PATTERN_CHARS for k in spec.keywords):
+    if len(spec.keywords) > MAX_KEYWORDS:  # before anything is built for them
+        raise ValueError(f"verifier {spec.name!r}: {len(spec.keywords):,} keywords; at most {MAX_KEYWORDS}")
+    if not spec.keywords or any(not isinstance(k, str) or not k.strip() or len(k) > MAX_PATTERN_CHARS
+                                for k in spec.keywords):
         raise ValueError(f"verifier {spec.name!r}: keywords must be a non-empty list of non-empty words "
                          f"(each at most {MAX_PATTERN_CHARS} characters)")
     return [compile_regex(rf"(?<!\w){regex.escape(k.strip())}(?!\w)", regex.IGNORECASE, checked=False)
@@ -138,7 +141,7 @@ def _keywords_check(spec: DeclarativeSpec) -> Callable[[str, Example], Verdict]:
         missing = [k for k, p in zip(spec.keywords, patterns) if not p.search(response)]
         found = len(patterns) - len(missing)
         why = f"{found} of {len(patterns)} keywords present" + (f"; missing: {', '.join(missing)}" if missing else "")
-        return Verdict(found / len(patterns), why)
+        return Verdict(found / len(patterns), short(why))
     return check
 
 
@@ -161,22 +164,72 @@ SCHEMA_KEYWORDS = frozenset({"type", "properties", "required", "enum", "items", 
                              "maximum", "minItems", "maxItems", "title", "description", "$schema"})
 
 
+MAX_KEYWORDS = 100
+"""Keywords of one ``keywords`` verifier."""
+MAX_SCHEMA_NODES = 500
+"""Sub-schemas of one JSON schema (itself, each property's, each ``items``)."""
+MAX_SCHEMA_DEPTH = 10
+"""Nesting of sub-schemas in one JSON schema."""
+MAX_ENUM = 100
+"""Values of one ``enum``."""
+MAX_ENUM_VALUE_CHARS = 1000
+"""Characters of one ``enum`` value, as JSON."""
+MAX_REASON_CHARS = 300
+"""Characters of a verdict's reason."""
+
+
+def short(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (with "..." where cut)."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def check_schema(schema: Any, path: str = "$") -> None:
-    """Raise ValueError if ``schema`` uses keywords or types outside the supported subset."""
+    """Raise ValueError if ``schema`` uses keywords or types outside the supported subset, a keyword's value has the
+    wrong type, or it is larger than the caps (:data:`MAX_SCHEMA_NODES` sub-schemas, :data:`MAX_SCHEMA_DEPTH`
+    levels, :data:`MAX_ENUM` values per enum). Iterative: any nesting is measured without recursion."""
+    stack, nodes = [(schema, path, 0)], 0
+    while stack:
+        node, where, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_SCHEMA_NODES:
+            raise ValueError(f"the schema has more than {MAX_SCHEMA_NODES} sub-schemas; at most {MAX_SCHEMA_NODES}")
+        if depth > MAX_SCHEMA_DEPTH:
+            raise ValueError(f"the schema nests sub-schemas deeper than {MAX_SCHEMA_DEPTH} levels (at {short(where, 80)})")
+        _check_node(node, short(where, 80))
+        stack.extend((sub, f"{where}.{key}", depth + 1) for key, sub in node.get("properties", {}).items())
+        if "items" in node:
+            stack.append((node["items"], f"{where}[]", depth + 1))
+
+
+def _check_node(schema: Any, path: str) -> None:
+    """One sub-schema's keywords and the types of their values (not its children)."""
     if not isinstance(schema, dict):
         raise ValueError(f"schema at {path} must be an object, got {type(schema).__name__}")
     unknown = set(schema) - SCHEMA_KEYWORDS
     if unknown:
-        raise ValueError(f"schema at {path} uses unsupported keywords {sorted(unknown)}; "
+        raise ValueError(f"schema at {path} uses unsupported keywords {short(str(sorted(unknown)), 120)}; "
                          f"supported: {sorted(SCHEMA_KEYWORDS)}")
     types = schema.get("type", [])
+    if not isinstance(types, (str, list)):
+        raise ValueError(f"schema at {path}: 'type' must be a type name or a list of them")
     for t in [types] if isinstance(types, str) else types:
-        if t not in _JSON_TYPES:
-            raise ValueError(f"schema at {path}: unknown type {t!r}; known: {list(_JSON_TYPES)}")
-    for key, sub in schema.get("properties", {}).items():
-        check_schema(sub, f"{path}.{key}")
-    if "items" in schema:
-        check_schema(schema["items"], f"{path}[]")
+        if not isinstance(t, str) or t not in _JSON_TYPES:
+            raise ValueError(f"schema at {path}: unknown type {short(repr(t), 60)}; known: {list(_JSON_TYPES)}")
+    expected = {"properties": (dict, "an object of sub-schemas"), "required": (list, "a list of key names"),
+                "enum": (list, "a list of values"), "additionalProperties": (bool, "true or false"),
+                "minimum": ((int, float), "a number"), "maximum": ((int, float), "a number"),
+                "minItems": (int, "a whole number"), "maxItems": (int, "a whole number"),
+                "title": (str, "text"), "description": (str, "text"), "$schema": (str, "text")}
+    for key, (kind, what) in expected.items():
+        if key in schema and (not isinstance(schema[key], kind) or isinstance(schema[key], bool) and kind != bool):
+            raise ValueError(f"schema at {path}: {key!r} must be {what}, got {type(schema[key]).__name__}")
+    if not all(isinstance(k, str) for k in schema.get("required", [])):
+        raise ValueError(f"schema at {path}: 'required' must list key names (strings)")
+    enum = schema.get("enum", [])
+    if len(enum) > MAX_ENUM:
+        raise ValueError(f"schema at {path}: 'enum' has {len(enum):,} values; at most {MAX_ENUM}")
+    if any(len(json.dumps(v)) > MAX_ENUM_VALUE_CHARS for v in enum):
+        raise ValueError(f"schema at {path}: an 'enum' value is longer than {MAX_ENUM_VALUE_CHARS} characters")
 
 
 def schema_errors(value: Any, schema: dict, path: str = "$") -> list[str]:
@@ -185,7 +238,7 @@ def schema_errors(value: Any, schema: dict, path: str = "$") -> list[str]:
     if types is not None and not any(_JSON_TYPES[t](value) for t in ([types] if isinstance(types, str) else types)):
         return [f"{path} should be of type {types}, got {json.dumps(value)[:40]}"]
     if "enum" in schema and value not in schema["enum"]:
-        return [f"{path} should be one of {schema['enum']}, got {json.dumps(value)[:40]}"]
+        return [short(f"{path} should be one of {json.dumps(schema['enum'])}", 200) + f", got {json.dumps(value)[:40]}"]
     errors = []
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         errors += [f"{path} should be >= {schema['minimum']}"] if value < schema.get("minimum", -math.inf) else []
@@ -229,7 +282,7 @@ def _json_check(spec: DeclarativeSpec) -> Callable[[str, Example], Verdict]:
         except (json.JSONDecodeError, RecursionError) as e:
             return Verdict(0.0, f"not valid JSON ({getattr(e, 'msg', 'nested too deeply')})")
         errors = schema_errors(value, spec.schema)
-        return Verdict(0.0, "; ".join(errors[:3])) if errors else Verdict(1.0, "valid JSON that fits the schema")
+        return Verdict(0.0, short("; ".join(errors[:3]))) if errors else Verdict(1.0, "valid JSON that fits the schema")
     return check
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..guards import nesting_depth
 from ..names import BFCL_TASK, TASKS
 from .base import Example
 from .bundled_data import task_file
@@ -53,21 +54,66 @@ def load_examples(task: str, split: str = "test", path: str | Path | None = None
         raise ValueError(f"unknown task family {task!r}; known: {', '.join(known)}{hint}")
     file = Path(path) if path is not None else task_file(task)
     if not file.is_file():
-        raise FileNotFoundError(f"no examples file at {file}" + ("" if path is not None else
-                                "; the installed package lacks its sample data: reinstall mrtpo-viz"))
+        raise FileNotFoundError(f"no examples file at the path given ({file.name!r})" if path is not None else
+                                f"no examples file {file.name!r} in the installed package (its sample data is "
+                                "missing): reinstall mrtpo-viz")
+    if file.stat().st_size > MAX_FILE_BYTES:
+        raise ValueError(f"{file.name} is {file.stat().st_size / 2**20:.0f} MiB; an examples file here has at most "
+                         f"{MAX_FILE_BYTES // 2**20} MiB: split it")
     out = []
-    with file.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with file.open(encoding="utf-8-sig") as fh:  # a byte-order mark on line 1 is skipped
+        for lineno, line in _lines(fh, file.name):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{file}:{lineno}: not valid JSON ({e.msg})") from None
-            if split != "all" and isinstance(row, dict) and row.get("split", "test") != split:
-                continue
-            try:
+                row = _row(line)
+                if split != "all" and isinstance(row, dict) and row.get("split", "test") != split:
+                    continue
                 out.append(example_from_row(row) if is_ifeval_row(row) else Example.from_dict(row))
-            except ValueError as e:
-                raise ValueError(f"{file}:{lineno}: {e}") from None
+            except (ValueError, TypeError, RecursionError, MemoryError) as e:
+                raise ValueError(f"{file.name}:{lineno}: {_short(e)}") from None
     return out
+
+
+MAX_FILE_BYTES = 1024 * 2**20
+"""Size of one examples file (IFEval's 541 rows are 0.3 MiB)."""
+MAX_LINE_CHARS = 2**20
+"""Characters of one row (line) of an examples file."""
+MAX_LINES = 2_000_000
+"""Lines of one examples file."""
+MAX_DEPTH = 32
+"""Nesting of one row (IFEval's rows nest 3 levels)."""
+
+
+def _lines(fh, name: str):
+    """(line number, line) of a text file, each line read up to :data:`MAX_LINE_CHARS` (a longer one is refused
+    before the rest of it is read)."""
+    lineno = 0
+    while line := fh.readline(MAX_LINE_CHARS + 1):
+        lineno += 1
+        if len(line) > MAX_LINE_CHARS:
+            raise ValueError(f"{name}:{lineno}: the line is longer than {MAX_LINE_CHARS:,} characters")
+        if lineno > MAX_LINES:
+            raise ValueError(f"{name}: more than {MAX_LINES:,} lines; split the file")
+        yield lineno, line
+
+
+def _row(line: str):
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not valid JSON ({e.msg})") from None
+    except RecursionError:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels") from None
+    if nesting_depth(row, MAX_DEPTH) > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    return row
+
+
+def _short(err: BaseException, limit: int = 300) -> str:
+    text = str(err) or type(err).__name__
+    if isinstance(err, RecursionError):
+        text = f"nested deeper than {MAX_DEPTH} levels"
+    elif isinstance(err, MemoryError):
+        text = "too large to read"
+    return text if len(text) <= limit else text[:limit - 3] + "..."

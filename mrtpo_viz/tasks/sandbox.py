@@ -138,7 +138,7 @@ atexit.register(_POOL.close)
 def _check_path(db_path) -> Path:
     path = Path(db_path)
     if not path.is_file():
-        raise FileNotFoundError(f"no SQLite database at {path}; run `python scripts/make_sample_data.py`")
+        raise FileNotFoundError(f"no SQLite database file {path.name[:80]!r}")
     return path
 
 

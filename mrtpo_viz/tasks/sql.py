@@ -186,6 +186,14 @@ def db_path(example: Example) -> Path:
     return database_file(meta["db"])
 
 
+def _no_database(example: Example, path: Path) -> str:
+    """What a missing database is called, without the folder it was looked for in."""
+    if example.meta.get("db_path"):
+        return f"no SQLite database file {path.name[:80]!r} (meta['db_path'])"
+    return (f"no bundled database {str(example.meta.get('db'))[:80]!r}; the bundled ones are "
+            f"{', '.join(BUNDLED_DATABASES)}")
+
+
 def _norm(v: Any) -> Any:
     """Numbers compare by value: floats round to 6 decimals and integral floats become ints."""
     if isinstance(v, float) and math.isfinite(v):
@@ -245,7 +253,7 @@ def gold_rows(example: Example) -> tuple:
         raise ValueError("a text_to_sql example needs meta['gold_sql'], a SQL query (a string)")
     path = db_path(example)
     if not path.is_file():
-        raise FileNotFoundError(f"no database at {path}; run `python scripts/make_sample_data.py`")
+        raise FileNotFoundError(_no_database(example, path))
     key = (str(path), path.stat().st_mtime_ns, gold)
     rows = _GOLD_CACHE.get(key)
     if rows is None:

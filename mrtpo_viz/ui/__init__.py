@@ -73,7 +73,7 @@ def build_app():
 
 
 def launch_options() -> dict:
-    """Theme, css, run history and the MCP switch for ``Blocks.launch`` (Gradio 6 takes them there).
+    """Theme, css, run history, the upload cap and the MCP switch for ``Blocks.launch`` (Gradio 6 takes them there).
 
     Raises:
         SettingsError: ``MRTPO_MCP=1`` without the ``mcp`` package.
@@ -84,11 +84,14 @@ def launch_options() -> dict:
 
     from ..settings import SettingsError, get_settings
 
-    mcp = get_settings().mcp
+    settings = get_settings()
+    mcp = settings.mcp
     if mcp and importlib.util.find_spec("mcp") is None:
         raise SettingsError("MRTPO_MCP=1 needs the mcp package (pip install mcp); unset it to serve without MCP")
     return {"theme": gr.themes.Soft(primary_hue="indigo", secondary_hue="amber"),
-            "css": STYLE.read_text(encoding="utf-8"), "run_history": False, "mcp_server": mcp}
+            "css": STYLE.read_text(encoding="utf-8"), "run_history": False, "mcp_server": mcp,
+            # uploads over MRTPO_MAX_UPLOAD_MB are refused while they stream in (413), before Gradio stores them
+            "max_file_size": settings.max_upload_bytes}
 
 
 def launch(host: str | None = None, port: int | None = None, **kw):

@@ -124,6 +124,19 @@ def information(v: Verifier, example: Example) -> Optional[str]:
         return None
 
 
+def not_ready_reason(v: Verifier, example: Example, limit: int = 300) -> Optional[str]:
+    """Why the verifier has no information for the example (a value it refuses: ``keyword "("``, ``num_words
+    -1``), in at most ``limit`` characters; None when it has its information or only lacks arguments."""
+    if v.missing_args(example):
+        return None
+    try:
+        v.info(example)
+    except MissingArguments as e:
+        text = str(e).removeprefix(f"{v.name} needs input: ")
+        return text if len(text) <= limit else text[:limit - 3] + "..."
+    return None
+
+
 def field_updates(name: Optional[str], example: Example, customs: Optional[dict] = None) -> list[dict]:
     """The ``FIELDS`` updates of one verifier box's fields: one per argument (label, the example's value, a hint),
     the rest hidden; ``name`` None hides them all."""

@@ -202,9 +202,22 @@ def picked_status(checkpoint: Optional[str]) -> str:
 
 # ----------------------------------------------------------------------------------------------- errors
 
+MAX_MESSAGE_CHARS = 500
+"""Characters of an error message shown on the page."""
+
+
 def _message(err: BaseException) -> str:
-    text = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
-    return str(text) or type(err).__name__
+    """The message a user sees: the error's own text, cut to ``MAX_MESSAGE_CHARS``; an operating-system error
+    names its file, never the folder (a server path says nothing a user can act on and tells an attacker much);
+    a recursion error says what it means."""
+    if isinstance(err, OSError) and (err.filename or err.filename2):
+        text = f"{err.strerror or type(err).__name__} ({Path(str(err.filename or err.filename2)).name[:80]!r})"
+    elif isinstance(err, RecursionError):
+        text = "the input is nested too deeply to read"
+    else:
+        text = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+    text = str(text) or type(err).__name__
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS - 3] + "..."
 
 
 def readable(fn):

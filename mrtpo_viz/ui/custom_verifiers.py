@@ -14,12 +14,17 @@ from typing import Optional
 import gradio as gr
 
 from ..tasks import Verifier, get_verifier, list_verifiers
-from ..tasks.custom import DECLARATIVE_KINDS, DeclarativeSpec, build_declarative
+from ..tasks.custom import (DECLARATIVE_KINDS, MAX_KEYWORDS, MAX_PATTERN_CHARS, DeclarativeSpec,
+                            build_declarative)
 from .common import limits, readable
 
 MAX_CUSTOM = 8
 """Custom verifiers per session."""
 PREFIX = "custom."
+MAX_KEYWORDS_CHARS = MAX_KEYWORDS * (MAX_PATTERN_CHARS + 2)
+"""Characters of the form's comma-separated keywords field."""
+MAX_SCHEMA_CHARS = 50_000
+"""Characters of the form's JSON schema field."""
 KIND_CHOICES = list(DECLARATIVE_KINDS)
 """The form's kinds, from the registry of declarative kinds."""
 
@@ -38,6 +43,10 @@ def spec_from_form(name: str, title: str, info: str, kind: str, pattern: str, ke
     if not info or len(info) > limits().max_info_chars:
         raise ValueError(f"Say in the information what the verifier checks (1 to {limits().max_info_chars:,} "
                          "characters): it is what the replay inserts into the prompt.")
+    for label, text, cap in (("keywords", keywords, MAX_KEYWORDS_CHARS), ("JSON schema", schema, MAX_SCHEMA_CHARS),
+                             ("pattern", pattern, MAX_PATTERN_CHARS)):
+        if len(text or "") > cap:  # before anything parses or splits it
+            raise ValueError(f"The {label} field has {len(text):,} characters; at most {cap:,} here.")
     try:
         parsed = json.loads(schema) if kind == "json_schema" and (schema or "").strip() else {}
     except json.JSONDecodeError as e:
@@ -49,7 +58,7 @@ def spec_from_form(name: str, title: str, info: str, kind: str, pattern: str, ke
     return spec
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)  # each entry is bounded by the spec's caps (keywords, schema size)
 def _build(spec_json: str) -> Verifier:
     return build_declarative(DeclarativeSpec(**json.loads(spec_json)))
 

@@ -16,7 +16,8 @@ import pandas as pd
 from .. import viz
 from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
 from ..relevance.diagnostics import relevance_weight_diagnostics
-from .arguments import API_HINT, FIELDS, field_updates, information, slot_texts, typed_values, with_typed_args
+from .arguments import (API_HINT, FIELDS, field_updates, information, not_ready_reason, slot_texts, typed_values,
+                        with_typed_args)
 from .custom_verifiers import resolve, task_choices
 from .common import (FREE_PROMPT, MAX_VERIFIERS, check_text, check_token_count, download_folder, example_choices,
                      first_example, get_example, get_policy, limits, prompt_text, readable, with_prompt)
@@ -50,8 +51,15 @@ def _box(name: str, example, customs=None) -> dict:
     v = resolve(name, customs)
     example, needs = with_typed_args(example, [name], [], customs)
     text = information(v, example)
-    label = f"{name}: {v.title}" + (f" · needs input: {', '.join(needs[name])}" if name in needs else "")
+    label = f"{name}: {v.title}" + (f" · needs input: {', '.join(needs[name])}" if name in needs else
+                                     f" · needs input: {_refused(name, example, customs)}" if text is None else "")
     return gr.update(visible=True, label=label, value=text or "")
+
+
+def _refused(name: str, example, customs=None) -> str:
+    """What a verifier without information needs: the reason its arguments are refused, else "its arguments"."""
+    reason = not_ready_reason(resolve(name, customs), example)
+    return f"valid arguments ({reason})" if reason else "its arguments"
 
 
 @readable
@@ -189,7 +197,7 @@ def replay_response(checkpoint, task, index, prompt, response, verifiers, positi
     names = _chosen(verifiers, customs)
     ex, needs = with_typed_args(ex, names, texts[MAX_VERIFIERS:], customs)
     infos = _infos(ex, names, texts[:MAX_VERIFIERS], customs)
-    needs.update({n: ["its arguments"] for n in names if infos[n] is None and n not in needs})
+    needs.update({n: [_refused(n, ex, customs)] for n in names if infos[n] is None and n not in needs})
     ready = [n for n in names if n not in needs]
     if not ready:
         raise ValueError("Every chosen verifier needs input: " + "; ".join(

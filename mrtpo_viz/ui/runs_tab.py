@@ -11,11 +11,12 @@ logged no tokens, so its completions are replayed on demand with the chosen chec
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import gradio as gr
 
 from .. import viz
-from ..integrations import run_replay, trl_runs
+from ..integrations import run_files, run_replay, trl_runs
 from ..settings import get_settings
 from ..viz.training import reward_curves_figure
 from .common import MODEL, download_folder, get_policy, limits, readable
@@ -28,26 +29,46 @@ ALL = "all"
 def _run(state) -> trl_runs.RunFiles:
     if not state:
         raise ValueError("Open a run first: type its folder or upload a zip or parquet file.")
-    return trl_runs.open_run(state["path"])
+    return trl_runs.open_run(state["path"], state["base"], _max_file_bytes())
+
+
+def _max_file_bytes() -> int:
+    """Decompressed bytes one run parquet file may hold here: 20x the upload cap (MRTPO_MAX_UPLOAD_MB), within the
+    reader's own cap."""
+    return min(20 * limits().max_upload_bytes, run_files.MAX_FILE_BYTES)
 
 
 def _step(key: str) -> tuple[str, int]:
     mode, _, step = str(key or "").partition(":")
-    if mode not in ("train", "eval") or not step.isdigit():
+    if mode not in ("train", "eval") or not step.isdigit() or len(step) > 9:
         raise ValueError("Pick a step of the run.")
     return mode, int(step)
+
+
+def _whole(value, what: str) -> int:
+    """A group or row number typed or sent through the API; a ValueError that says what to give."""
+    try:
+        number = float(value)
+        if number.is_integer() and abs(number) < 2**53:
+            return int(number)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    raise ValueError(f"The {what} must be a whole number (pick one from the list), got {str(value)[:40]!r}.")
 
 
 @readable
 def open_run(typed: str, upload):
     """A typed run folder (under MRTPO_RUNS_DIR) or an upload -> state, status, curves, the step picker."""
     if upload:
-        path = trl_runs.extract_upload(upload, download_folder("run-"), limits().max_upload_bytes)
+        dest = download_folder("run-")
+        path = trl_runs.extract_upload(upload, dest, limits().max_upload_bytes)
+        base = dest if path == dest else Path(upload).parent  # a parquet upload stays in Gradio's upload folder
     elif (typed or "").strip():
         path = get_settings().run_folder(typed)
+        base = Path(get_settings().runs_dir).resolve()
     else:
         raise ValueError("Type a run folder (relative to MRTPO_RUNS_DIR) or upload a zip or parquet file.")
-    run = trl_runs.open_run(path)
+    run = trl_runs.open_run(path, base, _max_file_bytes())
     names, steps = trl_runs.reward_names(run), run.steps()
     curves = trl_runs.reward_curves(run)
     fig = reward_curves_figure(curves, [f"reward/{n}" for n in names], title="Mean reward per step")
@@ -61,7 +82,7 @@ def open_run(typed: str, upload):
     status = f"Opened {kind}: {len(steps)} step file(s), rewards {', '.join(f'`{n}`' for n in names)}."
     choices = [(f"step {s}" + (" (eval)" if m == "eval" else ""), f"{m}:{s}") for m, s in steps]
     last = next((c[1] for c in reversed(choices) if c[1].startswith("train:")), choices[-1][1])
-    return {"path": str(path), "names": names}, status, fig, gr.update(choices=choices, value=last)
+    return {"path": str(path), "base": str(base), "names": names}, status, fig, gr.update(choices=choices, value=last)
 
 
 @readable
@@ -79,7 +100,7 @@ def run_completions(state, key, group, text, sort_by, descending):
     """The step's completions, filtered by group and text, sorted."""
     mode, step = _step(key)
     frame = trl_runs.step_frame(_run(state), step, mode)
-    return trl_runs.completions_table(frame, state["names"], group=None if group in (None, "", ALL) else int(group),
+    return trl_runs.completions_table(frame, state["names"], group=None if group in (None, "", ALL) else _whole(group, "group"),
                                       text=text or "", sort_by=sort_by, descending=bool(descending))
 
 
@@ -108,8 +129,11 @@ def default_infos(record: dict, names) -> dict[str, str]:
     else its description (a verifier whose information needs arguments the run did not log). Rewards that are not registered verifiers get none."""
     from ..tasks import VERIFIERS, Example, MissingArguments
 
-    messages = json.loads(record["messages"])
-    infos = run_replay.record_infos(record, names)
+    try:
+        messages = json.loads(record["messages"])
+        infos = run_replay.record_infos(record, names)
+    except (TypeError, ValueError, RecursionError):  # a hand-made file's messages: no prompt to read them from
+        return {}
     for name in names:
         if name in infos or name not in VERIFIERS:
             continue
@@ -131,13 +155,16 @@ def run_completion(state, key, row):
     lines prefilled where the prompt is a bundled example."""
     run = _run(state)
     mode, step = _step(key)
-    record = trl_runs.completion_record(trl_runs.step_frame(run, step, mode), int(row))
+    record = trl_runs.completion_record(trl_runs.step_frame(run, step, mode), _whole(row, "completion row"))
     names = state["names"]
     lines = _info_lines(default_infos(record, names), names)  # what "Replay with the checkpoint" starts from
     if "token_advantages" in record:
-        view = run_replay.logged_view(record, names, run.info.get("metric", "js"), run.info.get("control", "none"))
+        view = _logged(record, names, run.info)
         return (*_view_outputs(view, record, f"{mode} step {step}, from the run's per-token log"), lines)
-    infos = run_replay.record_infos(record, names)
+    try:
+        infos = run_replay.record_infos(record, names)
+    except (TypeError, ValueError, RecursionError):  # a hand-made file's messages: replay with typed information
+        infos = {}
     found = "from the row's ground truth (gts)" if "gts" in record else "found for this bundled prompt"
     note = (f"Information {found}: check it and press Replay." if infos else
             "Each reward's verifier information is filled in where it is known: check or type it (one line per "
@@ -147,6 +174,18 @@ def run_completion(state, key, row):
             f"**Row {record['row']}**: {what} logged no tokens. {note}", lines)
 
 
+def _logged(record: dict, names: list[str], info: dict) -> run_replay.CompletionView:
+    """The logged view of a record, with a message that names what is wrong in a malformed token log."""
+    try:
+        return run_replay.logged_view(record, names, str(info.get("metric", "js")), str(info.get("control", "none")))
+    except KeyError as e:
+        raise ValueError(f"This completion's per-token log has no column {str(e.args[0])[:80]!r}; it cannot be "
+                         "shown (is the file from MRTPOTrainer?).") from None
+    except (TypeError, ValueError, RuntimeError, IndexError, OverflowError):
+        raise ValueError("This completion's per-token log is malformed (its per-token columns must be lists of "
+                         "numbers of one length per completion); it cannot be shown.") from None
+
+
 @gpu("replay")
 @readable
 def replay_completion(checkpoint, state, key, row, infos_text, alpha, gamma):
@@ -154,7 +193,7 @@ def replay_completion(checkpoint, state, key, row, infos_text, alpha, gamma):
     run = _run(state)
     mode, step = _step(key)
     frame = trl_runs.step_frame(run, step, mode)
-    record = trl_runs.completion_record(frame, int(row))
+    record = trl_runs.completion_record(frame, _whole(row, "completion row"))
     if not (infos_text or "").strip():  # nothing typed: each reward's default information
         infos_text = _info_lines(default_infos(record, state["names"]), state["names"])
     infos = run_replay.parse_infos(infos_text, state["names"])

@@ -34,6 +34,8 @@ LANGUAGES = {
 """The ISO 639-1 codes the official ``response_language`` accepts, with the names its description uses."""
 RELATIONS = (LESS, AT_LEAST)
 """``less than`` is a strict ``<``; ``at least`` is ``>=``."""
+MAX_WORDS = 100
+"""Items of a list kwarg (keywords, forbidden words): IFEval's have at most a handful."""
 EXTENSION_IDS = frozenset({"mrtpo:starts_with"})
 """Ids of instructions that are ours, not IFEval's."""
 
@@ -292,9 +294,12 @@ def validate_kwargs(key: str, kwargs: Any) -> dict:
         raise KwargsError(f"{inst.id}: missing kwarg(s) {missing}")
     for name, kind in inst.params:
         ok, what, _ = KINDS[kind]
-        if not ok(given[name]):
-            why = _pattern_reason(name, given[name]) if name in PATTERNS else None
-            got = repr(given[name]) if len(repr(given[name])) <= 200 else repr(given[name])[:200] + "..."
+        value = given[name]
+        if isinstance(value, list) and len(value) > MAX_WORDS:  # before any item is compiled or checked
+            raise KwargsError(f"{inst.id}: kwarg {name!r} lists {len(value):,} items; at most {MAX_WORDS}")
+        if not ok(value):
+            why = _pattern_reason(name, value) if name in PATTERNS else None
+            got = repr(value) if len(repr(value)) <= 200 else repr(value)[:200] + "..."
             raise KwargsError(f"{inst.id}: kwarg {name!r} must be {what}, got {why or got}")
     if "nth_paragraph" in given and given["nth_paragraph"] > given["num_paragraphs"]:
         raise KwargsError(f"{inst.id}: 'nth_paragraph' ({given['nth_paragraph']}) exceeds 'num_paragraphs' "

@@ -40,14 +40,41 @@ def _decoded(value: Any, what: str) -> Any:
     """A JSON (or, for RLVR sets, Python-literal) string decoded; anything else as it is."""
     if not isinstance(value, str):
         return value
+    if len(value) > MAX_LITERAL_CHARS:
+        raise ValueError(f"{what} is a string of {len(value):,} characters; at most {MAX_LITERAL_CHARS:,}")
     try:
         return json.loads(value)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         pass
+    if _bracket_depth(value) > MAX_LITERAL_DEPTH:
+        raise ValueError(f"{what} is nested deeper than {MAX_LITERAL_DEPTH} levels")
     try:
         return ast.literal_eval(value)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         raise ValueError(f"{what} is a string that is neither JSON nor a Python literal: {value[:80]!r}") from None
+
+
+MAX_LITERAL_CHARS = 65_536
+"""Characters of a JSON or Python-literal string field (``kwargs``, ``ground_truth``): real ones are under 1 KB."""
+MAX_LITERAL_DEPTH = 32
+"""Nesting of such a field, checked before it is parsed."""
+
+
+def _bracket_depth(text: str) -> int:
+    """An upper bound of a literal's nesting (brackets inside its strings count too), without parsing it."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in ")]}":
+            depth -= 1
+    return deepest
+
+
+def _shown(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _ground_truth(row: dict) -> tuple[Any, Any]:
@@ -71,14 +98,14 @@ def _ids_and_kwargs(row: dict) -> tuple[list[str], list[Any]]:
     ids = _decoded(ids, "instruction_id_list")
     ids = [ids] if isinstance(ids, str) else ids
     if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
-        raise ValueError(f"instruction_id_list must be a non-empty list of instruction ids, got {ids!r}")
+        raise ValueError(f"instruction_id_list must be a non-empty list of instruction ids, got {_shown(ids)}")
     kwargs = _decoded(kwargs, "kwargs")
     if kwargs is None:
         kwargs = [{}] * len(ids)
     elif isinstance(kwargs, list):
         kwargs = [_decoded(k, "kwargs entry") for k in kwargs]
     if not isinstance(kwargs, list) or len(kwargs) != len(ids):
-        raise ValueError(f"{len(ids)} instruction ids but kwargs is {kwargs!r}: give one kwargs dict per id")
+        raise ValueError(f"{len(ids)} instruction ids but kwargs is {_shown(kwargs)}: give one kwargs dict per id")
     return ids, kwargs
 
 
@@ -96,7 +123,7 @@ def example_from_row(row: dict) -> Example:
     ids, kwargs = _ids_and_kwargs(row)
     unknown = [i for i in ids if not _known(i)]
     if unknown:
-        raise ValueError(f"unknown IFEval instruction id(s) {unknown}; this version knows the 25 official ids "
+        raise ValueError(f"unknown IFEval instruction id(s) {_shown(unknown)}; this version knows the 25 official ids "
                          "and 'mrtpo:starts_with'")
     constraints = [{"id": instruction(i).id, "kwargs": _without_none(kw)} for i, kw in zip(ids, kwargs)]
     meta: dict = {"constraints": constraints}
