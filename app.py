@@ -1,4 +1,5 @@
 """Hugging Face Spaces entry point: check the operator settings, build the UI and launch it."""
+
 import sys
 
 from mrtpo_viz.settings import SettingsError, check_serving

@@ -10,6 +10,7 @@
 - ``model_label(checkpoint)`` is the name a results file gives a checkpoint (``--checkpoint``: a folder, the bundled
   policy's name or a known real model's name such as ``smollm2-135m-instruct``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,13 +39,25 @@ from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR  # noqa: E402
 
 BUNDLED_POLICY = BUNDLED_POLICY_DIR
 
-for _key, _value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("GRADIO_ANALYTICS_ENABLED", "False"),
-                     ("HF_HUB_DISABLE_TELEMETRY", "1"), ("TOKENIZERS_PARALLELISM", "false")):
+for _key, _value in (
+    ("HF_HUB_OFFLINE", "1"),
+    ("TRANSFORMERS_OFFLINE", "1"),
+    ("GRADIO_ANALYTICS_ENABLED", "False"),
+    ("HF_HUB_DISABLE_TELEMETRY", "1"),
+    ("TOKENIZERS_PARALLELISM", "false"),
+):
     os.environ.setdefault(_key, _value)
 
-QWEN05B_SHAPE = dict(vocab_size=151_936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                     num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
-                     tie_word_embeddings=True)
+QWEN05B_SHAPE = dict(
+    vocab_size=151_936,
+    hidden_size=896,
+    intermediate_size=4864,
+    num_hidden_layers=24,
+    num_attention_heads=14,
+    num_key_value_heads=2,
+    max_position_embeddings=32768,
+    tie_word_embeddings=True,
+)
 """Qwen2-0.5B's shape (494M parameters); the weights are random."""
 
 
@@ -60,8 +73,10 @@ def machine() -> str:
     """E.g. ``"2 cores (AMD EPYC), no GPU, torch 2.13.0+cpu, 1 thread"``."""
     import torch
 
-    cpu = next((line.split(":", 1)[1].strip() for line in _read_lines("/proc/cpuinfo")
-                if line.startswith("model name")), platform.processor() or "unknown CPU")
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in _read_lines("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor() or "unknown CPU",
+    )
     gpu = "GPU" if torch.cuda.is_available() else "no GPU"
     n = torch.get_num_threads()
     return f"{os.cpu_count()} cores ({cpu}), {gpu}, torch {torch.__version__}, {n} thread{'s' * (n != 1)}"
@@ -83,6 +98,7 @@ def _read_lines(path: str) -> list[str]:
 
 
 # --- time and memory ------------------------------------------------------------------------------------------------
+
 
 def trim_memory() -> None:
     """Collect garbage and give freed heap back to the OS, so the next RSS baseline is honest."""
@@ -149,6 +165,7 @@ def p95(xs: Sequence[float]) -> float:
 
 
 # --- models ---------------------------------------------------------------------------------------------------------
+
 
 def command(script: str, argv: Sequence[str]) -> str:
     """``python benchmarks/<script> <argv>`` as it was run, without the ``--out`` folder (results files say how to
@@ -245,13 +262,18 @@ def qwen05b_folder(tokenizer_from: Optional[Path] = None, layers: Optional[int] 
 
     tmp = Path(tempfile.mkdtemp(prefix="mrtpo_qwen05b_"))
     try:
-        with tiny_policy_folder() if tokenizer_from is None else contextlib.nullcontext((tokenizer_from, "")) as (
-                tiny, _):
+        with (
+            tiny_policy_folder() if tokenizer_from is None else contextlib.nullcontext((tokenizer_from, "")) as (
+                tiny,
+                _,
+            )
+        ):
             tok = AutoTokenizer.from_pretrained(tiny)
         torch.manual_seed(0)
         shape = {**QWEN05B_SHAPE, **({"num_hidden_layers": layers} if layers else {})}
-        cfg = Qwen2Config(**shape, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-                          pad_token_id=tok.pad_token_id)
+        cfg = Qwen2Config(
+            **shape, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id
+        )
         model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
         model.save_pretrained(tmp, safe_serialization=True)
         tok.save_pretrained(tmp)
@@ -273,7 +295,7 @@ def response_ids(tokenizer, texts: Sequence[str], n_tokens: int, skip: int = 0) 
     """About ``n_tokens`` ids of sample text that survive a decode / encode round trip (so a text-based tool and an
     id-based one see the same tokens), with no whitespace at either end (Inseq drops a separator that the response
     already starts with)."""
-    ids = tokenizer("\n".join(texts), add_special_tokens=False)["input_ids"][skip:skip + n_tokens]
+    ids = tokenizer("\n".join(texts), add_special_tokens=False)["input_ids"][skip : skip + n_tokens]
     if len(ids) < n_tokens:
         raise ValueError(f"the corpus has only {len(ids)} tokens after skipping {skip}; {n_tokens} were asked")
     return tokenizer(tokenizer.decode(ids).strip(), add_special_tokens=False)["input_ids"]
@@ -281,8 +303,10 @@ def response_ids(tokenizer, texts: Sequence[str], n_tokens: int, skip: int = 0) 
 
 # --- results --------------------------------------------------------------------------------------------------------
 
-def write_results(rows: list[dict], stem: Path, title: str, notes: Sequence[str] = (),
-                  columns: Optional[Sequence[str]] = None) -> tuple[Path, Path]:
+
+def write_results(
+    rows: list[dict], stem: Path, title: str, notes: Sequence[str] = (), columns: Optional[Sequence[str]] = None
+) -> tuple[Path, Path]:
     """``stem.csv`` (all fields) and ``stem.md`` (title, notes, a table of ``columns``)."""
     if not rows:
         raise ValueError("no rows to write")
@@ -300,6 +324,7 @@ def write_results(rows: list[dict], stem: Path, title: str, notes: Sequence[str]
 
 def markdown_table(rows: list[dict], columns: Sequence[str]) -> str:
     """A GitHub markdown table; floats with up to 4 significant digits, missing cells as ``-``."""
+
     def cell(v) -> str:
         if v is None or v == "":
             return "-"

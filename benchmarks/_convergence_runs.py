@@ -17,6 +17,7 @@ sittings from training one run.
 A run stopped by the CPU budget or a signal saves a checkpoint at the step it stopped at; a killed run loses at
 most ``save_every`` steps. A finished run's checkpoints are deleted (its metrics.csv is the result).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -89,10 +90,21 @@ class RunSpec:
     def config(self, study: Path) -> TrainConfig:
         method, control = parse_variant(self.variant)
         a = self.arm
-        return TrainConfig(task=a.task, method=method, control=control, checkpoint=a.checkpoint, seed=self.seed,
-                           steps=a.steps, prompts_per_step=a.prompts_per_step, group_size=a.group_size,
-                           max_new_tokens=a.max_new_tokens, lr=a.lr, threads=1, out_dir=str(self.folder(study)),
-                           save_every=a.save_every)
+        return TrainConfig(
+            task=a.task,
+            method=method,
+            control=control,
+            checkpoint=a.checkpoint,
+            seed=self.seed,
+            steps=a.steps,
+            prompts_per_step=a.prompts_per_step,
+            group_size=a.group_size,
+            max_new_tokens=a.max_new_tokens,
+            lr=a.lr,
+            threads=1,
+            out_dir=str(self.folder(study)),
+            save_every=a.save_every,
+        )
 
 
 def arms_of(plan: dict) -> list[Arm]:
@@ -106,8 +118,13 @@ def schedule(plan: dict) -> list[RunSpec]:
         method, control = parse_variant(v)
         names.check_choice("method", method, names.METHODS)
         names.check_choice("control", control, names.CONTROLS)
-    return [RunSpec(a, v, s) for s in range(max(a.seeds for a in arms)) for a in arms if s < a.seeds
-            for v in plan["variants"]]
+    return [
+        RunSpec(a, v, s)
+        for s in range(max(a.seeds for a in arms))
+        for a in arms
+        if s < a.seeds
+        for v in plan["variants"]
+    ]
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -143,6 +160,7 @@ def policy_digest(checkpoint: str) -> str:
 
 # --- the study folder ----------------------------------------------------------------------------------------------
 
+
 def _without_seeds(value):
     """A plan field with the arms' seed counts left out: a study may be continued with more seeds per arm."""
     if isinstance(value, list) and value and isinstance(value[0], dict):
@@ -153,7 +171,7 @@ def _without_seeds(value):
 def _plan_change(old: dict, plan: dict) -> list[str]:
     """What a continued study's plan changes that it may not: a study may only add seeds and append arms."""
     changed = [k for k in STUDY_KEYS if k != "arms" and old.get(k) != plan.get(k)]
-    kept = plan["arms"][:len(old["arms"])]
+    kept = plan["arms"][: len(old["arms"])]
     if len(kept) < len(old["arms"]) or _without_seeds(kept) != _without_seeds(old["arms"]):
         changed.append("arms")
     changed += [f"fewer seeds of {a['key']}" for a, b in zip(old["arms"], kept) if b["seeds"] < a["seeds"]]
@@ -174,12 +192,15 @@ class Study:
             changed = _plan_change(old, plan)
             moved = {c: (old["digests"][c], d) for c, d in digests.items() if old["digests"].get(c, d) != d}
             if changed or moved:
-                raise SystemExit(f"{self.root} was started with another plan ({changed or ''}) or policy "
-                                 f"({moved or ''}); continue it with its own plan ({saved}) or start a new study "
-                                 "with --study NAME (a plan may only add seeds and append arms)")
+                raise SystemExit(
+                    f"{self.root} was started with another plan ({changed or ''}) or policy "
+                    f"({moved or ''}); continue it with its own plan ({saved}) or start a new study "
+                    "with --study NAME (a plan may only add seeds and append arms)"
+                )
             if plan["arms"] != old["arms"]:  # more seeds or arms: every finished run stays valid
-                atomic_write_text(saved, json.dumps({**old, "arms": plan["arms"],
-                                                     "digests": {**old["digests"], **digests}}, indent=1))
+                atomic_write_text(
+                    saved, json.dumps({**old, "arms": plan["arms"], "digests": {**old["digests"], **digests}}, indent=1)
+                )
         else:
             atomic_write_text(saved, json.dumps({**plan, "digests": digests}, indent=1))
         self.digests = digests
@@ -220,6 +241,7 @@ class Study:
 
 # --- running -------------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Stop:
     """When a sitting stops: its CPU budget, a step cap (for checks and tests), or SIGINT/SIGTERM."""
@@ -244,14 +266,19 @@ class Stop:
         return None
 
 
-def run_study(study: Study, stop: Stop, log: Callable[[str], None] = print,
-              shard: tuple[int, int] = (0, 1)) -> str:
+def run_study(study: Study, stop: Stop, log: Callable[[str], None] = print, shard: tuple[int, int] = (0, 1)) -> str:
     """Advance the study in :func:`schedule` order until it is finished or ``stop`` says so; returns the reason.
 
     ``shard=(k, n)``: this process takes the k-th of every n unfinished runs (:func:`shard_of`); n processes of one
     study run side by side on n cores and share the ledger."""
-    entry = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "pid": os.getpid(), "shard": f"{shard[0]}/{shard[1]}",
-             "cpu_s": 0.0, "steps": 0, "outcome": "running"}
+    entry = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "pid": os.getpid(),
+        "shard": f"{shard[0]}/{shard[1]}",
+        "cpu_s": 0.0,
+        "steps": 0,
+        "outcome": "running",
+    }
     with study.ledger_update() as ledger:
         ledger["sittings"].append(entry)
     policies: dict = {}
@@ -371,6 +398,7 @@ def _finish(study: Study, spec: RunSpec) -> None:
 
 
 # --- reading a study back ------------------------------------------------------------------------------------------
+
 
 def study_rows(study_root: Path, plan: dict):
     """Every finished step of every run as one frame: ``arm``, ``variant``, ``seed`` and the metrics columns."""

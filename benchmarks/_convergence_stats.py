@@ -18,6 +18,7 @@ Pure functions of numbers (numpy, pandas; scipy for the exact noncentral t where
   the same resampled seeds for both. Defined only where the oracle's own gain is detected (both intervals above 0):
   without headroom there is nothing to recover and the ratio means nothing.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,6 +36,7 @@ ORACLE = "mrtpo:oracle"
 
 
 # --- per run -------------------------------------------------------------------------------------------------------
+
 
 def trailing_means(values: Sequence[float], window: int) -> np.ndarray:
     """Means of every full window: ``out[i] = mean(values[i : i + window])``; length ``n - window + 1``."""
@@ -65,9 +67,16 @@ def run_outcomes(rows: pd.DataFrame, window: int, steps: int) -> pd.DataFrame:
             continue
         r = run["reward/mean"].to_numpy()[:steps]
         ap = run["all_pass"].to_numpy()[:steps]
-        out.append({"variant": variant, "seed": int(seed), "start": float(r[:window].mean()),
-                    "final": float(r[-window:].mean()), "final_all_pass": float(ap[-window:].mean()),
-                    "curve": r})
+        out.append(
+            {
+                "variant": variant,
+                "seed": int(seed),
+                "start": float(r[:window].mean()),
+                "final": float(r[-window:].mean()),
+                "final_all_pass": float(ap[-window:].mean()),
+                "curve": r,
+            }
+        )
     return pd.DataFrame(out, columns=["variant", "seed", "start", "final", "final_all_pass", "curve"])
 
 
@@ -85,6 +94,7 @@ def arm_threshold(outcomes: pd.DataFrame) -> Optional[float]:
 
 
 # --- paired intervals ----------------------------------------------------------------------------------------------
+
 
 def _resample(n: int, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, n) seed indices drawn with replacement (one fixed generator: the report is reproducible)."""
@@ -115,9 +125,16 @@ def paired(d: Sequence[float], seed: int = 0) -> dict:
     d = np.asarray(d, dtype=float)
     lo, hi = bootstrap_ci(d, seed=seed)
     t_lo, t_hi = t_ci(d)
-    return {"mean": float(d.mean()) if len(d) else math.nan, "lo": lo, "hi": hi, "t_lo": t_lo, "t_hi": t_hi,
-            "sd": float(d.std(ddof=1)) if len(d) > 1 else math.nan, "n": int(len(d)),
-            "per_seed": [float(x) for x in d]}
+    return {
+        "mean": float(d.mean()) if len(d) else math.nan,
+        "lo": lo,
+        "hi": hi,
+        "t_lo": t_lo,
+        "t_hi": t_hi,
+        "sd": float(d.std(ddof=1)) if len(d) > 1 else math.nan,
+        "n": int(len(d)),
+        "per_seed": [float(x) for x in d],
+    }
 
 
 def detected(p: dict) -> bool:
@@ -126,28 +143,40 @@ def detected(p: dict) -> bool:
     return all(x > 0 for x in lows) or all(x < 0 for x in highs)
 
 
-def oracle_share(d_variant: Sequence[float], d_oracle: Sequence[float], n_boot: int = N_BOOT,
-                 seed: int = 0) -> dict:
+def oracle_share(d_variant: Sequence[float], d_oracle: Sequence[float], n_boot: int = N_BOOT, seed: int = 0) -> dict:
     """Share of the oracle's gain over GDPO that a variant recovers, with a bootstrap interval over seeds.
 
     ``defined`` is False (and the share NaN) unless the oracle's gain is detected (both intervals above 0).
     """
     dv, do = np.asarray(d_variant, dtype=float), np.asarray(d_oracle, dtype=float)
     gain = paired(do, seed)
-    out = {"share": math.nan, "lo": math.nan, "hi": math.nan, "defined": False, "oracle_gain": gain["mean"],
-           "oracle_lo": gain["lo"], "oracle_hi": gain["hi"]}
+    out = {
+        "share": math.nan,
+        "lo": math.nan,
+        "hi": math.nan,
+        "defined": False,
+        "oracle_gain": gain["mean"],
+        "oracle_lo": gain["lo"],
+        "oracle_hi": gain["hi"],
+    }
     if not detected(gain) or gain["mean"] < 0:
         out["why"] = "no headroom: the oracle does not beat GDPO beyond its interval"
         return out
     idx = _resample(len(do), n_boot, seed)
     ratios = dv[idx].mean(axis=1) / do[idx].mean(axis=1)
     q = (1 - LEVEL) / 2
-    out.update(share=float(dv.mean() / do.mean()), lo=float(np.quantile(ratios, q)),
-               hi=float(np.quantile(ratios, 1 - q)), defined=True, why="")
+    out.update(
+        share=float(dv.mean() / do.mean()),
+        lo=float(np.quantile(ratios, q)),
+        hi=float(np.quantile(ratios, 1 - q)),
+        defined=True,
+        why="",
+    )
     return out
 
 
 # --- power of a paired two-sided t test ----------------------------------------------------------------------------
+
 
 def t_quantile(p: float, df: int) -> float:
     """Quantile of Student's t (scipy where installed, else the Cornish-Fisher expansion, good to ~1e-3 for df>=3)."""
@@ -157,10 +186,10 @@ def t_quantile(p: float, df: int) -> float:
         return float(stats.t.ppf(p, df))
     except ImportError:
         z = _z(p)
-        g1 = (z ** 3 + z) / 4
-        g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
-        g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
-        return z + g1 / df + g2 / df ** 2 + g3 / df ** 3
+        g1 = (z**3 + z) / 4
+        g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
+        g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
+        return z + g1 / df + g2 / df**2 + g3 / df**3
 
 
 def _z(p: float) -> float:

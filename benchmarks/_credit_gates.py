@@ -6,6 +6,7 @@ batches' gradients: ``cos(g_b, mean_{b' != b} g_b')``. A credit assignment that 
 the tokens that decided it removes the noise the other rewards' advantages add to every token, so its gradients
 agree more across batches. Also reported: the median gradient norm (the scale that clipping would meet).
 """
+
 from __future__ import annotations
 
 import math
@@ -14,23 +15,32 @@ import time
 import torch
 
 
-def batch_gradients(policy, examples, methods, *, batches: int, prompts: int, group_size: int,
-                    max_new_tokens: int, seed: int = 0) -> dict[str, list[torch.Tensor]]:
+def batch_gradients(
+    policy, examples, methods, *, batches: int, prompts: int, group_size: int, max_new_tokens: int, seed: int = 0
+) -> dict[str, list[torch.Tensor]]:
     """``{method: [flat gradient of batch b]}``; every method sees the same sampled batches."""
     from mrtpo_viz.advantages import ADVANTAGE_METHODS
     from mrtpo_viz.training.config import TrainConfig
     from mrtpo_viz.training.loop import _masked_mean, setup_run, token_inputs
     from mrtpo_viz.training.rollouts import rollout_rewards, sample_rollouts, token_logprobs
 
-    cfg = TrainConfig(task="slots", method="mrtpo", seed=seed, group_size=group_size, prompts_per_step=prompts,
-                      max_new_tokens=max_new_tokens, steps=batches)
+    cfg = TrainConfig(
+        task="slots",
+        method="mrtpo",
+        seed=seed,
+        group_size=group_size,
+        prompts_per_step=prompts,
+        max_new_tokens=max_new_tokens,
+        steps=batches,
+    )
     run = setup_run(cfg, examples, policy)
     params = [p for p in run.model.parameters() if p.requires_grad]
     out: dict[str, list[torch.Tensor]] = {m: [] for m in methods}
     for b in range(batches):
         exs, seeds = run.prompts_for(b)
-        ro = sample_rollouts(run.policy, exs, group_size, seeds=seeds, max_new_tokens=max_new_tokens,
-                             temperature=1.0, top_p=1.0)
+        ro = sample_rollouts(
+            run.policy, exs, group_size, seeds=seeds, max_new_tokens=max_new_tokens, temperature=1.0, top_p=1.0
+        )
         rewards, mask = rollout_rewards(ro, run.verifiers), ro.mask()  # (N, G, K), (N, G, T)
         logp, logits = token_logprobs(run.model, ro, run.policy.pad_id, "cpu", 1.0, return_logits=True)
         cache = {}
@@ -43,8 +53,9 @@ def batch_gradients(policy, examples, methods, *, batches: int, prompts: int, gr
             B, T = ro.N * ro.G, mask.shape[-1]
             loss = _masked_mean(-adv.reshape(B, T) * logp, mask.reshape(B, T))  # ratio 1: the policy gradient
             grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
-            out[name].append(torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1)
-                                        for g, p in zip(grads, params)]))
+            out[name].append(
+                torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)])
+            )
         del logits
     return out
 
@@ -60,29 +71,70 @@ def loo_cosines(grads: list[torch.Tensor]) -> list[float]:
     return out
 
 
-def gate_a(policy, examples, methods, *, batches: int = 8, prompts: int = 4, group_size: int = 4,
-           max_new_tokens: int = 160, seed: int = 0) -> dict:
+def gate_a(
+    policy,
+    examples,
+    methods,
+    *,
+    batches: int = 8,
+    prompts: int = 4,
+    group_size: int = 4,
+    max_new_tokens: int = 160,
+    seed: int = 0,
+) -> dict:
     """Per method: mean and sd of the leave-one-out cosines, median gradient norm; and whether the gate passes."""
     t0 = time.time()
-    grads = batch_gradients(policy, examples, methods, batches=batches, prompts=prompts, group_size=group_size,
-                            max_new_tokens=max_new_tokens, seed=seed)
+    grads = batch_gradients(
+        policy,
+        examples,
+        methods,
+        batches=batches,
+        prompts=prompts,
+        group_size=group_size,
+        max_new_tokens=max_new_tokens,
+        seed=seed,
+    )
     per = {}
     for name, gs in grads.items():
         cos = torch.tensor(loo_cosines(gs))
         norms = torch.stack([g.norm() for g in gs])
-        per[name] = {"cos_mean": round(float(cos.nanmean()), 4), "cos_sd": round(float(cos[~cos.isnan()].std()), 4),
-                     "cos": [round(float(c), 4) for c in cos], "grad_norm_median": round(float(norms.median()), 4)}
+        per[name] = {
+            "cos_mean": round(float(cos.nanmean()), 4),
+            "cos_sd": round(float(cos[~cos.isnan()].std()), 4),
+            "cos": [round(float(c), 4) for c in cos],
+            "grad_norm_median": round(float(norms.median()), 4),
+        }
     best_oracle = max((m for m in per if m.startswith("mrtpo:oracle")), key=lambda m: per[m]["cos_mean"], default=None)
-    passed = bool(best_oracle and "gdpo" in per and per[best_oracle]["cos_mean"] > per["gdpo"]["cos_mean"]
-                  + 2 * per["gdpo"]["cos_sd"] / math.sqrt(batches))
-    return {"gate": "a", "batches": batches, "prompts": prompts, "group_size": group_size, "seed": seed,
-            "methods": per, "best_oracle": best_oracle, "passed": passed,
-            "rule": "passes when the best oracle's mean cosine exceeds GDPO's by more than 2 standard errors of "
-                    "GDPO's per-batch cosines", "seconds": round(time.time() - t0, 1)}
+    passed = bool(
+        best_oracle
+        and "gdpo" in per
+        and per[best_oracle]["cos_mean"] > per["gdpo"]["cos_mean"] + 2 * per["gdpo"]["cos_sd"] / math.sqrt(batches)
+    )
+    return {
+        "gate": "a",
+        "batches": batches,
+        "prompts": prompts,
+        "group_size": group_size,
+        "seed": seed,
+        "methods": per,
+        "best_oracle": best_oracle,
+        "passed": passed,
+        "rule": "passes when the best oracle's mean cosine exceeds GDPO's by more than 2 standard errors of "
+        "GDPO's per-batch cosines",
+        "seconds": round(time.time() - t0, 1),
+    }
 
 
-def relevance_quality(policy, examples, *, prompts: int = 8, group_size: int = 4, max_new_tokens: int = 160,
-                      controls=("none", "others"), seed: int = 0) -> dict:
+def relevance_quality(
+    policy,
+    examples,
+    *,
+    prompts: int = 8,
+    group_size: int = 4,
+    max_new_tokens: int = 160,
+    controls=("none", "others"),
+    seed: int = 0,
+) -> dict:
     """How well the replay's relevance finds each reward's decision token on sampled slots responses.
 
     Per control: ``top1`` (share of (completion, reward) rows whose most relevant token is the decision token),
@@ -91,8 +143,15 @@ def relevance_quality(policy, examples, *, prompts: int = 8, group_size: int = 4
 
     exs = examples[:prompts]
     verifiers = union_verifiers(exs)
-    ro = sample_rollouts(policy, exs, group_size, seeds=[seed * 1000 + i for i in range(len(exs))],
-                         max_new_tokens=max_new_tokens, temperature=1.0, top_p=1.0)
+    ro = sample_rollouts(
+        policy,
+        exs,
+        group_size,
+        seeds=[seed * 1000 + i for i in range(len(exs))],
+        max_new_tokens=max_new_tokens,
+        temperature=1.0,
+        top_p=1.0,
+    )
     spans = span_masks(ro, verifiers, policy.tokenizer)  # (N, G, K, T)
     mask = ro.mask()[:, :, None, :].expand_as(spans)  # (N, G, K, T)
     rows = spans.sum(-1) > 0  # (N, G, K): rows with a decision span

@@ -5,6 +5,7 @@ the steps-to-threshold threshold (a number chosen before the runs, never derived
 seeds, steps, the learning-rate grid and the analysis. :func:`check_plan` refuses a plan that leaves any of them
 open, so that the analysis cannot drift after the results are seen.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,45 +15,74 @@ METHODS = ["gdpo", "grpo", "mrtpo:oracle", "mrtpo:oracle-mask", "mrtpo:placebo-m
 """GDPO is the reference; the oracles (mean-preserving and mask-only) bound what token credit can do; the placebo
 has the oracle's sharpness in the wrong places; MRTPO's raw JS relevance in both normalizations."""
 SLOTS_POLICY = "runs/policies/tiny-mrtpo-slots"
-"""Rebuilt by ``python -m mrtpo_viz.sample_policy.slots --out runs/policies/tiny-mrtpo-slots``."""
+"""Rebuilt by ``python -m mrtpo_viz.sample_policy.slots_policy --out runs/policies/tiny-mrtpo-slots``."""
 
-SLOTS_ARM = dict(key="slots", task="slots", checkpoint=SLOTS_POLICY, steps=40, prompts_per_step=4, group_size=4,
-                 max_new_tokens=160, max_grad_norm=1.0, heldout_prompts=16, window=5)
+SLOTS_ARM = dict(
+    key="slots",
+    task="slots",
+    checkpoint=SLOTS_POLICY,
+    steps=40,
+    prompts_per_step=4,
+    group_size=4,
+    max_new_tokens=160,
+    max_grad_norm=1.0,
+    heldout_prompts=16,
+    window=5,
+)
 """Main arm: ~111-token responses (160 new tokens leave room: truncation is checked per arm, under 1% required)."""
 
-REQUIRED = ("study", "primary_metric", "threshold", "window", "arms", "methods", "seeds", "lr_grid", "analysis",
-            "clipping", "gates")
+REQUIRED = (
+    "study",
+    "primary_metric",
+    "threshold",
+    "window",
+    "arms",
+    "methods",
+    "seeds",
+    "lr_grid",
+    "analysis",
+    "clipping",
+    "gates",
+)
 
 
 def default_plan() -> dict:
     return {
         "study": "credit",
         "primary_metric": "auc_mean_reward: the mean over all training steps of the step's mean reward (mean over "
-                          "the K rewards of the mean over the step's N x G completions)",
-        "secondary_metrics": ["steps to the fixed threshold (first full window whose trailing mean reaches it; "
-                              "censored at steps + 1)", "held-out mean reward at half and full horizon (16 test "
-                              "prompts, 1 sample each at temperature 1, fixed seeds)", "truncated share per arm"],
+        "the K rewards of the mean over the step's N x G completions)",
+        "secondary_metrics": [
+            "steps to the fixed threshold (first full window whose trailing mean reaches it; censored at steps + 1)",
+            "held-out mean reward at half and full horizon (16 test "
+            "prompts, 1 sample each at temperature 1, fixed seeds)",
+            "truncated share per arm",
+        ],
         "threshold": 0.6,
         "threshold_why": "fixed before any run: the slots policy is built to start near 0.4 per reward without "
-                         "information (wrong codes in 60% of its uninformed fine-tuning targets; `credit.py policy` "
-                         "measures it); 0.6 is a third of the way from there to 1",
+        "information (wrong codes in 60% of its uninformed fine-tuning targets; `credit.py policy` "
+        "measures it); 0.6 is a third of the way from there to 1",
         "window": 5,
         "arms": [SLOTS_ARM],
         "methods": METHODS,
         "reference": "gdpo",
         "lr_grid": [2.5e-4, 5e-4, 1e-3],
         "pilot": {"seeds": 2, "lr": [5e-4], "methods": METHODS},
-        "seeds": {"min": 6, "rule": "from the pilot's paired sd of oracle - GDPO: the smallest n with 80% power "
-                                    "(two-sided paired t, alpha 0.05) at the effect the pilot shows; at least 6"},
+        "seeds": {
+            "min": 6,
+            "rule": "from the pilot's paired sd of oracle - GDPO: the smallest n with 80% power "
+            "(two-sided paired t, alpha 0.05) at the effect the pilot shows; at least 6",
+        },
         "clipping": {"max_grad_norm": 1.0, "rule": "the same for every method; the pre-clip norm is logged per step"},
-        "gates": {"a": "per method, the mean cosine of single-batch gradients with the leave-one-out mean gradient "
-                       "over 8 batches of the slots policy: the oracle (mask) must clearly beat GDPO",
-                  "b": "pilot: the best oracle's mean gain over GDPO on the primary metric at least 3x the minimum "
-                       "detectable difference (80% power) at the planned seeds"},
+        "gates": {
+            "a": "per method, the mean cosine of single-batch gradients with the leave-one-out mean gradient "
+            "over 8 batches of the slots policy: the oracle (mask) must clearly beat GDPO",
+            "b": "pilot: the best oracle's mean gain over GDPO on the primary metric at least 3x the minimum "
+            "detectable difference (80% power) at the planned seeds",
+        },
         "analysis": "per arm: oracle - GDPO and MRTPO - GDPO on the primary metric, paired by seed, 95% t and "
-                    "bootstrap intervals; the share of the oracle's gain that MRTPO recovers ((MRTPO - GDPO) / "
-                    "(oracle - GDPO)) with a paired bootstrap interval, defined only when the oracle's gain is "
-                    "detected; truncated share and pre-clip gradient norms per method",
+        "bootstrap intervals; the share of the oracle's gain that MRTPO recovers ((MRTPO - GDPO) / "
+        "(oracle - GDPO)) with a paired bootstrap interval, defined only when the oracle's gain is "
+        "detected; truncated share and pre-clip gradient norms per method",
     }
 
 
@@ -65,8 +95,10 @@ def check_plan(plan: dict) -> dict:
         raise ValueError(f"the plan lacks {missing}: everything the analysis depends on is fixed before the runs")
     t = plan["threshold"]
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 1:
-        raise ValueError(f"the plan must fix the steps-to-threshold threshold in advance as a number in (0, 1], "
-                         f"got {t!r} (a threshold derived from the results is not allowed)")
+        raise ValueError(
+            f"the plan must fix the steps-to-threshold threshold in advance as a number in (0, 1], "
+            f"got {t!r} (a threshold derived from the results is not allowed)"
+        )
     if not plan["arms"] or not plan["methods"] or plan.get("reference", "gdpo") not in plan["methods"]:
         raise ValueError("the plan needs at least one arm and the reference method among its methods")
     for arm in plan["arms"]:

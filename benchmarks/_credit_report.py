@@ -1,6 +1,7 @@
 """The credit study's report: per arm, every method against GDPO on the primary metric (paired by seed, 95% t and
 bootstrap intervals), the share of the oracle's gain MRTPO recovers, steps to the plan's fixed threshold, held-out
 rewards, truncated share and pre-clip gradient norms per method; gate (b) on a pilot."""
+
 from __future__ import annotations
 
 import math
@@ -38,17 +39,21 @@ def summarize(plan: dict, records: list[dict]) -> dict:
             norms = [r["grad_norm"] for rec in recs for r in rec["rows"]]
             clip = recs[0].get("max_grad_norm", 1.0)
             reached = [st.steps_to_threshold(c, plan["threshold"], window) for c in curves]
-            table[m] = {"seeds": sorted(seeds), "auc": float(np.mean([auc(r) for r in recs])),
-                        "start": float(np.mean([c[0] for c in curves])),
-                        "final": float(np.mean([np.mean(c[-window:]) for c in curves])),
-                        "steps_to_threshold": float(np.mean([s for s, _ in reached])),
-                        "reached": sum(ok for _, ok in reached),
-                        "heldout": {h: float(np.mean([rec["heldout"][h]["mean_reward"] for rec in recs]))
-                                    for h in recs[0]["heldout"]},
-                        "truncated": float(np.mean([r["truncated"] for rec in recs for r in rec["rows"]])),
-                        "grad_norm_median": float(np.median(norms)),
-                        "clipped_share": float(np.mean([n > clip for n in norms])) if clip > 0 else 0.0,
-                        "cpu_s_per_run": float(np.mean([rec["cpu_s"] for rec in recs]))}
+            table[m] = {
+                "seeds": sorted(seeds),
+                "auc": float(np.mean([auc(r) for r in recs])),
+                "start": float(np.mean([c[0] for c in curves])),
+                "final": float(np.mean([np.mean(c[-window:]) for c in curves])),
+                "steps_to_threshold": float(np.mean([s for s, _ in reached])),
+                "reached": sum(ok for _, ok in reached),
+                "heldout": {
+                    h: float(np.mean([rec["heldout"][h]["mean_reward"] for rec in recs])) for h in recs[0]["heldout"]
+                },
+                "truncated": float(np.mean([r["truncated"] for rec in recs for r in rec["rows"]])),
+                "grad_norm_median": float(np.median(norms)),
+                "clipped_share": float(np.mean([n > clip for n in norms])) if clip > 0 else 0.0,
+                "cpu_s_per_run": float(np.mean([rec["cpu_s"] for rec in recs])),
+            }
         diffs = {}
         for m in methods:
             if m == ref:
@@ -59,8 +64,12 @@ def summarize(plan: dict, records: list[dict]) -> dict:
                 p = st.paired(d)
                 p["label"] = _label(p)
                 diffs[m] = p
-        out[arm] = {"methods": table, "vs_reference": diffs, "share": _shares(methods, ref),
-                    "gate_b": _gate_b(diffs, plan)}
+        out[arm] = {
+            "methods": table,
+            "vs_reference": diffs,
+            "share": _shares(methods, ref),
+            "gate_b": _gate_b(diffs, plan),
+        }
     return out
 
 
@@ -91,37 +100,64 @@ def _gate_b(diffs: dict, plan: dict) -> dict:
     p, n = oracles[best], plan["seeds"]["min"]
     mde = st.detectable(n, p["sd"]) if p["sd"] == p["sd"] else math.nan
     need = st.seeds_for_power(p["mean"], p["sd"]) if p["mean"] > 0 and p["sd"] > 0 else None
-    return {"best_oracle": best, "gain": p["mean"], "sd": p["sd"], "pilot_seeds": p["n"], "planned_seeds": n,
-            "mde": mde, "passed": bool(p["mean"] > 0 and mde == mde and p["mean"] >= 3 * mde),
-            "seeds_for_80pct_power": need}
+    return {
+        "best_oracle": best,
+        "gain": p["mean"],
+        "sd": p["sd"],
+        "pilot_seeds": p["n"],
+        "planned_seeds": n,
+        "mde": mde,
+        "passed": bool(p["mean"] > 0 and mde == mde and p["mean"] >= 3 * mde),
+        "seeds_for_80pct_power": need,
+    }
 
 
 def markdown(summary: dict, plan: dict, phase: str, command: str) -> str:
-    lines = [f"# Credit study: {phase}", "", f"Reproduce: `{command}`. Plan: `benchmarks/results/credit_plan.json` "
-             f"(primary metric: mean training reward over all steps; threshold {plan['threshold']} fixed in advance; "
-             f"clipping: max_grad_norm {plan['clipping']['max_grad_norm']} for every method).", ""]
+    lines = [
+        f"# Credit study: {phase}",
+        "",
+        f"Reproduce: `{command}`. Plan: `benchmarks/results/credit_plan.json` "
+        f"(primary metric: mean training reward over all steps; threshold {plan['threshold']} fixed in advance; "
+        f"clipping: max_grad_norm {plan['clipping']['max_grad_norm']} for every method).",
+        "",
+    ]
     for arm, s in summary.items():
-        lines += [f"## Arm `{arm}`", "", "| method | seeds | AUC | start | final | steps to thr. | held-out (half, full) "
-                  "| truncated | grad norm median | clipped steps | CPU s/run |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## Arm `{arm}`",
+            "",
+            "| method | seeds | AUC | start | final | steps to thr. | held-out (half, full) "
+            "| truncated | grad norm median | clipped steps | CPU s/run |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for m, t in s["methods"].items():
             held = ", ".join(f"{v:.3f}" for v in t["heldout"].values())
-            lines.append(f"| {m} | {len(t['seeds'])} | {t['auc']:.3f} | {t['start']:.3f} | {t['final']:.3f} | "
-                         f"{t['steps_to_threshold']:.1f} ({t['reached']} reached) | {held} | {t['truncated']:.3f} | "
-                         f"{t['grad_norm_median']:.3f} | {t['clipped_share']:.2f} | {t['cpu_s_per_run']:.0f} |")
-        lines += ["", "| method - GDPO (AUC, paired by seed) | mean | 95% t interval | 95% bootstrap | n | 0 is |",
-                  "|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {m} | {len(t['seeds'])} | {t['auc']:.3f} | {t['start']:.3f} | {t['final']:.3f} | "
+                f"{t['steps_to_threshold']:.1f} ({t['reached']} reached) | {held} | {t['truncated']:.3f} | "
+                f"{t['grad_norm_median']:.3f} | {t['clipped_share']:.2f} | {t['cpu_s_per_run']:.0f} |"
+            )
+        lines += [
+            "",
+            "| method - GDPO (AUC, paired by seed) | mean | 95% t interval | 95% bootstrap | n | 0 is |",
+            "|---|---|---|---|---|---|",
+        ]
         for m, p in s["vs_reference"].items():
-            lines.append(f"| {m} | {p['mean']:+.4f} | [{p['t_lo']:+.4f}, {p['t_hi']:+.4f}] | "
-                         f"[{p['lo']:+.4f}, {p['hi']:+.4f}] | {p['n']} | {p['label']} |")
+            lines.append(
+                f"| {m} | {p['mean']:+.4f} | [{p['t_lo']:+.4f}, {p['t_hi']:+.4f}] | "
+                f"[{p['lo']:+.4f}, {p['hi']:+.4f}] | {p['n']} | {p['label']} |"
+            )
         lines += ["", "| share of the oracle's gain | share | 95% interval | note |", "|---|---|---|---|"]
         for k, sh in s["share"].items():
             lines.append(f"| {k} | {sh['share']:.2f} | [{sh['lo']:.2f}, {sh['hi']:.2f}] | {sh.get('why', '')} |")
         g = s["gate_b"]
         if "gain" in g:
-            lines += ["", f"Gate (b): best oracle `{g['best_oracle']}` gains {g['gain']:+.4f} (sd {g['sd']:.4f}, "
-                      f"{g['pilot_seeds']} pilot seeds); minimum detectable difference at {g['planned_seeds']} seeds "
-                      f"{g['mde']:.4f}; passed: {g['passed']} (needs gain >= 3 x MDE); seeds for 80% power at this "
-                      f"effect: {g['seeds_for_80pct_power']}."]
+            lines += [
+                "",
+                f"Gate (b): best oracle `{g['best_oracle']}` gains {g['gain']:+.4f} (sd {g['sd']:.4f}, "
+                f"{g['pilot_seeds']} pilot seeds); minimum detectable difference at {g['planned_seeds']} seeds "
+                f"{g['mde']:.4f}; passed: {g['passed']} (needs gain >= 3 x MDE); seeds for 80% power at this "
+                f"effect: {g['seeds_for_80pct_power']}.",
+            ]
         lines.append("")
     return "\n".join(lines)
 
@@ -130,20 +166,36 @@ def gates_markdown(gate_a: dict | None, relevance: dict | None) -> str:
     """Gate (a) and the relevance quality on the decision tokens, when their files exist."""
     lines = []
     if gate_a:
-        lines += ["## Gate (a): do single-batch gradients agree?", "",
-                  f"`{gate_a.get('command', '')}`: {gate_a['batches']} batches of {gate_a['prompts']} x "
-                  f"{gate_a['group_size']}, the same batches for every method; cosine of each batch's gradient with "
-                  "the mean of the others. Passed: " + str(gate_a["passed"]) + f" ({gate_a['rule']}).", "",
-                  "| method | mean cosine | sd | median gradient norm |", "|---|---|---|---|"]
-        lines += [f"| {m} | {v['cos_mean']:+.3f} | {v['cos_sd']:.3f} | {v['grad_norm_median']:.4f} |"
-                  for m, v in gate_a["methods"].items()]
+        lines += [
+            "## Gate (a): do single-batch gradients agree?",
+            "",
+            f"`{gate_a.get('command', '')}`: {gate_a['batches']} batches of {gate_a['prompts']} x "
+            f"{gate_a['group_size']}, the same batches for every method; cosine of each batch's gradient with "
+            "the mean of the others. Passed: " + str(gate_a["passed"]) + f" ({gate_a['rule']}).",
+            "",
+            "| method | mean cosine | sd | median gradient norm |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {m} | {v['cos_mean']:+.3f} | {v['cos_sd']:.3f} | {v['grad_norm_median']:.4f} |"
+            for m, v in gate_a["methods"].items()
+        ]
         lines.append("")
     if relevance:
-        lines += ["## Relevance on the decision tokens", "", f"`{relevance.get('command', '')}`: "
-                  f"{relevance['rows']} (response, reward) rows; uniform weights put {relevance['uniform_mass']:.3f} "
-                  "of a row's weight on its decision tokens.", "", "| relevance | top token is a decision token | "
-                  "mass on the decision tokens |", "|---|---|---|"]
-        lines += [f"| JS, control `{c}` | {relevance[c]['top1']:.2f} | {relevance[c]['mass']:.3f} |"
-                  for c in ("none", "others") if c in relevance]
+        lines += [
+            "## Relevance on the decision tokens",
+            "",
+            f"`{relevance.get('command', '')}`: "
+            f"{relevance['rows']} (response, reward) rows; uniform weights put {relevance['uniform_mass']:.3f} "
+            "of a row's weight on its decision tokens.",
+            "",
+            "| relevance | top token is a decision token | mass on the decision tokens |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| JS, control `{c}` | {relevance[c]['top1']:.2f} | {relevance[c]['mass']:.3f} |"
+            for c in ("none", "others")
+            if c in relevance
+        ]
         lines.append("")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """The credit study's runs: the schedule (arm, method, lr, seed), one run's training with its per-step record and
 held-out rewards, shards, and the per-run JSON files that make a sitting resumable (a finished run is skipped)."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,8 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
+from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,28 +78,64 @@ def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:
 
     arm = spec.arm
     torch.set_num_threads(threads)
-    cfg = TrainConfig(task=arm["task"], method=spec.method, checkpoint=arm["checkpoint"], seed=spec.seed,
-                      steps=arm["steps"], lr=spec.lr, group_size=arm["group_size"],
-                      prompts_per_step=arm["prompts_per_step"], max_new_tokens=arm["max_new_tokens"],
-                      max_grad_norm=arm.get("max_grad_norm", 1.0), threads=threads)
+    cfg = TrainConfig(
+        task=arm["task"],
+        method=spec.method,
+        checkpoint=arm["checkpoint"],
+        seed=spec.seed,
+        steps=arm["steps"],
+        lr=spec.lr,
+        group_size=arm["group_size"],
+        prompts_per_step=arm["prompts_per_step"],
+        max_new_tokens=arm["max_new_tokens"],
+        max_grad_norm=arm.get("max_grad_norm", 1.0),
+        threads=threads,
+    )
     policy = policy if policy is not None else load_policy(policy_path(arm["checkpoint"]))
     run = setup_run(cfg, load_examples(arm["task"], "train"), policy)
-    heldout = load_examples(arm["task"], "test")[:arm.get("heldout_prompts", 16)]
+    heldout = load_examples(arm["task"], "test")[: arm.get("heldout_prompts", 16)]
     rows, held, t0, cpu0 = [], {}, time.time(), time.process_time()
     half = arm["steps"] // 2
     for step in range(arm["steps"]):
         m = train_step(run, step)
-        rows.append({"step": step, "mean_reward": m.mean_reward, "rewards": m.rewards, "grad_norm": m.grad_norm,
-                     "truncated": m.truncated, "adv_absmax": m.adv_absmax, "mean_length": m.mean_length})
+        rows.append(
+            {
+                "step": step,
+                "mean_reward": m.mean_reward,
+                "rewards": m.rewards,
+                "grad_norm": m.grad_norm,
+                "truncated": m.truncated,
+                "adv_absmax": m.adv_absmax,
+                "mean_length": m.mean_length,
+            }
+        )
         if step + 1 in (half, arm["steps"]):
             held[str(step + 1)] = heldout_reward(run.policy, heldout, run.verifiers, arm["max_new_tokens"], 0)
-    return {"run": spec.name, "arm": arm["key"], "method": spec.method, "lr": spec.lr, "seed": spec.seed,
-            "steps": arm["steps"], "max_grad_norm": cfg.max_grad_norm, "rows": rows, "heldout": held,
-            "wall_s": round(time.time() - t0, 1), "cpu_s": round(time.process_time() - cpu0, 1)}
+    return {
+        "run": spec.name,
+        "arm": arm["key"],
+        "method": spec.method,
+        "lr": spec.lr,
+        "seed": spec.seed,
+        "steps": arm["steps"],
+        "max_grad_norm": cfg.max_grad_norm,
+        "rows": rows,
+        "heldout": held,
+        "wall_s": round(time.time() - t0, 1),
+        "cpu_s": round(time.process_time() - cpu0, 1),
+    }
 
 
-def sitting(plan: dict, phase: str, out_dir: Path, shard: tuple[int, int] = (0, 1), threads: int = 1,
-            limit: Optional[int] = None, methods: Optional[list[str]] = None, log=print) -> list[Path]:
+def sitting(
+    plan: dict,
+    phase: str,
+    out_dir: Path,
+    shard: tuple[int, int] = (0, 1),
+    threads: int = 1,
+    limit: Optional[int] = None,
+    methods: Optional[list[str]] = None,
+    log=print,
+) -> list[Path]:
     """Train this shard's runs that have no result file yet; each finished run is written at once (resumable).
 
     ``methods`` restricts this sitting to some of the plan's methods, in the given order, seed-major (the most

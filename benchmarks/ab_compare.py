@@ -10,6 +10,7 @@ verifier's relevant spans, the mean relevance, the effective number of tokens, a
 
     python benchmarks/ab_compare.py --checkpoint tiny-mrtpo,smollm2-135m-instruct   # ab_compare.{csv,md}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,12 +54,23 @@ def compare_rows(checkpoint: str, n: int) -> list[dict]:
         seconds = time.perf_counter() - start
         a, b = relevance_summary(rel_a, name), relevance_summary(rel_b, name)
         in_span = rel_a.token_in_span(name)
-        rows.append({"model": model, "example": ex.id, "verifier": name, "tokens": rel_a.T,
-                     "span_token_share": sum(in_span) / max(len(in_span), 1),
-                     "span_mass_a": a["span_mass"], "span_mass_b": b["span_mass"], "mean_a": a["mean"],
-                     "mean_b": b["mean"], "effective_tokens_a": a["effective_tokens"],
-                     "effective_tokens_b": b["effective_tokens"],
-                     "max_abs_b_minus_a": float((rel_b.scores - rel_a.scores).abs().max()), "compare_s": seconds})
+        rows.append(
+            {
+                "model": model,
+                "example": ex.id,
+                "verifier": name,
+                "tokens": rel_a.T,
+                "span_token_share": sum(in_span) / max(len(in_span), 1),
+                "span_mass_a": a["span_mass"],
+                "span_mass_b": b["span_mass"],
+                "mean_a": a["mean"],
+                "mean_b": b["mean"],
+                "effective_tokens_a": a["effective_tokens"],
+                "effective_tokens_b": b["effective_tokens"],
+                "max_abs_b_minus_a": float((rel_b.scores - rel_a.scores).abs().max()),
+                "compare_s": seconds,
+            }
+        )
         print(model, ex.id, name, f"span mass A {a['span_mass']:.3f} B {b['span_mass']:.3f}", flush=True)
     return rows
 
@@ -67,16 +79,21 @@ def summary(rows: list[dict]) -> dict:
     """Per model: medians over the cases and the share of cases where A puts more of the relevance on the spans."""
     pick = lambda key: [r[key] for r in rows]  # noqa: E731
     better = sum(r["span_mass_a"] > r["span_mass_b"] for r in rows)
-    return {"model": rows[0]["model"], "cases": len(rows), "examples": len({r["example"] for r in rows}),
-            "span_token_share_median": round(median(pick("span_token_share")), 3),
-            "span_mass_a_median": round(median(pick("span_mass_a")), 3),
-            "span_mass_b_median": round(median(pick("span_mass_b")), 3),
-            "a_more_on_spans": f"{better}/{len(rows)}",
-            "mean_a_median": round(median(pick("mean_a")), 3), "mean_b_median": round(median(pick("mean_b")), 3),
-            "effective_tokens_a_median": round(median(pick("effective_tokens_a")), 1),
-            "effective_tokens_b_median": round(median(pick("effective_tokens_b")), 1),
-            "max_abs_b_minus_a_median": round(median(pick("max_abs_b_minus_a")), 3),
-            "compare_s_median": round(median(pick("compare_s")), 2)}
+    return {
+        "model": rows[0]["model"],
+        "cases": len(rows),
+        "examples": len({r["example"] for r in rows}),
+        "span_token_share_median": round(median(pick("span_token_share")), 3),
+        "span_mass_a_median": round(median(pick("span_mass_a")), 3),
+        "span_mass_b_median": round(median(pick("span_mass_b")), 3),
+        "a_more_on_spans": f"{better}/{len(rows)}",
+        "mean_a_median": round(median(pick("mean_a")), 3),
+        "mean_b_median": round(median(pick("mean_b")), 3),
+        "effective_tokens_a_median": round(median(pick("effective_tokens_a")), 1),
+        "effective_tokens_b_median": round(median(pick("effective_tokens_b")), 1),
+        "max_abs_b_minus_a_median": round(median(pick("max_abs_b_minus_a")), 3),
+        "compare_s_median": round(median(pick("compare_s")), 2),
+    }
 
 
 def main(argv=None) -> int:
@@ -90,16 +107,22 @@ def main(argv=None) -> int:
     per_case = {c: compare_rows(c, args.n) for c in args.checkpoint.split(",")}
     rows = [summary(r) for r in per_case.values() if r]
     out = Path(args.out)
-    _common.write_results([r for rs in per_case.values() for r in rs], out.with_name(out.name + "_cases"),
-                          "A/B tab on real examples: every case")
-    note = [f"`{_common.command('ab_compare.py', sys.argv[1:])}`; {_common.machine()}.", "",
-            f"The first {args.n} held-out {TASK} examples with a gold response; per verifier whose spans on it are "
-            "not empty and whose own information (A) differs from its generic description (B): the A/B tab's "
-            "comparison of the gold response (JS, no control). `span_mass`: share of the verifier's relevance on "
-            "its relevant spans (`span_token_share`: the share of the tokens inside them, what a uniform "
-            "relevance gives); `a_more_on_spans`: cases where A's share is larger; `effective_tokens`: exp of "
-            "the entropy of the normalized relevance; `max_abs_b_minus_a`: the largest per-token difference; "
-            "`compare_s`: the two replays. Every case: `ab_compare_cases.csv`."]
+    _common.write_results(
+        [r for rs in per_case.values() for r in rs],
+        out.with_name(out.name + "_cases"),
+        "A/B tab on real examples: every case",
+    )
+    note = [
+        f"`{_common.command('ab_compare.py', sys.argv[1:])}`; {_common.machine()}.",
+        "",
+        f"The first {args.n} held-out {TASK} examples with a gold response; per verifier whose spans on it are "
+        "not empty and whose own information (A) differs from its generic description (B): the A/B tab's "
+        "comparison of the gold response (JS, no control). `span_mass`: share of the verifier's relevance on "
+        "its relevant spans (`span_token_share`: the share of the tokens inside them, what a uniform "
+        "relevance gives); `a_more_on_spans`: cases where A's share is larger; `effective_tokens`: exp of "
+        "the entropy of the normalized relevance; `max_abs_b_minus_a`: the largest per-token difference; "
+        "`compare_s`: the two replays. Every case: `ab_compare_cases.csv`.",
+    ]
     _, md = _common.write_results(rows, out, "A/B tab on real examples", note)
     print(md.read_text())
     return 0

@@ -13,6 +13,7 @@ API client) replaced by a stub for the import only; the checker reads just ``und
 Used by ``tests/tasks/test_bfcl_agreement.py`` and ``benchmarks/reference_agreement.py --bfcl``. Needs
 ``pip install bfcl-eval==2026.3.23 --no-deps``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -35,8 +36,15 @@ from mrtpo_viz.tasks.tool_calling.schema import type_name  # noqa: E402
 
 MODELS = {False: "agree-exact", True: "agree-dots"}
 """Stub model names: one with exact function names, one with BFCL's ``underscore_to_dot``."""
-COARSE = ("wrong_count", "wrong_func_name", "missing_required", "unexpected_param", "type_error", "missing_optional",
-          "cannot_find_match")
+COARSE = (
+    "wrong_count",
+    "wrong_func_name",
+    "missing_required",
+    "unexpected_param",
+    "type_error",
+    "missing_optional",
+    "cannot_find_match",
+)
 
 
 def load_bfcl_checker():
@@ -49,6 +57,7 @@ def load_bfcl_checker():
         sys.modules[name] = stub
     try:
         from bfcl_eval.constants.enums import Language
+
         module = importlib.import_module("bfcl_eval.eval_checker.ast_eval.ast_checker")
     finally:
         if stubbed:  # the checker keeps its reference to the mapping; nobody else sees the stub
@@ -71,6 +80,7 @@ def coarse_error(error_type: str) -> str:
 
 # --- generated calls -----------------------------------------------------------------------------------------------
 
+
 def _function(example, name):
     return next((f for f in example.meta["functions"] if f["name"] == name), None)
 
@@ -79,10 +89,17 @@ def base_calls(example) -> list[tuple]:
     """Per expected call: (name, reference arguments, accepted values per argument, properties, required)."""
     out = []
     for answer in example.meta["possible_answer"]:
-        (name, accepted), = answer.items()
+        ((name, accepted),) = answer.items()
         params = (_function(example, name) or {}).get("parameters", {})
-        out.append((name, reference_arguments(accepted, _function(example, name)), accepted,
-                    params.get("properties", {}), params.get("required", [])))
+        out.append(
+            (
+                name,
+                reference_arguments(accepted, _function(example, name)),
+                accepted,
+                params.get("properties", {}),
+                params.get("required", []),
+            )
+        )
     return out
 
 
@@ -105,18 +122,25 @@ def _right_of_call(calls, i):
     optional = [k for k in args if "" in accepted[k] and k not in required]
     if optional:
         yield "right:omit_optional", _with(calls, i, args={k: v for k, v in args.items() if k not in optional})
-    absent = {k: next(a for a in v if a != "")
-              for k, v in accepted.items() if k not in args and any(a != "" for a in v)}
+    absent = {
+        k: next(a for a in v if a != "") for k, v in accepted.items() if k not in args and any(a != "" for a in v)
+    }
     if absent:
         yield "right:explicit_optional", _with(calls, i, args={**args, **absent})
-    ints = {k: int(v) for k, v in args.items() if _kind(props, k) == "float" and type(v) is float
-            and v.is_integer() and abs(v) < 1e15}
+    ints = {
+        k: int(v)
+        for k, v in args.items()
+        if _kind(props, k) == "float" and type(v) is float and v.is_integer() and abs(v) < 1e15
+    }
     if ints:
         yield "right:int_for_float", _with(calls, i, args={**args, **ints})
     if len(args) > 1:
         yield "right:key_order", _with(calls, i, args=dict(reversed(list(args.items()))))
-    strs = {k: v.upper().replace(" ", "  _") for k, v in args.items()
-            if _kind(props, k) == "string" and isinstance(v, str) and v.upper() != v}
+    strs = {
+        k: v.upper().replace(" ", "  _")
+        for k, v in args.items()
+        if _kind(props, k) == "string" and isinstance(v, str) and v.upper() != v
+    }
     if strs:
         yield "right:string_case_spacing", _with(calls, i, args={**args, **strs})
 
@@ -232,8 +256,41 @@ def edge_variants(calls):
                 yield "edge:" + label, _with(calls, i, args={**args, k: value})
 
 
-POOL = [0, 1, -1, 2, 1.0, 2.5, -0.5, True, False, None, "", " ", "a", "A", "1", "1.0", "true", "None", [], [1], [1.0],
-        [1, 2], ["a"], ["A", "b"], [""], [True], [None], {}, {"a": 1}, {"a": "A"}, [[1]], [{"a": 1}], [{}]]
+POOL = [
+    0,
+    1,
+    -1,
+    2,
+    1.0,
+    2.5,
+    -0.5,
+    True,
+    False,
+    None,
+    "",
+    " ",
+    "a",
+    "A",
+    "1",
+    "1.0",
+    "true",
+    "None",
+    [],
+    [1],
+    [1.0],
+    [1, 2],
+    ["a"],
+    ["A", "b"],
+    [""],
+    [True],
+    [None],
+    {},
+    {"a": 1},
+    {"a": "A"},
+    [[1]],
+    [{"a": 1}],
+    [{}],
+]
 """Awkward values for the fuzz substitutions."""
 
 
@@ -263,8 +320,16 @@ def fuzz_variants(calls, rng: random.Random, n: int = 6):
 def cases(example, rng: random.Random) -> list[tuple[str, list, bool]]:
     """Every generated case of one example: (label, calls ``[(name, arguments)]``, underscore_to_dot)."""
     calls = base_calls(example)
-    out = [(label, c, False) for gen in (right_variants(calls), wrong_variants(calls, example), edge_variants(calls),
-                                         fuzz_variants(calls, rng)) for label, c in gen]
+    out = [
+        (label, c, False)
+        for gen in (
+            right_variants(calls),
+            wrong_variants(calls, example),
+            edge_variants(calls),
+            fuzz_variants(calls, rng),
+        )
+        for label, c in gen
+    ]
     if any("." in c[0] for c in calls):  # dots written as "_": wrong for exact names, right under underscore_to_dot
         dotted = [(n.replace(".", "_"), a) for n, a in _with(calls, None)]
         out += [("wrong:dots_as_underscores", dotted, False), ("right:dots_as_underscores", dotted, True)]
@@ -273,19 +338,31 @@ def cases(example, rng: random.Random) -> list[tuple[str, list, bool]]:
 
 # --- both checkers -------------------------------------------------------------------------------------------------
 
+
 def run_case(checker, example, calls, dots: bool) -> dict:
     """BFCL's verdict and ours on one case (BFCL's ``None`` where it raises)."""
     ast_checker, language = checker
     meta = example.meta
     try:
-        res = ast_checker(copy.deepcopy(meta["functions"]), [{n: copy.deepcopy(a)} for n, a in calls],
-                          copy.deepcopy(meta["possible_answer"]), language.PYTHON, meta["category"], MODELS[dots])
+        res = ast_checker(
+            copy.deepcopy(meta["functions"]),
+            [{n: copy.deepcopy(a)} for n, a in calls],
+            copy.deepcopy(meta["possible_answer"]),
+            language.PYTHON,
+            meta["category"],
+            MODELS[dots],
+        )
         bfcl_ok, bfcl_err = bool(res["valid"]), coarse_error(res.get("error_type", ""))
     except Exception as e:  # noqa: BLE001 -- BFCL raises on a few malformed inputs: that is a difference to count
         bfcl_ok, bfcl_err = None, f"crash:{type(e).__name__}"
     verdict, ours_err = correctness_result(render_calls(calls), example, underscore_to_dot=dots)
-    return {"bfcl": bfcl_ok, "bfcl_err": bfcl_err, "ours": verdict.score == 1.0, "ours_err": ours_err,
-            "reason": verdict.reason}
+    return {
+        "bfcl": bfcl_ok,
+        "bfcl_err": bfcl_err,
+        "ours": verdict.score == 1.0,
+        "ours_err": ours_err,
+        "reason": verdict.reason,
+    }
 
 
 def agreement(categories=BFCL_CATEGORIES, seed: int = 0, limit=None) -> list[dict]:
@@ -294,8 +371,16 @@ def agreement(categories=BFCL_CATEGORIES, seed: int = 0, limit=None) -> list[dic
     for category in categories:
         for ex in load_bfcl(category, limit=limit):
             for label, calls, dots in cases(ex, rng):
-                rows.append({"category": category, "id": ex.meta["bfcl_id"], "class": label, "dots": dots,
-                             "calls": calls, **run_case(checker, ex, calls, dots)})
+                rows.append(
+                    {
+                        "category": category,
+                        "id": ex.meta["bfcl_id"],
+                        "class": label,
+                        "dots": dots,
+                        "calls": calls,
+                        **run_case(checker, ex, calls, dots),
+                    }
+                )
     return rows
 
 
@@ -308,8 +393,15 @@ def table(rows: list[dict], key: str) -> list[dict]:
     out = []
     for name, rs in sorted(groups.items()) + [("total", rows)]:
         both = [r for r in rs if r["bfcl"] is False and not r["ours"]]
-        out.append({key: name, "cases": len(rs), "agree": sum(r["bfcl"] == r["ours"] for r in rs),
-                    "agreement_%": 100.0 * sum(r["bfcl"] == r["ours"] for r in rs) / len(rs),
-                    "bfcl_accepts": sum(r["bfcl"] is True for r in rs), "ours_accepts": sum(r["ours"] for r in rs),
-                    "same_error_class": f"{sum(r['bfcl_err'] == r['ours_err'] for r in both)}/{len(both)}"})
+        out.append(
+            {
+                key: name,
+                "cases": len(rs),
+                "agree": sum(r["bfcl"] == r["ours"] for r in rs),
+                "agreement_%": 100.0 * sum(r["bfcl"] == r["ours"] for r in rs) / len(rs),
+                "bfcl_accepts": sum(r["bfcl"] is True for r in rs),
+                "ours_accepts": sum(r["ours"] for r in rs),
+                "same_error_class": f"{sum(r['bfcl_err'] == r['ours_err'] for r in both)}/{len(both)}",
+            }
+        )
     return out

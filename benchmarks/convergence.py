@@ -23,6 +23,7 @@ beats raw JS in benchmarks/results/localization.md, 0.70 vs 0.62 over all span t
 tokens, with the same reward specificity 0.75; placebo and corrupted are below raw JS), ``mrtpo:oracle`` (weights
 from the verifiers' relevant spans: the headroom) and ``entropy`` (uncertainty only).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,18 +54,29 @@ REAL = dict(checkpoint=REAL_MODEL, prompts_per_step=1, group_size=4, max_new_tok
 
 def pilot_plan() -> dict:
     """3 seeds x 40 steps on the tiny policy, 2 seeds x 6 steps on the real model: ~1 CPU hour."""
-    tiny = [dict(key=t, task=t, seeds=3, steps=40, window=10, save_every=20, **TINY)
-            for t in ("tool_calling", "text_to_sql", "instruction_following")]
-    real = dict(key="instruction_following@smollm2", task="instruction_following", seeds=2, steps=6, window=3,
-                save_every=3, **REAL)
+    tiny = [
+        dict(key=t, task=t, seeds=3, steps=40, window=10, save_every=20, **TINY)
+        for t in ("tool_calling", "text_to_sql", "instruction_following")
+    ]
+    real = dict(
+        key="instruction_following@smollm2",
+        task="instruction_following",
+        seeds=2,
+        steps=6,
+        window=3,
+        save_every=3,
+        **REAL,
+    )
     return {"study": "pilot", "variants": VARIANTS, "arms": tiny + [real]}
 
 
 def check_policies(plan: dict) -> None:
     for arm in runs.arms_of(plan):
         if not (runs.policy_folder(arm.checkpoint).expanduser() / "model.safetensors").is_file():
-            raise SystemExit(f"arm {arm.key}: no policy at {arm.checkpoint}; convert the real model with "
-                             "`python -m mrtpo_viz get-model smollm2-135m-instruct`, or edit the plan")
+            raise SystemExit(
+                f"arm {arm.key}: no policy at {arm.checkpoint}; convert the real model with "
+                "`python -m mrtpo_viz get-model smollm2-135m-instruct`, or edit the plan"
+            )
 
 
 def sitting(plan: dict, study_root: Path, args) -> str:
@@ -109,8 +121,14 @@ def phase_pilot(args) -> int:
     root = Path(args.runs_dir) / plan["study"]
     outcome = sitting(plan, root, args)
     rows, ledger = load_study(root, plan)
-    report.write_report(rows, ledger, plan, RESULTS / "convergence_pilot", title="Convergence pilot",
-                        digests=json.loads((root / "plan.json").read_text())["digests"])
+    report.write_report(
+        rows,
+        ledger,
+        plan,
+        RESULTS / "convergence_pilot",
+        title="Convergence pilot",
+        digests=json.loads((root / "plan.json").read_text())["digests"],
+    )
     print(f"pilot {outcome}; wrote {RESULTS / 'convergence_pilot'}.{{md,csv,json}}")
     return 0
 
@@ -129,10 +147,15 @@ def phase_power(args) -> int:
     floor = {}
     if args.keep_seeds and PLAN_FILE.is_file():
         floor = {a["key"]: a["seeds"] for a in json.loads(PLAN_FILE.read_text(encoding="utf-8"))["arms"]}
-    command = " ".join(["power", f"--budget-cpu-h {args.budget_cpu_h:g}"] + ["--keep-seeds"] * args.keep_seeds
-                       + [f"--horizon {h}" for h in args.horizon] + ([f"--arms {args.arms}"] if args.arms else []))
-    plan, text = power.propose(rows, pilot, budget_cpu_h=args.budget_cpu_h, variants=VARIANTS, horizons=horizons,
-                               floor=floor, command=command)
+    command = " ".join(
+        ["power", f"--budget-cpu-h {args.budget_cpu_h:g}"]
+        + ["--keep-seeds"] * args.keep_seeds
+        + [f"--horizon {h}" for h in args.horizon]
+        + ([f"--arms {args.arms}"] if args.arms else [])
+    )
+    plan, text = power.propose(
+        rows, pilot, budget_cpu_h=args.budget_cpu_h, variants=VARIANTS, horizons=horizons, floor=floor, command=command
+    )
     (RESULTS / "convergence_power.md").write_text(text, encoding="utf-8")
     PLAN_FILE.write_text(json.dumps(plan, indent=1) + "\n", encoding="utf-8")
     print(text)
@@ -158,8 +181,9 @@ def phase_words(args) -> int:
     """Rewrite the reports' verdicts and conclusions from their stored numbers (after a change of wording)."""
     import _convergence_report as report
 
-    report.refresh_words(RESULTS / "convergence", "Does token credit help? Convergence study",
-                         RESULTS / "convergence_power.md")
+    report.refresh_words(
+        RESULTS / "convergence", "Does token credit help? Convergence study", RESULTS / "convergence_power.md"
+    )
     report.refresh_words(RESULTS / "convergence_pilot", "Convergence pilot")
     print("rewrote the words of results/convergence.{json,md} and convergence_pilot.{json,md}")
     return 0
@@ -174,9 +198,15 @@ def phase_report(args) -> int:
         raise SystemExit(f"no study at {root}; run `python benchmarks/convergence.py run` first")
     rows, ledger = load_study(root, plan)
     out = Path(args.out) if args.out else RESULTS / "convergence"
-    report.write_report(rows, ledger, plan, out, title="Does token credit help? Convergence study",
-                        digests=json.loads((root / "plan.json").read_text())["digests"],
-                        power_md=RESULTS / "convergence_power.md")
+    report.write_report(
+        rows,
+        ledger,
+        plan,
+        out,
+        title="Does token credit help? Convergence study",
+        digests=json.loads((root / "plan.json").read_text())["digests"],
+        power_md=RESULTS / "convergence_power.md",
+    )
     print(f"wrote {out}.{{md,csv,json,html}}")
     return 0
 
@@ -184,24 +214,41 @@ def phase_report(args) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("phase", choices=["pilot", "power", "run", "report", "words"])
-    ap.add_argument("--cpu-budget-min", type=float, default=float("inf"),
-                    help="stop this sitting cleanly once it has used this much CPU time (pilot, run)")
+    ap.add_argument(
+        "--cpu-budget-min",
+        type=float,
+        default=float("inf"),
+        help="stop this sitting cleanly once it has used this much CPU time (pilot, run)",
+    )
     ap.add_argument("--max-steps", type=int, default=None, help="stop this sitting after this many steps")
     ap.add_argument("--runs-dir", default=str(RUNS), help="where the studies' runs live (gitignored)")
     ap.add_argument("--study", default="main", help="study name (run, report)")
     ap.add_argument("--plan", default=str(PLAN_FILE), help="the study's plan (run, report)")
-    ap.add_argument("--shard", default="0/1", metavar="K/N",
-                    help="run: train the K-th of every N runs (N processes of one study on N cores, K = 0..N-1)")
-    ap.add_argument("--keep-seeds", action="store_true",
-                    help="power: a study under way: keep the seeds of the current plan's arms (their CPU is spent)")
+    ap.add_argument(
+        "--shard",
+        default="0/1",
+        metavar="K/N",
+        help="run: train the K-th of every N runs (N processes of one study on N cores, K = 0..N-1)",
+    )
+    ap.add_argument(
+        "--keep-seeds",
+        action="store_true",
+        help="power: a study under way: keep the seeds of the current plan's arms (their CPU is spent)",
+    )
     ap.add_argument("--budget-cpu-h", type=float, default=8.0, help="CPU hours the study may use (power)")
-    ap.add_argument("--horizon", action="append", default=[], metavar="ARM=STEPS",
-                    help="power: steps of an arm instead of the default horizon (repeatable)")
+    ap.add_argument(
+        "--horizon",
+        action="append",
+        default=[],
+        metavar="ARM=STEPS",
+        help="power: steps of an arm instead of the default horizon (repeatable)",
+    )
     ap.add_argument("--arms", default="", help="power: comma-separated arms the study runs (default: all)")
     ap.add_argument("--out", default=None, help="report: output stem (default benchmarks/results/convergence)")
     args = ap.parse_args(argv)
-    return {"pilot": phase_pilot, "power": phase_power, "run": phase_run, "report": phase_report,
-            "words": phase_words}[args.phase](args)
+    return {"pilot": phase_pilot, "power": phase_power, "run": phase_run, "report": phase_report, "words": phase_words}[
+        args.phase
+    ](args)
 
 
 if __name__ == "__main__":

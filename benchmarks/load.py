@@ -23,6 +23,7 @@ server's memory before and after.
     python benchmarks/load.py --sessions 16 --duration 60     # writes benchmarks/results/load.{csv,md}
     python benchmarks/load.py --sessions 12 --hostile 4 --duration 120   # writes load_hostile.{csv,md}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,6 +82,7 @@ class Load:
 
 # ----------------------------------------------------------------------------------------------- the server
 
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -89,8 +91,13 @@ def free_port() -> int:
 
 def start_server(port: int, threads: int) -> subprocess.Popen:
     env = {**os.environ, "MRTPO_THREADS": str(threads), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
-    return subprocess.Popen([sys.executable, "-m", "mrtpo_viz", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-m", "mrtpo_viz", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
 
 def wait_up(url: str, proc: subprocess.Popen, timeout_s: float = 180) -> None:
@@ -139,6 +146,7 @@ def watch_rss(pid: int, workers: list[threading.Thread], every_s: float = 2.0) -
 
 # ----------------------------------------------------------------------------------------------- one session
 
+
 def session_inputs(i: int, checkpoint: str) -> tuple[list, str, str]:
     """/replay inputs whose response and first information carry session ``i``'s marker; (inputs, response, info)."""
     from mrtpo_viz.ui.example_picker import get_example, prompt_text
@@ -148,15 +156,28 @@ def session_inputs(i: int, checkpoint: str) -> tuple[list, str, str]:
     response = f"{ex.reference} S{i:02d}Z"
     infos = [get_verifier(n).info(ex) for n in ex.verifiers]
     infos[0] = f"{infos[0]} (session {i:02d})"
-    inputs = [checkpoint, TASK, EXAMPLE, prompt_text(ex), response, list(ex.verifiers), "user_end", "js", "none",
-              "\n\n[Verifier: {title}] {info}", *(infos + [""] * 6)[:6]]
+    inputs = [
+        checkpoint,
+        TASK,
+        EXAMPLE,
+        prompt_text(ex),
+        response,
+        list(ex.verifiers),
+        "user_end",
+        "js",
+        "none",
+        "\n\n[Verifier: {title}] {info}",
+        *(infos + [""] * 6)[:6],
+    ]
     return inputs, response, infos[0]
 
 
 def _group(verifiers: list[str]) -> dict:
     K = len(verifiers)
-    return {"headers": ["response", *verifiers],
-            "data": [["replayed"] + [1.0] * K, ["b"] + [0.0] * K, ["c"] + [1.0] + [0.0] * (K - 1)]}
+    return {
+        "headers": ["response", *verifiers],
+        "data": [["replayed"] + [1.0] * K, ["b"] + [0.0] * K, ["c"] + [1.0] + [0.0] * (K - 1)],
+    }
 
 
 def _replay_leak(files, response: str, info: str, verifier: str) -> tuple[bool, list[str]]:
@@ -183,8 +204,16 @@ def _call(load: Load, i: int, endpoint: str, fn):
     try:
         return fn(), start, time.monotonic()
     except Exception as err:  # noqa: BLE001 -- any failure of a request is counted, not raised
-        load.add(Request(i, endpoint, start - load.t0, time.monotonic() - start, False,
-                         error=f"{type(err).__name__}: {err}"[:200]))
+        load.add(
+            Request(
+                i,
+                endpoint,
+                start - load.t0,
+                time.monotonic() - start,
+                False,
+                error=f"{type(err).__name__}: {err}"[:200],
+            )
+        )
         return None, start, None
 
 
@@ -206,11 +235,18 @@ def run_session(i: int, url: str, checkpoint: str, load: Load) -> None:
             if out is not None:
                 leaked, labels = _replay_leak(files, response, info, verifiers[0])
                 load.add(Request(i, "/replay", start - load.t0, end - start, True, leak=leaked))
-                out, start, end = _call(load, i, "/advantages", lambda: client.predict(
-                    _group(verifiers), 1.0, 1.0, "controlled", api_name="/advantages"))
+                out, start, end = _call(
+                    load,
+                    i,
+                    "/advantages",
+                    lambda: client.predict(_group(verifiers), 1.0, 1.0, "controlled", api_name="/advantages"),
+                )
                 if out is not None:
-                    load.add(Request(i, "/advantages", start - load.t0, end - start, True,
-                                     leak=_advantage_leak(out[0], labels)))
+                    load.add(
+                        Request(
+                            i, "/advantages", start - load.t0, end - start, True, leak=_advantage_leak(out[0], labels)
+                        )
+                    )
             if not warmed and n + 1 >= load.warmup_rounds:
                 warmed = True
                 try:
@@ -265,8 +301,9 @@ def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
                 break
             kind = list(hostile)[(n + i) % len(hostile)]
             api, inputs = hostile[kind]
-            inputs = [handle_file(x) if isinstance(x, str) and x.endswith(hostile_inputs.UPLOADS) else x
-                      for x in inputs]
+            inputs = [
+                handle_file(x) if isinstance(x, str) and x.endswith(hostile_inputs.UPLOADS) else x for x in inputs
+            ]
             start, answered, error = time.monotonic(), True, ""
             try:
                 if kind in hostile_inputs.SETUP:  # the session's verifier choices become that task's
@@ -287,8 +324,17 @@ def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
 
 # ----------------------------------------------------------------------------------------------- the run
 
-def run(sessions: int, duration_s: float, max_requests: int, threads: int, checkpoint: str, warmup: int = 2,
-        hostile: int = 0, kinds: tuple[str, ...] = ()) -> dict:
+
+def run(
+    sessions: int,
+    duration_s: float,
+    max_requests: int,
+    threads: int,
+    checkpoint: str,
+    warmup: int = 2,
+    hostile: int = 0,
+    kinds: tuple[str, ...] = (),
+) -> dict:
     import tempfile
 
     import hostile_inputs
@@ -305,10 +351,13 @@ def run(sessions: int, duration_s: float, max_requests: int, threads: int, check
         rss = {"start": rss_mib(proc.pid)}
         load = Load(t0=time.monotonic(), deadline=float("inf"), max_requests=max_requests, warmup_rounds=warmup)
         load.warm = threading.Barrier(sessions + hostile + 1)
-        workers = [threading.Thread(target=run_session, args=(i, url, checkpoint, load), daemon=True)
-                   for i in range(sessions)]
-        workers += [threading.Thread(target=run_hostile_session, args=(sessions + j, url, load, bad), daemon=True)
-                    for j in range(hostile)]
+        workers = [
+            threading.Thread(target=run_session, args=(i, url, checkpoint, load), daemon=True) for i in range(sessions)
+        ]
+        workers += [
+            threading.Thread(target=run_hostile_session, args=(sessions + j, url, load, bad), daemon=True)
+            for j in range(hostile)
+        ]
         for w in workers:
             w.start()
         try:
@@ -325,20 +374,30 @@ def run(sessions: int, duration_s: float, max_requests: int, threads: int, check
         proc.wait(timeout=30)
         scratch.cleanup()
     benign = [r for r in load.requests if r.kind == "benign"]
-    summary = {"model": _common.model_label(checkpoint),
-               **summarize(benign, rss, elapsed, warm_s, sessions, threads, duration_s, warmup)}
-    return {**summary, **summarize_hostile([r for r in load.requests if r.kind != "benign"], hostile)} if hostile \
+    summary = {
+        "model": _common.model_label(checkpoint),
+        **summarize(benign, rss, elapsed, warm_s, sessions, threads, duration_s, warmup),
+    }
+    return (
+        {**summary, **summarize_hostile([r for r in load.requests if r.kind != "benign"], hostile)}
+        if hostile
         else summary
+    )
 
 
 def summarize_hostile(requests: list[Request], hostile: int) -> dict:
     """Per kind: requests, those not answered, median and max latency (the app's answer, usually a refusal)."""
-    out = {"hostile_sessions": hostile, "hostile_requests": len(requests),
-           "hostile_unanswered": sum(not r.ok for r in requests)}
+    out = {
+        "hostile_sessions": hostile,
+        "hostile_requests": len(requests),
+        "hostile_unanswered": sum(not r.ok for r in requests),
+    }
     for kind in sorted({r.kind for r in requests}):
         lat = [r.latency_s for r in requests if r.kind == kind]
-        out[f"hostile_{kind}"] = (f"{len(lat)} requests, {sum(not r.ok for r in requests if r.kind == kind)} "
-                                  f"unanswered, p50 {median(lat):.2f} s, max {max(lat):.2f} s")
+        out[f"hostile_{kind}"] = (
+            f"{len(lat)} requests, {sum(not r.ok for r in requests if r.kind == kind)} "
+            f"unanswered, p50 {median(lat):.2f} s, max {max(lat):.2f} s"
+        )
     out["hostile_answers"] = sorted({f"{r.kind}: {' '.join(r.error.split())[:150]}" for r in requests})[:14]
     return out
 
@@ -347,23 +406,43 @@ def _stat(fn, xs: list[float]) -> float:
     return round(fn(xs), 3) if xs else float("nan")
 
 
-def summarize(requests: list[Request], rss: dict, elapsed: float, warm_s: float, sessions: int, threads: int,
-              duration_s: float, warmup: int) -> dict:
+def summarize(
+    requests: list[Request],
+    rss: dict,
+    elapsed: float,
+    warm_s: float,
+    sessions: int,
+    threads: int,
+    duration_s: float,
+    warmup: int,
+) -> dict:
     """Errors and leaks over all requests; latency and throughput over the window after the warm-up."""
     ok = [r for r in requests if r.ok and r.start_s >= warm_s]  # the measured window: after the warm-up
     window = elapsed - warm_s
     replays = [r.latency_s for r in ok if r.endpoint == "/replay"]
     advantages = [r.latency_s for r in ok if r.endpoint == "/advantages"]
     return {
-        "sessions": sessions, "duration_s": duration_s, "measured_s": round(window, 1), "torch_threads": threads,
+        "sessions": sessions,
+        "duration_s": duration_s,
+        "measured_s": round(window, 1),
+        "torch_threads": threads,
         "malloc_arena_max": os.environ.get("MALLOC_ARENA_MAX", "glibc default"),
-        "requests": len(requests), "errors": sum(not r.ok for r in requests), "leaks": sum(r.leak for r in requests),
-        "throughput_rps": round(len(ok) / window, 3), "replays_per_s": round(len(replays) / window, 3),
-        "replay_p50_s": _stat(median, replays), "replay_p95_s": _stat(p95, replays),
-        "advantages_p50_s": _stat(median, advantages), "advantages_p95_s": _stat(p95, advantages),
-        "warmup_rounds": warmup, "warm_up_s": round(warm_s, 1), "rss_start_mib": round(rss["start"], 1),
+        "requests": len(requests),
+        "errors": sum(not r.ok for r in requests),
+        "leaks": sum(r.leak for r in requests),
+        "throughput_rps": round(len(ok) / window, 3),
+        "replays_per_s": round(len(replays) / window, 3),
+        "replay_p50_s": _stat(median, replays),
+        "replay_p95_s": _stat(p95, replays),
+        "advantages_p50_s": _stat(median, advantages),
+        "advantages_p95_s": _stat(p95, advantages),
+        "warmup_rounds": warmup,
+        "warm_up_s": round(warm_s, 1),
+        "rss_start_mib": round(rss["start"], 1),
         "rss_warm_mib": round(rss["warm"], 1),
-        "rss_mid_mib": round(rss["mid"], 1), "rss_end_mib": round(rss["end"], 1), "rss_max_mib": round(rss["max"], 1),
+        "rss_mid_mib": round(rss["mid"], 1),
+        "rss_end_mib": round(rss["end"], 1),
+        "rss_max_mib": round(rss["max"], 1),
         "rss_growth_pct": round(100 * (rss["end"] / rss["warm"] - 1), 2),
         "rss_growth_second_half_pct": round(100 * (rss["end"] / rss["mid"] - 1), 2),
         "first_errors": sorted({r.error for r in requests if not r.ok})[:3],
@@ -375,14 +454,23 @@ def write(summary: dict, requests_csv: Path, md: Path, machine: str, load_avg: s
         writer = csv.writer(fh)
         writer.writerow(["metric", "value"])
         writer.writerows([k, v] for k, v in summary.items() if k not in ("first_errors", "hostile_answers"))
-    goals = {"errors": "0", "leaks": "0", "rss_growth_pct": "< 5", "rss_growth_second_half_pct": "~0 (plateau)",
-             "hostile_unanswered": "0"}
-    rows = "\n".join(f"| {k} | {v} | {goals.get(k, '')} |" for k, v in summary.items()
-                     if k not in ("first_errors", "hostile_answers"))
+    goals = {
+        "errors": "0",
+        "leaks": "0",
+        "rss_growth_pct": "< 5",
+        "rss_growth_second_half_pct": "~0 (plateau)",
+        "hostile_unanswered": "0",
+    }
+    rows = "\n".join(
+        f"| {k} | {v} | {goals.get(k, '')} |"
+        for k, v in summary.items()
+        if k not in ("first_errors", "hostile_answers")
+    )
     errors = "".join(f"\n- `{e}`" for e in summary["first_errors"]) or " none"
     if "hostile_answers" in summary:
         errors += "\n\nWhat the app answered the hostile sessions (one line per distinct answer):" + "".join(
-            f"\n- `{e}`" for e in summary["hostile_answers"])
+            f"\n- `{e}`" for e in summary["hostile_answers"]
+        )
     hostile = f" beside {summary['hostile_sessions']} hostile ones" if summary.get("hostile_sessions") else ""
     md.write_text(
         f"# Load: {summary['sessions']} concurrent gradio_client sessions{hostile} for {summary['duration_s']:.0f} s"
@@ -394,7 +482,9 @@ def write(summary: dict, requests_csv: Path, md: Path, machine: str, load_avg: s
         "answer that holds another session's response, information or tokens. RSS is the server's, sampled every "
         f"2 s: after every session's {summary['warmup_rounds']} warm-up round(s), halfway through the measured "
         "window, at the end, and its maximum."
-        f"\n\n| metric | value | goal |\n|---|---|---|\n{rows}\n\nErrors seen:{errors}\n", encoding="utf-8")
+        f"\n\n| metric | value | goal |\n|---|---|---|\n{rows}\n\nErrors seen:{errors}\n",
+        encoding="utf-8",
+    )
 
 
 def main(argv=None) -> int:
@@ -404,15 +494,29 @@ def main(argv=None) -> int:
     p.add_argument("--max-requests", type=int, default=400, help="per session: a bound that ends every loop")
     p.add_argument("--threads", type=int, default=1, help="torch threads of the app (MRTPO_THREADS)")
     p.add_argument("--warmup", type=int, default=2, help="rounds per session before the measured window")
-    p.add_argument("--checkpoint", default=str(_common.BUNDLED_POLICY),
-                   help="a folder or a known model's name (e.g. smollm2-135m-instruct)")
+    p.add_argument(
+        "--checkpoint",
+        default=str(_common.BUNDLED_POLICY),
+        help="a folder or a known model's name (e.g. smollm2-135m-instruct)",
+    )
     p.add_argument("--hostile", type=int, default=0, help="hostile sessions beside --sessions benign ones")
     p.add_argument("--kinds", default="", help="comma list of hostile_inputs.KINDS to send (default: all)")
-    p.add_argument("--out", default=None, help="stem of the .csv and .md results (default results/load, or "
-                                               "results/load_hostile with --hostile)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="stem of the .csv and .md results (default results/load, or results/load_hostile with --hostile)",
+    )
     args = p.parse_args(argv)
-    summary = run(args.sessions, args.duration, args.max_requests, args.threads, args.checkpoint, args.warmup,
-                  args.hostile, tuple(k for k in args.kinds.split(",") if k))
+    summary = run(
+        args.sessions,
+        args.duration,
+        args.max_requests,
+        args.threads,
+        args.checkpoint,
+        args.warmup,
+        args.hostile,
+        tuple(k for k in args.kinds.split(",") if k),
+    )
     out = Path(args.out or RESULTS / ("load_hostile" if args.hostile else "load"))
     out.parent.mkdir(parents=True, exist_ok=True)
     write(summary, out.with_suffix(".csv"), out.with_suffix(".md"), _common.machine(), _common.load_average())

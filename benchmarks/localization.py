@@ -24,6 +24,7 @@ Usage: ``python benchmarks/localization.py [--quick] [--n 100] [--checkpoint DIR
 and writes ``localization_bfcl_<category>.*``). Writes ``localization.csv`` (long: model, view, verifier, method,
 value, n) and ``localization.md`` (``--slice``: ``localization_slice.*``; ``--quick``: ``*_quick.*``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,13 @@ from mrtpo_viz.tasks.example_sources import load_examples  # noqa: E402
 
 METHODS = ("js_raw", "js_placebo", "js_corrupted", "js_others", "kl", "entropy", "uniform")
 """Relevance signals compared; the first five come from the replay, the last two are baselines."""
-REPLAYS = {"js_raw": ("js", "none"), "js_placebo": ("js", "placebo"), "js_corrupted": ("js", "corrupted"),
-           "js_others": ("js", "others"), "kl": ("kl", "none")}
+REPLAYS = {
+    "js_raw": ("js", "none"),
+    "js_placebo": ("js", "placebo"),
+    "js_corrupted": ("js", "corrupted"),
+    "js_others": ("js", "others"),
+    "kl": ("kl", "none"),
+}
 """Replays run per response: (metric, control), all from one batched forward."""
 
 
@@ -80,8 +86,11 @@ def signals(policy, ex, response, verifiers: list[str]) -> tuple[dict[str, np.nd
         rels[("js", "corrupted")] = None
     out = {}
     for method, key in REPLAYS.items():
-        out[method] = (rels[key].scores.numpy() if rels[key] is not None
-                       else np.stack([_corrupted_row(policy, ex, response, v) for v in verifiers]))
+        out[method] = (
+            rels[key].scores.numpy()
+            if rels[key] is not None
+            else np.stack([_corrupted_row(policy, ex, response, v) for v in verifiers])
+        )
     rel = rels[("js", "none")]
     K, T = out["js_raw"].shape
     out["entropy"] = np.broadcast_to(rel.entropy.numpy(), (K, T))
@@ -97,8 +106,11 @@ def _corrupted_row(policy, ex, response, verifier: str) -> np.ndarray:
     try:
         return replay(policy, ex, response, [verifier], control="corrupted").scores[0].numpy()
     except ValueError:
-        ids = response if isinstance(response, list) else policy.tokenizer(response, add_special_tokens=False)[
-            "input_ids"]
+        ids = (
+            response
+            if isinstance(response, list)
+            else policy.tokenizer(response, add_special_tokens=False)["input_ids"]
+        )
         return np.full(len(ids), np.nan)
 
 
@@ -167,14 +179,23 @@ def summarize(pools: Pools) -> list[dict]:
     rows = []
     for (view, v, method), (score_list, label_list) in sorted(pools.pairs.items()):
         labels = np.concatenate(label_list)
-        rows.append({"view": view, "verifier": v, "method": method, "value": auroc(np.concatenate(score_list), labels),
-                     "n": int(labels.sum())})
+        rows.append(
+            {
+                "view": view,
+                "verifier": v,
+                "method": method,
+                "value": auroc(np.concatenate(score_list), labels),
+                "n": int(labels.sum()),
+            }
+        )
     for (v, method), ranks in sorted(pools.ranks.items()):
         r = np.asarray(ranks)
-        rows.append({"view": "error_top1", "verifier": v, "method": method, "value": float((r <= 1).mean()),
-                     "n": len(r)})
-        rows.append({"view": "error_top3", "verifier": v, "method": method, "value": float((r <= 3).mean()),
-                     "n": len(r)})
+        rows.append(
+            {"view": "error_top1", "verifier": v, "method": method, "value": float((r <= 1).mean()), "n": len(r)}
+        )
+        rows.append(
+            {"view": "error_top3", "verifier": v, "method": method, "value": float((r <= 3).mean()), "n": len(r)}
+        )
     return rows
 
 
@@ -186,22 +207,31 @@ def with_means(rows: list[dict]) -> list[dict]:
     for r in rows:
         if not np.isnan(r["value"]):
             means.setdefault((r["model"], r["view"], r["method"]), []).append(r["value"])
-    return rows + [{"model": model, "view": view, "verifier": "mean", "method": m, "value": float(np.mean(x)),
-                    "n": len(x)} for (model, view, m), x in sorted(means.items())]
+    return rows + [
+        {"model": model, "view": view, "verifier": "mean", "method": m, "value": float(np.mean(x)), "n": len(x)}
+        for (model, view, m), x in sorted(means.items())
+    ]
 
 
 def merge(paths: list[str]) -> list[dict]:
     """The rows of several ``localization*.csv`` files (one model's families), means recomputed."""
     import csv
 
-    rows = [{**r, "value": float(r["value"]), "n": int(r["n"])} for path in paths
-            for r in csv.DictReader(open(path, newline=""))]
+    rows = [
+        {**r, "value": float(r["value"]), "n": int(r["n"])}
+        for path in paths
+        for r in csv.DictReader(open(path, newline=""))
+    ]
     return with_means(rows)
 
 
-VIEWS = {"span_all": "(a) span AUROC, all span tokens", "span_first": "(a) span AUROC, first token of each span",
-         "specificity": "(b) reward specificity AUROC of rel_k - rel_j", "error_top1": "(c) error localization, top-1",
-         "error_top3": "(c) error localization, top-3"}
+VIEWS = {
+    "span_all": "(a) span AUROC, all span tokens",
+    "span_first": "(a) span AUROC, first token of each span",
+    "specificity": "(b) reward specificity AUROC of rel_k - rel_j",
+    "error_top1": "(c) error localization, top-1",
+    "error_top3": "(c) error localization, top-3",
+}
 
 
 def markdown(rows: list[dict], header: str) -> str:
@@ -210,8 +240,11 @@ def markdown(rows: list[dict], header: str) -> str:
     for view, title in VIEWS.items():
         table = {(r["verifier"], r["method"]): r for r in rows if r["view"] == view}
         verifiers = sorted({v for v, _ in table if v != "mean"}) + ["mean"]
-        out += [f"\n### {title}\n", "| verifier | n | " + " | ".join(METHODS) + " |",
-                "|---|---:|" + "---:|" * len(METHODS)]
+        out += [
+            f"\n### {title}\n",
+            "| verifier | n | " + " | ".join(METHODS) + " |",
+            "|---|---:|" + "---:|" * len(METHODS),
+        ]
         for v in verifiers:
             cells = [table.get((v, m)) for m in METHODS]
             n = next((c["n"] for c in cells if c), 0)
@@ -267,14 +300,22 @@ def run(checkpoint: str, n: int, seed: int = 0, slice_path=None, tasks=TASKS, ca
         counts[task] = len(items)
     model = model_label(checkpoint)
     rows = with_means([{"model": model, **r} for r in summarize(pools)])
-    return rows, {"examples": counts, "seconds": round(time.time() - t0, 1), "checkpoint": checkpoint,
-                  "model": model, "slice": str(slice_path) if slice_path else None}
+    return rows, {
+        "examples": counts,
+        "seconds": round(time.time() - t0, 1),
+        "checkpoint": checkpoint,
+        "model": model,
+        "slice": str(slice_path) if slice_path else None,
+    }
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--checkpoint", default="tiny-mrtpo",
-                    help="a checkpoint folder, 'tiny-mrtpo' or a known real model (smollm2-135m-instruct)")
+    ap.add_argument(
+        "--checkpoint",
+        default="tiny-mrtpo",
+        help="a checkpoint folder, 'tiny-mrtpo' or a known real model (smollm2-135m-instruct)",
+    )
     ap.add_argument("--slice", default=None, help="a capable-slice JSONL: the policy's own responses, not the gold")
     ap.add_argument("--n", type=int, default=100, help="test examples per task family (100: the whole split)")
     ap.add_argument("--quick", action="store_true", help="5 examples per family (for `python -m mrtpo_viz bench`)")
@@ -283,9 +324,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--tasks", default=",".join(TASKS), help="comma-separated task families (bfcl too)")
     ap.add_argument("--category", default=None, help="BFCL category for --tasks bfcl (default simple_python)")
-    ap.add_argument("--merge", default=None,
-                    help="comma-separated localization CSVs of one model's families (runs of --tasks in parallel): "
-                         "write localization_merged.{csv,md} from them with the means recomputed, run nothing")
+    ap.add_argument(
+        "--merge",
+        default=None,
+        help="comma-separated localization CSVs of one model's families (runs of --tasks in parallel): "
+        "write localization_merged.{csv,md} from them with the means recomputed, run nothing",
+    )
     args = ap.parse_args(argv)
     if args.merge:
         rows = merge(args.merge.split(","))
@@ -298,8 +342,9 @@ def main(argv=None) -> int:
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     rows, info = run(args.checkpoint, 5 if args.quick else args.n, args.seed, args.slice, tasks, args.category)
     suffix = "" if tasks == list(TASKS) else "_" + "_".join(tasks + ([args.category] if args.category else []))
-    write(rows, info, Path(args.out),
-          suffix=suffix + ("_slice" if args.slice else "") + ("_quick" if args.quick else ""))
+    write(
+        rows, info, Path(args.out), suffix=suffix + ("_slice" if args.slice else "") + ("_quick" if args.quick else "")
+    )
     return 0
 
 
@@ -311,21 +356,27 @@ def write(rows: list[dict], info: dict, out: Path, suffix: str = "") -> None:
         writer = csv.DictWriter(fh, fieldnames=["model", "view", "verifier", "method", "value", "n"])
         writer.writeheader()
         writer.writerows(rows)
-    own = (f"The policy's own responses from `{info['slice']}` (views a, b; every verifier's spans on that response) "
-           "and one injected error per verifier the response passes (view c)")
+    own = (
+        f"The policy's own responses from `{info['slice']}` (views a, b; every verifier's spans on that response) "
+        "and one injected error per verifier the response passes (view c)"
+    )
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _common import command
 
-    header = (f"# Localization benchmark\n\nCommand: `{command('localization.py', sys.argv[1:])}` · policy "
-              f"`{info['model']}` · "
-              + (f"merged from `{info['merged']}` (each written by its own `--tasks` run), means over all their "
-                 "verifiers. " if info.get("merged") else
-                 f"held-out examples per family: {info['examples']} · {info['seconds']:.0f} s on one CPU thread. ")
-              + (own if info["slice"] else "Gold responses (views a, b) and one injected error per verifier (view c)")
-              + ". AUROC 0.5 = chance; n = positive tokens (a, b) or responses (c); on the mean row, n = "
-              "verifiers averaged. Verifiers whose spans are empty on a passing response (no_comma, lowercase, "
-              "uppercase, forbidden_words) have no positives in (a) and appear in (c) only; the corrupted control "
-              "needs information that varies between examples (not the format verifiers').\n")
+    header = (
+        f"# Localization benchmark\n\nCommand: `{command('localization.py', sys.argv[1:])}` · policy "
+        f"`{info['model']}` · "
+        + (
+            f"merged from `{info['merged']}` (each written by its own `--tasks` run), means over all their verifiers. "
+            if info.get("merged")
+            else f"held-out examples per family: {info['examples']} · {info['seconds']:.0f} s on one CPU thread. "
+        )
+        + (own if info["slice"] else "Gold responses (views a, b) and one injected error per verifier (view c)")
+        + ". AUROC 0.5 = chance; n = positive tokens (a, b) or responses (c); on the mean row, n = "
+        "verifiers averaged. Verifiers whose spans are empty on a passing response (no_comma, lowercase, "
+        "uppercase, forbidden_words) have no positives in (a) and appear in (c) only; the corrupted control "
+        "needs information that varies between examples (not the format verifiers').\n"
+    )
     (out / f"localization{suffix}.md").write_text(markdown(rows, header))
     print((out / f"localization{suffix}.md").read_text())
 

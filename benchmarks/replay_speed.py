@@ -22,6 +22,7 @@ instead of the two shapes, with its own tokenizer and chat template, in float32 
     python benchmarks/replay_speed.py --models tiny --quick  # a quick check
     python benchmarks/replay_speed.py --checkpoint smollm2-135m-instruct --large-dtype float32
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,13 +49,16 @@ from mrtpo_viz.relevance.branches import prefix_cache, suffix_logits  # noqa: E4
 from mrtpo_viz.tasks.base import Verdict, Verifier  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 RESPONSE_TOKENS = 100
 INFO_TOKENS = 40
 
 
 # --- setup ---------------------------------------------------------------------------------------------------------
+
 
 def corpus() -> list[str]:
     from mrtpo_viz.names import TASKS
@@ -74,9 +78,15 @@ def build_tokenizer(texts: list[str]):
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    bpe.train_from_iterator(texts, trainers.BpeTrainer(
-        vocab_size=2000, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    bpe.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=2000,
+            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     tok.chat_template = CHAT_TEMPLATE
     return tok
@@ -87,12 +97,26 @@ def build_model(name: str, vocab: int, large_dtype: torch.dtype = torch.bfloat16
 
     torch.manual_seed(0)
     if name == "tiny":
-        cfg = LlamaConfig(vocab_size=vocab, hidden_size=128, intermediate_size=256, num_hidden_layers=4,
-                          num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=4096)
+        cfg = LlamaConfig(
+            vocab_size=vocab,
+            hidden_size=128,
+            intermediate_size=256,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            max_position_embeddings=4096,
+        )
         return AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
-    cfg = Qwen2Config(vocab_size=151_936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                      num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
-                      tie_word_embeddings=True)
+    cfg = Qwen2Config(
+        vocab_size=151_936,
+        hidden_size=896,
+        intermediate_size=4864,
+        num_hidden_layers=24,
+        num_attention_heads=14,
+        num_key_value_heads=2,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+    )
     return AutoModelForCausalLM.from_config(cfg, dtype=large_dtype).eval()
 
 
@@ -100,17 +124,26 @@ def make_case(tok, texts: list[str], prompt_tokens: int, K: int):
     """A user prompt of ~prompt_tokens tokens, a 100-token response (ids) and K verifiers with ~40-token infos."""
     ids = tok("\n".join(texts[:2000]), add_special_tokens=False)["input_ids"]
     prompt = tok.decode(ids[:prompt_tokens])
-    response = ids[prompt_tokens:prompt_tokens + RESPONSE_TOKENS]
+    response = ids[prompt_tokens : prompt_tokens + RESPONSE_TOKENS]
     verifiers, infos = [], {}
     for k in range(K):
         start = 5000 + k * 997
-        verifiers.append(Verifier(f"bench.v{k}", "custom", f"Check {k}", "benchmark verifier",
-                                  lambda ex: "", lambda r, ex: Verdict(1.0, "")))
-        infos[f"bench.v{k}"] = tok.decode(ids[start:start + INFO_TOKENS])
+        verifiers.append(
+            Verifier(
+                f"bench.v{k}",
+                "custom",
+                f"Check {k}",
+                "benchmark verifier",
+                lambda ex: "",
+                lambda r, ex: Verdict(1.0, ""),
+            )
+        )
+        infos[f"bench.v{k}"] = tok.decode(ids[start : start + INFO_TOKENS])
     return prompt, response, verifiers, infos
 
 
 # --- methods -------------------------------------------------------------------------------------------------------
+
 
 def run_replay(policy, case, plan):
     prompt, response, verifiers, infos = case
@@ -131,7 +164,7 @@ def run_batched(policy, case, plan):
     ids = torch.zeros((br.B, L), dtype=torch.long)
     mask = torch.zeros((br.B, L), dtype=torch.long)
     for b, row in enumerate(rows):
-        ids[b, :len(row)], mask[b, :len(row)] = torch.tensor(row), 1
+        ids[b, : len(row)], mask[b, : len(row)] = torch.tensor(row), 1
     keep = torch.tensor([len(r) - T - 1 for r in rows])[:, None] + torch.arange(T)  # (B, T)
     forward(policy.model, ids, attention_mask=mask, logits_to_keep=keep)
 
@@ -151,6 +184,7 @@ METHODS = {"floor": run_floor, "replay": run_replay, "batched": run_batched, "na
 
 
 # --- measuring -----------------------------------------------------------------------------------------------------
+
 
 def _trim() -> None:
     gc.collect()
@@ -181,8 +215,9 @@ def measure(fn, *args) -> tuple[float, float, float]:
     return seconds, max(peak[0], proc.memory_info().rss) / 2**20 - base / 2**20, cpu
 
 
-def bench_model(name: str, tok, texts, prompts, Ks, repeats: int, large_dtype=torch.bfloat16,
-                methods=tuple(METHODS)) -> list[dict]:
+def bench_model(
+    name: str, tok, texts, prompts, Ks, repeats: int, large_dtype=torch.bfloat16, methods=tuple(METHODS)
+) -> list[dict]:
     model = build_model(name, len(tok), large_dtype)
     policy = Policy(model, tok, name, torch.device("cpu"), next(model.parameters()).dtype)
     rows = bench_policy(policy, name, texts, prompts, Ks, repeats, methods, warm_up=name == "tiny")
@@ -191,8 +226,9 @@ def bench_model(name: str, tok, texts, prompts, Ks, repeats: int, large_dtype=to
     return rows
 
 
-def bench_checkpoint(checkpoint: str, texts, prompts, Ks, repeats: int, dtype=torch.float32,
-                     methods=tuple(METHODS)) -> list[dict]:
+def bench_checkpoint(
+    checkpoint: str, texts, prompts, Ks, repeats: int, dtype=torch.float32, methods=tuple(METHODS)
+) -> list[dict]:
     """The same rows for a real checkpoint (its own tokenizer), labelled by ``_common.model_label``."""
     from _common import model_label
     from mrtpo_viz.policy import load_policy
@@ -213,18 +249,28 @@ def bench_policy(policy, name: str, texts, prompts, Ks, repeats: int, methods, w
             for method in methods:
                 fn = METHODS[method]
                 runs = [measure(fn, policy, case, plan) for _ in range(repeats)]
-                rows.append({"model": name, "params_M": round(policy.n_params / 1e6, 1),
-                             "dtype": str(policy.dtype).removeprefix("torch."), "threads": torch.get_num_threads(),
-                             "prompt_tokens": len(plan.branches.full_ids(0)) - RESPONSE_TOKENS,
-                             "shared_prefix": len(plan.branches.prefix_ids), "response_tokens": RESPONSE_TOKENS,
-                             "K": K, "method": method, "seconds": round(statistics.median(s for s, _, _ in runs), 4),
-                             "peak_mb": round(max(m for _, m, _ in runs), 1),
-                             "cpu_seconds": round(statistics.median(c for _, _, c in runs), 4)})
+                rows.append(
+                    {
+                        "model": name,
+                        "params_M": round(policy.n_params / 1e6, 1),
+                        "dtype": str(policy.dtype).removeprefix("torch."),
+                        "threads": torch.get_num_threads(),
+                        "prompt_tokens": len(plan.branches.full_ids(0)) - RESPONSE_TOKENS,
+                        "shared_prefix": len(plan.branches.prefix_ids),
+                        "response_tokens": RESPONSE_TOKENS,
+                        "K": K,
+                        "method": method,
+                        "seconds": round(statistics.median(s for s, _, _ in runs), 4),
+                        "peak_mb": round(max(m for _, m, _ in runs), 1),
+                        "cpu_seconds": round(statistics.median(c for _, _, c in runs), 4),
+                    }
+                )
                 print(rows[-1], flush=True)
     return rows
 
 
 # --- reporting -----------------------------------------------------------------------------------------------------
+
 
 def write_csv(rows: list[dict], path: Path) -> None:
     with path.open("w", newline="") as fh:
@@ -237,23 +283,34 @@ def write_md(rows: list[dict], path: Path) -> None:
     by = {(r["model"], int(r["prompt_tokens"]), int(r["K"]), r["method"]): r for r in rows}
     cases = sorted({key[:3] for key in by}, key=lambda c: (c[0] != "tiny", c[1:]))
     dtypes = {r["model"]: r["dtype"] for r in rows}
-    lines = ["# Replay speed", "",
-             f"CPU, {rows[0]['threads']} thread(s), response 100 tokens, information ~40 tokens per verifier. "
-             "Seconds (median of the runs), peak RSS above the start of the call in MiB; `-`: not run. The CSV also "
-             "has `cpu_seconds` (CPU time of the process: on a busy shared machine it moves less than wall time).",
-             "",
-             "| model | dtype | prompt | K | floor s | replay s | batched s | naive s | replay / floor "
-             "| naive / replay | replay MiB | naive MiB |", "|" + "---|" * 12]
+    lines = [
+        "# Replay speed",
+        "",
+        f"CPU, {rows[0]['threads']} thread(s), response 100 tokens, information ~40 tokens per verifier. "
+        "Seconds (median of the runs), peak RSS above the start of the call in MiB; `-`: not run. The CSV also "
+        "has `cpu_seconds` (CPU time of the process: on a busy shared machine it moves less than wall time).",
+        "",
+        "| model | dtype | prompt | K | floor s | replay s | batched s | naive s | replay / floor "
+        "| naive / replay | replay MiB | naive MiB |",
+        "|" + "---|" * 12,
+    ]
     for m, P, K in cases:
         sec = {meth: float(by[(m, P, K, meth)]["seconds"]) for meth in METHODS if (m, P, K, meth) in by}
         mib = {meth: float(by[(m, P, K, meth)]["peak_mb"]) for meth in METHODS if (m, P, K, meth) in by}
         cell = lambda d, k, f: f.format(d[k]) if k in d else "-"  # noqa: E731
         ratio = lambda a, b, sec=sec: f"{sec[a] / sec[b]:.2f}x" if a in sec and b in sec else "-"  # noqa: E731
-        lines.append(f"| {m} | {dtypes[m]} | {P} | {K} | " + " | ".join(cell(sec, k, "{:.3f}") for k in METHODS)
-                     + f" | {ratio('replay', 'floor')} | {ratio('naive', 'replay')} | "
-                     f"{cell(mib, 'replay', '{:.0f}')} | {cell(mib, 'naive', '{:.0f}')} |")
-    lines += ["", "Targets: replay (metric and columns included) within 1.15x of the floor; at least 2.5x faster "
-              "than naive for the ~1,000-token prompt, K = 3.", ""]
+        lines.append(
+            f"| {m} | {dtypes[m]} | {P} | {K} | "
+            + " | ".join(cell(sec, k, "{:.3f}") for k in METHODS)
+            + f" | {ratio('replay', 'floor')} | {ratio('naive', 'replay')} | "
+            f"{cell(mib, 'replay', '{:.0f}')} | {cell(mib, 'naive', '{:.0f}')} |"
+        )
+    lines += [
+        "",
+        "Targets: replay (metric and columns included) within 1.15x of the floor; at least 2.5x faster "
+        "than naive for the ~1,000-token prompt, K = 3.",
+        "",
+    ]
     path.write_text("\n".join(lines))
 
 
@@ -261,13 +318,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--models", default="tiny,qwen2-0.5b-shape")
-    ap.add_argument("--checkpoint", default=None,
-                    help="a real checkpoint (folder or known name, e.g. smollm2-135m-instruct) instead of --models; "
-                         "its dtype: --large-dtype (default float32 here)")
+    ap.add_argument(
+        "--checkpoint",
+        default=None,
+        help="a real checkpoint (folder or known name, e.g. smollm2-135m-instruct) instead of --models; "
+        "its dtype: --large-dtype (default float32 here)",
+    )
     ap.add_argument("--repeats", type=int, default=None, help="runs per method (default: 5 tiny, 1 large)")
     ap.add_argument("--quick", action="store_true", help="prompt ~100 tokens, K = 1, 3 only")
-    ap.add_argument("--large-dtype", default=None, choices=["bfloat16", "float32"],
-                    help="dtype of the 0.5B shape (bfloat16 is slow on CPUs without AMX)")
+    ap.add_argument(
+        "--large-dtype",
+        default=None,
+        choices=["bfloat16", "float32"],
+        help="dtype of the 0.5B shape (bfloat16 is slow on CPUs without AMX)",
+    )
     ap.add_argument("--large-ks", default=None, help="K values for the 0.5B shape (default: as the tiny model)")
     ap.add_argument("--large-prompts", default=None, help="prompt lengths for the 0.5B shape (e.g. 1000)")
     ap.add_argument("--large-methods", default=",".join(METHODS), help="methods run on the 0.5B shape")
@@ -289,16 +353,22 @@ def main(argv=None) -> int:
     if args.checkpoint:
         ks = [int(k) for k in args.large_ks.split(",")] if args.large_ks else Ks
         ps = [int(p) for p in args.large_prompts.split(",")] if args.large_prompts else prompts
-        rows += bench_checkpoint(args.checkpoint, texts, ps, ks, args.repeats or 3,
-                                 getattr(torch, args.large_dtype or "float32"), tuple(args.large_methods.split(",")))
-    for name in ([] if args.checkpoint else args.models.split(",")):
+        rows += bench_checkpoint(
+            args.checkpoint,
+            texts,
+            ps,
+            ks,
+            args.repeats or 3,
+            getattr(torch, args.large_dtype or "float32"),
+            tuple(args.large_methods.split(",")),
+        )
+    for name in [] if args.checkpoint else args.models.split(","):
         tiny = name == "tiny"
         repeats = args.repeats or (5 if tiny else 1)
         ks = Ks if tiny or not args.large_ks else [int(k) for k in args.large_ks.split(",")]
         ps = prompts if tiny or not args.large_prompts else [int(p) for p in args.large_prompts.split(",")]
         methods = tuple(METHODS) if tiny else tuple(args.large_methods.split(","))
-        rows += bench_model(name, tok, texts, ps, ks, repeats, getattr(torch, args.large_dtype or "bfloat16"),
-                            methods)
+        rows += bench_model(name, tok, texts, ps, ks, repeats, getattr(torch, args.large_dtype or "bfloat16"), methods)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out.with_suffix(".csv"))
     write_md(rows, out.with_suffix(".md"))

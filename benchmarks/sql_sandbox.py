@@ -4,6 +4,7 @@ Measures: each hostile query's wall time and verdict (they must score 0 within a
 file byte-identical), a catastrophic user regex in a declarative verifier, example generation speed, and the
 throughput of sql.format + sql.execution on gold references.  Usage: python benchmarks/sql_sandbox.py
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,7 +32,7 @@ HOSTILE = {
     "pragma": "PRAGMA journal_mode = WAL",
     "endless_recursive_cte": "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT COUNT(*) FROM r",
     "doubling_string_cte": "WITH RECURSIVE r(s) AS (SELECT 'ab' UNION ALL SELECT s || s FROM r) "
-                           "SELECT MAX(LENGTH(s)) FROM r",
+    "SELECT MAX(LENGTH(s)) FROM r",
     "huge_randomblob": "SELECT length(randomblob(1000000000))",
     "huge_printf": "SELECT printf('%.*c', 1000000000, 'x')",
     "load_extension": "SELECT load_extension('/tmp/evil')",
@@ -50,8 +51,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         shop = build_databases(tmp)["shop"]
         digest = hashlib.sha256(shop.read_bytes()).hexdigest()
-        ex = Example(task="text_to_sql", prompt="q",
-                     meta={"db": "shop", "db_path": str(shop), "gold_sql": "SELECT COUNT(*) FROM orders"})
+        ex = Example(
+            task="text_to_sql",
+            prompt="q",
+            meta={"db": "shop", "db_path": str(shop), "gold_sql": "SELECT COUNT(*) FROM orders"},
+        )
         hostile = {}
         for name, sql in HOSTILE.items():
             verdict, secs = _timed(lambda sql=sql: exe.check(f"```sql\n{sql}\n```", ex))
@@ -62,8 +66,10 @@ def main() -> int:
     examples, gen_secs = _timed(lambda: generate(3000, seed=0))
     _, verify_secs = _timed(lambda: [(fmt.score(e.reference, e), exe.score(e.reference, e)) for e in examples])
     result = {
-        "machine": platform.platform(), "python": platform.python_version(),
-        "hostile_queries": hostile, "database_byte_identical": unchanged,
+        "machine": platform.platform(),
+        "python": platform.python_version(),
+        "hostile_queries": hostile,
+        "database_byte_identical": unchanged,
         "max_hostile_seconds": max(h["seconds"] for h in hostile.values()),
         "all_hostile_score_zero": all(h["score"] == 0.0 for h in hostile.values()),
         "catastrophic_regex": {"score": verdict.score, "reason": verdict.reason, "seconds": round(regex_secs, 3)},

@@ -8,6 +8,7 @@ replay's share comes from the ``mrtpo/replay_seconds`` metric (wall time).
 
     python benchmarks/trl_overhead.py --steps 10        # writes benchmarks/results/trl_overhead.{csv,md}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,28 +29,55 @@ def run(kind: str, steps: int, seed: int) -> dict:
 
     examples = load_examples("tool_calling", split="train")[:64]
     names = list(examples[0].verifiers)
-    common = dict(output_dir=tempfile.mkdtemp(prefix="trl-overhead-"), max_steps=steps, seed=seed,
-                  learning_rate=2e-4, per_device_train_batch_size=8, num_generations=4, max_completion_length=64,
-                  use_cpu=True, bf16=False, gradient_checkpointing=False, logging_steps=1, save_strategy="no",
-                  report_to=[], disable_tqdm=True, multi_objective_aggregation="normalize_then_sum")
+    common = dict(
+        output_dir=tempfile.mkdtemp(prefix="trl-overhead-"),
+        max_steps=steps,
+        seed=seed,
+        learning_rate=2e-4,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=64,
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        disable_tqdm=True,
+        multi_objective_aggregation="normalize_then_sum",
+    )
     data = trl_dataset(examples)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "gdpo":
-            trainer = GRPOTrainer(str(BUNDLED_POLICY_DIR), [get_verifier(n).as_trl_reward() for n in names],
-                                  args=GRPOConfig(**common), train_dataset=data)
+            trainer = GRPOTrainer(
+                str(BUNDLED_POLICY_DIR),
+                [get_verifier(n).as_trl_reward() for n in names],
+                args=GRPOConfig(**common),
+                train_dataset=data,
+            )
         else:
-            trainer = MRTPOTrainer(str(BUNDLED_POLICY_DIR), names, args=MRTPOConfig(
-                **common, alpha=float(kind.split("=")[1])), train_dataset=data)
+            trainer = MRTPOTrainer(
+                str(BUNDLED_POLICY_DIR),
+                names,
+                args=MRTPOConfig(**common, alpha=float(kind.split("=")[1])),
+                train_dataset=data,
+            )
         cpu, wall = time.process_time(), time.perf_counter()
         trainer.train()
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     hist = [h for h in trainer.state.log_history if "reward" in h]
     replay = sum(h.get("mrtpo/replay_seconds", 0.0) for h in hist)
     length = sum(h["completions/mean_length"] for h in hist) / len(hist)
-    return {"variant": kind, "steps": steps, "cpu_s_per_step": cpu / steps, "wall_s_per_step": wall / steps,
-            "replay_wall_s_per_step": replay / steps, "mean_completion_tokens": length,
-            "final_reward": hist[-1]["reward"]}
+    return {
+        "variant": kind,
+        "steps": steps,
+        "cpu_s_per_step": cpu / steps,
+        "wall_s_per_step": wall / steps,
+        "replay_wall_s_per_step": replay / steps,
+        "mean_completion_tokens": length,
+        "final_reward": hist[-1]["reward"],
+    }
 
 
 def main() -> None:
@@ -62,13 +90,28 @@ def main() -> None:
     base = rows[0]["cpu_s_per_step"]
     for r in rows:
         r["cpu_vs_gdpo"] = r["cpu_s_per_step"] / base
-    notes = [f"Command: `python benchmarks/trl_overhead.py --steps {args.steps}`. Machine: {machine()}; load "
-             f"{load_average()}.",
-             "alpha=0 follows GDPO's trajectory exactly, so its extra CPU time is the replay and the per-token log; "
-             "alpha=1 trains differently (other completions and lengths after step 1)."]
-    write_results(rows, RESULTS / "trl_overhead", "MRTPOTrainer vs TRL's GRPOTrainer (GDPO), per step", notes,
-                  ["variant", "steps", "cpu_s_per_step", "cpu_vs_gdpo", "wall_s_per_step", "replay_wall_s_per_step",
-                   "mean_completion_tokens", "final_reward"])
+    notes = [
+        f"Command: `python benchmarks/trl_overhead.py --steps {args.steps}`. Machine: {machine()}; load "
+        f"{load_average()}.",
+        "alpha=0 follows GDPO's trajectory exactly, so its extra CPU time is the replay and the per-token log; "
+        "alpha=1 trains differently (other completions and lengths after step 1).",
+    ]
+    write_results(
+        rows,
+        RESULTS / "trl_overhead",
+        "MRTPOTrainer vs TRL's GRPOTrainer (GDPO), per step",
+        notes,
+        [
+            "variant",
+            "steps",
+            "cpu_s_per_step",
+            "cpu_vs_gdpo",
+            "wall_s_per_step",
+            "replay_wall_s_per_step",
+            "mean_completion_tokens",
+            "final_reward",
+        ],
+    )
     print((RESULTS / "trl_overhead.md").read_text())
 
 

@@ -25,6 +25,7 @@ checkpoint (``MRTPO_CHECKPOINT``); the default is the bundled policy.
 
     python benchmarks/ui_latency.py --repeats 7        # writes benchmarks/results/ui_latency.{csv,md}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,16 @@ import _common  # noqa: E402
 from _common import RESULTS, median, p95, set_threads  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TASK = "instruction_following"
 EXAMPLE = 5
 """Its test example 5 has three verifiers (the replay uses the first K)."""
@@ -74,10 +83,19 @@ def launch_app(port: int, checkpoint: str, threads: int):
     import subprocess
     import urllib.request
 
-    env = {**os.environ, "MRTPO_CHECKPOINT": checkpoint, "MRTPO_THREADS": str(threads),
-           "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
-    app = subprocess.Popen([sys.executable, "-m", "mrtpo_viz", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = {
+        **os.environ,
+        "MRTPO_CHECKPOINT": checkpoint,
+        "MRTPO_THREADS": str(threads),
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "HF_HUB_OFFLINE": "1",
+    }
+    app = subprocess.Popen(
+        [sys.executable, "-m", "mrtpo_viz", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.time() + 120
     while time.time() < deadline:
         if app.poll() is not None:
@@ -201,8 +219,13 @@ def measure_flows(url: str, response: str, repeats: int, pid: int) -> dict[str, 
 
     times = {name: [] for name in FLOWS}
     with tempfile.TemporaryDirectory(prefix="mrtpo_chromium_") as profile, sync_playwright() as pw:
-        browser = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, args=CHROMIUM_FLAGS,
-                                                        headless=True, viewport={"width": 1400, "height": 1000})
+        browser = pw.chromium.launch_persistent_context(
+            profile,
+            executable_path=CHROMIUM,
+            args=CHROMIUM_FLAGS,
+            headless=True,
+            viewport={"width": 1400, "height": 1000},
+        )
         try:
             page = browser.new_page()
             got = Received(page)
@@ -220,14 +243,21 @@ def measure_flows(url: str, response: str, repeats: int, pid: int) -> dict[str, 
 
 def summary(name: str, runs: list[tuple]) -> dict:
     walls = [r[0] for r in runs]
-    return {"flow": name, "response_tokens": RESPONSE_TOKENS, "K": K, "repeats": len(runs),
-            "median_s": round(median(walls), 3), "p95_s": round(p95(walls), 3), "max_s": round(max(walls), 3),
-            "driver_median_s": round(median([r[1] for r in runs]), 3),
-            "server_cpu_median_s": round(median([r[2] for r in runs]), 3),
-            "kb_to_heatmap": round(median([r[3] for r in runs]) / 1024, 1),
-            "kb_with_advantages": round(median([r[4] for r in runs]) / 1024, 1) if name == "replay" else None,
-            "target_s": TARGET_S if name == "replay" else None,
-            "met": (median(walls) <= TARGET_S) if name == "replay" else None}
+    return {
+        "flow": name,
+        "response_tokens": RESPONSE_TOKENS,
+        "K": K,
+        "repeats": len(runs),
+        "median_s": round(median(walls), 3),
+        "p95_s": round(p95(walls), 3),
+        "max_s": round(max(walls), 3),
+        "driver_median_s": round(median([r[1] for r in runs]), 3),
+        "server_cpu_median_s": round(median([r[2] for r in runs]), 3),
+        "kb_to_heatmap": round(median([r[3] for r in runs]) / 1024, 1),
+        "kb_with_advantages": round(median([r[4] for r in runs]) / 1024, 1) if name == "replay" else None,
+        "target_s": TARGET_S if name == "replay" else None,
+        "met": (median(walls) <= TARGET_S) if name == "replay" else None,
+    }
 
 
 def token_view_kb(checkpoint: str, response: str) -> tuple[float, int]:
@@ -259,8 +289,14 @@ def run(quick: bool = True, repeats: int = 5, checkpoint: str | None = None, thr
         app.terminate()
         app.wait(timeout=30)
     view_kb, T = token_view_kb(checkpoint, response)
-    return [{"model": _common.model_label(checkpoint), **summary(name, runs),
-             "token_view_kb": view_kb if name == "replay" else None} for name, runs in times.items()]
+    return [
+        {
+            "model": _common.model_label(checkpoint),
+            **summary(name, runs),
+            "token_view_kb": view_kb if name == "replay" else None,
+        }
+        for name, runs in times.items()
+    ]
 
 
 def main(argv=None) -> int:
@@ -268,28 +304,37 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="3 repeats")
-    ap.add_argument("--checkpoint", default=None,
-                    help="a folder or a known model's name (default: the app's); comma-separated: each in turn")
+    ap.add_argument(
+        "--checkpoint",
+        default=None,
+        help="a folder or a known model's name (default: the app's); comma-separated: each in turn",
+    )
     ap.add_argument("--out", default=str(RESULTS / "ui_latency"))
     args = ap.parse_args(argv)
     set_threads(args.threads)
     load_start = _common.load_average()
-    rows = [r for c in (args.checkpoint or '').split(',') for r in
-            run(quick=args.quick, repeats=args.repeats, checkpoint=c or None, threads=args.threads)]
+    rows = [
+        r
+        for c in (args.checkpoint or "").split(",")
+        for r in run(quick=args.quick, repeats=args.repeats, checkpoint=c or None, threads=args.threads)
+    ]
     models = ", ".join(dict.fromkeys(f"`{r['model']}`" for r in rows))
-    note = [f"`{_common.command('ui_latency.py', sys.argv[1:])}`; {_common.machine()} (the app's model "
-            f"calls); load average {load_start} at the start and {_common.load_average()} at the end; policy "
-            f"{models}; headless Debian chromium through playwright on the same machine.", "",
-            f"Seconds from the click until the heatmap is painted, measured in the page (`performance.now()`: "
-            f"the click event on the button to the animation frame after the heatmap layer appeared); "
-            f"{RESPONSE_TOKENS}-token response, K = {K} verifiers; the first replay (policy load) not counted; the "
-            "app in its own process (`python -m mrtpo_viz serve`). `generate+replay`: click Generate (up to 128 "
-            "new tokens), wait for it, click Replay, until the heatmap is painted. `driver_median_s`: the same span "
-            "seen from playwright (its click's actionability checks, round trips and polling included: what a test "
-            "script waits, not a user). `server_cpu_median_s`: CPU seconds of the app's process during the flow. "
-            "`kb_to_heatmap`: KiB the page received from the click until the heatmap was drawn; "
-            "`kb_with_advantages`: until the advantage bars were drawn too; `token_view_kb`: the token view's JSON "
-            "alone (the span HTML with tooltips it replaced was ~220 KB for the same replay)."]
+    note = [
+        f"`{_common.command('ui_latency.py', sys.argv[1:])}`; {_common.machine()} (the app's model "
+        f"calls); load average {load_start} at the start and {_common.load_average()} at the end; policy "
+        f"{models}; headless Debian chromium through playwright on the same machine.",
+        "",
+        f"Seconds from the click until the heatmap is painted, measured in the page (`performance.now()`: "
+        f"the click event on the button to the animation frame after the heatmap layer appeared); "
+        f"{RESPONSE_TOKENS}-token response, K = {K} verifiers; the first replay (policy load) not counted; the "
+        "app in its own process (`python -m mrtpo_viz serve`). `generate+replay`: click Generate (up to 128 "
+        "new tokens), wait for it, click Replay, until the heatmap is painted. `driver_median_s`: the same span "
+        "seen from playwright (its click's actionability checks, round trips and polling included: what a test "
+        "script waits, not a user). `server_cpu_median_s`: CPU seconds of the app's process during the flow. "
+        "`kb_to_heatmap`: KiB the page received from the click until the heatmap was drawn; "
+        "`kb_with_advantages`: until the advantage bars were drawn too; `token_view_kb`: the token view's JSON "
+        "alone (the span HTML with tooltips it replaced was ~220 KB for the same replay).",
+    ]
     _, md = _common.write_results(rows, Path(args.out), "App latency in the browser", note)
     print(md.read_text())
     return 0

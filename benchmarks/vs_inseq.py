@@ -24,6 +24,7 @@ with ours computed in Inseq's direction from the same replay logits, and also re
     python benchmarks/vs_inseq.py --quick --models tiny
     python benchmarks/vs_inseq.py --checkpoint smollm2-135m-instruct --lengths 128   # a real model (float32)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,6 +66,7 @@ def inseq_available() -> bool:
 
 # --- inputs ---------------------------------------------------------------------------------------------------------
 
+
 def sample_infos(n: int) -> list[tuple[str, str, str]]:
     """``n`` real verifiers (distinct names) with the information they give for an example of their task."""
     from mrtpo_viz import tasks as _registry  # noqa: F401  (registers the verifiers)
@@ -94,6 +96,7 @@ def make_case(tokenizer, T: int, K: int) -> Case:
 
 # --- the two tools ----------------------------------------------------------------------------------------------------
 
+
 def chat_frame(policy) -> tuple[str, str]:
     """The chat template around one user message, without the final separator: (before, after)."""
     mark = "\x00MRTPO\x00"
@@ -119,13 +122,21 @@ def inseq_scores(model, policy, case: Case, k: int) -> tuple[list[float], list[s
     before, after = chat_frame(policy)
     _, title, info = case.verifiers[k]
     args = AttributeContextArgs(
-        model_name_or_path=policy.name, attribution_method="dummy", input_current_text=case.prompt,
-        input_context_text=render_info(title, info), input_template=before + "{current}{context}" + after,
+        model_name_or_path=policy.name,
+        attribution_method="dummy",
+        input_current_text=case.prompt,
+        input_context_text=render_info(title, info),
+        input_template=before + "{current}{context}" + after,
         contextless_input_current_text=before + "{current}" + after,
-        output_current_text=policy.tokenizer.decode(case.response_ids), output_template="{current}",
-        decoder_input_output_separator=SEPARATOR, context_sensitivity_metric="kl_divergence",
+        output_current_text=policy.tokenizer.decode(case.response_ids),
+        output_template="{current}",
+        decoder_input_output_separator=SEPARATOR,
+        context_sensitivity_metric="kl_divergence",
         context_sensitivity_std_threshold=1e9,  # no token passes: CTI only, the attribution step is skipped
-        handle_output_context_strategy="pre", show_viz=False, add_output_info=False)
+        handle_output_context_strategy="pre",
+        show_viz=False,
+        add_output_info=False,
+    )
     out = attribute_context_with_model(args, model)
     return list(out.cti_scores), list(out.output_current_tokens)
 
@@ -139,8 +150,7 @@ def run_replay(policy, case: Case, metric: str):
     from mrtpo_viz.tasks import get_verifier
 
     vs = [get_verifier(name) for name, _, _ in case.verifiers]
-    return replay(policy, case.prompt, case.response_ids, vs, infos={n: i for n, _, i in case.verifiers},
-                  metric=metric)
+    return replay(policy, case.prompt, case.response_ids, vs, infos={n: i for n, _, i in case.verifiers}, metric=metric)
 
 
 @torch.no_grad()
@@ -165,12 +175,16 @@ def agreement(model, policy, case: Case) -> dict:
     if len(ins) != len(same_dir):
         return {"agree_tokens": f"inseq {len(ins)} vs ours {len(same_dir)}"}
     ins_t = torch.tensor(ins, dtype=torch.float32)
-    return {"agree_tokens": len(ins), "max_abs_diff": float((ins_t - same_dir).abs().max()),
-            "max_abs_diff_other_direction": float((ins_t - other_dir).abs().max()),
-            "max_inseq_kl": float(ins_t.max())}
+    return {
+        "agree_tokens": len(ins),
+        "max_abs_diff": float((ins_t - same_dir).abs().max()),
+        "max_abs_diff_other_direction": float((ins_t - other_dir).abs().max()),
+        "max_inseq_kl": float(ins_t.max()),
+    }
 
 
 # --- benchmark ------------------------------------------------------------------------------------------------------
+
 
 def timed(fn, *args, repeats: int = 1) -> tuple[float, float]:
     """Median wall and median CPU seconds of ``repeats`` calls (RSS sampled only every 50 ms: timing only)."""
@@ -197,8 +211,13 @@ def bench_policy(label: str, policy, Ts, Ks, repeats: int, with_inseq: bool) -> 
     for T in Ts:
         for K in sorted(Ks):
             case = make_case(policy.tokenizer, T, K)
-            row = {"model": label, "dtype": str(policy.dtype).removeprefix("torch."),
-                   "threads": torch.get_num_threads(), "response_tokens": len(case.response_ids), "K": K}
+            row = {
+                "model": label,
+                "dtype": str(policy.dtype).removeprefix("torch."),
+                "threads": torch.get_num_threads(),
+                "response_tokens": len(case.response_ids),
+                "K": K,
+            }
             for metric in ("kl", "js"):
                 wall, cpu = timed(run_replay, policy, case, metric, repeats=repeats)
                 row.update({f"replay_{metric}_s": round(wall, 3), f"replay_{metric}_cpu_s": round(cpu, 3)})
@@ -208,10 +227,14 @@ def bench_policy(label: str, policy, Ts, Ks, repeats: int, with_inseq: bool) -> 
                 wall, cpu, how = time_inseq(model, policy, case, repeats, estimate)
                 if how.startswith("measured"):
                     per_call, last_T = (wall / K, cpu / K), T
-                row.update(inseq_s=round(wall, 2), inseq_cpu_s=round(cpu, 2), inseq_how=how,
-                           inseq_per_verifier_cpu_s=round(cpu / K, 2),
-                           speedup_kl=round(cpu / row["replay_kl_cpu_s"], 1),
-                           speedup_js=round(cpu / row["replay_js_cpu_s"], 1))
+                row.update(
+                    inseq_s=round(wall, 2),
+                    inseq_cpu_s=round(cpu, 2),
+                    inseq_how=how,
+                    inseq_per_verifier_cpu_s=round(cpu / K, 2),
+                    speedup_kl=round(cpu / row["replay_kl_cpu_s"], 1),
+                    speedup_js=round(cpu / row["replay_js_cpu_s"], 1),
+                )
             rows.append(row)
             print(row, flush=True)
     return rows
@@ -228,8 +251,11 @@ def bench_model(name: str, Ts, Ks, repeats: int) -> tuple[list[dict], dict]:
         agree = {}
         if inseq_available():
             case = make_case(policy.tokenizer, 32, 1)
-            agree = {"model": label, "dtype": str(policy.dtype).removeprefix("torch."),
-                     **agreement(inseq_model(policy), policy, case)}
+            agree = {
+                "model": label,
+                "dtype": str(policy.dtype).removeprefix("torch."),
+                **agreement(inseq_model(policy), policy, case),
+            }
             print(agree, flush=True)
     return rows, agree
 
@@ -251,39 +277,66 @@ def _folder(name: str):
     return contextlib.nullcontext((name, _common.model_label(name)))
 
 
-COLUMNS = ["model", "dtype", "response_tokens", "K", "replay_kl_s", "replay_kl_cpu_s", "replay_js_s",
-           "replay_js_cpu_s", "inseq_s", "inseq_cpu_s", "inseq_how", "inseq_per_verifier_cpu_s", "speedup_kl",
-           "speedup_js"]
+COLUMNS = [
+    "model",
+    "dtype",
+    "response_tokens",
+    "K",
+    "replay_kl_s",
+    "replay_kl_cpu_s",
+    "replay_js_s",
+    "replay_js_cpu_s",
+    "inseq_s",
+    "inseq_cpu_s",
+    "inseq_how",
+    "inseq_per_verifier_cpu_s",
+    "speedup_kl",
+    "speedup_js",
+]
 
 
 def notes(agree: list[dict], args) -> list[str]:
-    lines = [f"`{_common.command('vs_inseq.py', sys.argv[1:])}`; {_common.machine()}; "
-             f"load average at the end {_common.load_average()} (the 2 cores were shared with other work, so "
-             "wall times are noisy).", "",
-             "Seconds to per-token scores for one response and K verifiers (median of the runs; model loading not "
-             "timed); `_s` is wall time, `_cpu_s` the CPU time of the process (one torch thread, so about the "
-             "compute; it moves less than wall time when the shared cores are busy). `replay_*`: one `replay()` "
-             "call for all K (prefix once, K + 1 suffixes batched, metric and per-token columns included). "
-             "`inseq`: K calls of `attribute_context_with_model`, CTI only (KL), one context per call. `speedup` = "
-             "Inseq CPU time / replay CPU time (the same ratio per verifier). Rows marked *estimated* were not run "
-             "because they would take over 3 minutes: K x the measured one-verifier time at the same length, or "
-             "for a new length the last measured one scaled linearly (a lower bound: Inseq's cost grows faster "
-             "than linearly with length, since it recomputes the whole prefix for every token).", ""]
+    lines = [
+        f"`{_common.command('vs_inseq.py', sys.argv[1:])}`; {_common.machine()}; "
+        f"load average at the end {_common.load_average()} (the 2 cores were shared with other work, so "
+        "wall times are noisy).",
+        "",
+        "Seconds to per-token scores for one response and K verifiers (median of the runs; model loading not "
+        "timed); `_s` is wall time, `_cpu_s` the CPU time of the process (one torch thread, so about the "
+        "compute; it moves less than wall time when the shared cores are busy). `replay_*`: one `replay()` "
+        "call for all K (prefix once, K + 1 suffixes batched, metric and per-token columns included). "
+        "`inseq`: K calls of `attribute_context_with_model`, CTI only (KL), one context per call. `speedup` = "
+        "Inseq CPU time / replay CPU time (the same ratio per verifier). Rows marked *estimated* were not run "
+        "because they would take over 3 minutes: K x the measured one-verifier time at the same length, or "
+        "for a new length the last measured one scaled linearly (a lower bound: Inseq's cost grows faster "
+        "than linearly with length, since it recomputes the whole prefix for every token).",
+        "",
+    ]
     if agree:
-        lines += ["Agreement on the same input (32-token response, first verifier): Inseq's CTI score is "
-                  "KL(P_without || P_with); ours in that direction from the replay's logits:", "",
-                  _common.markdown_table(agree, ["model", "dtype", "agree_tokens", "max_abs_diff",
-                                                 "max_abs_diff_other_direction", "max_inseq_kl"]),
-                  "", "`max_abs_diff_other_direction` compares with our `kl` metric as `replay` computes it, "
-                  "KL(P_with || P_without): the two directions are different numbers, not an error.", ""]
+        lines += [
+            "Agreement on the same input (32-token response, first verifier): Inseq's CTI score is "
+            "KL(P_without || P_with); ours in that direction from the replay's logits:",
+            "",
+            _common.markdown_table(
+                agree,
+                ["model", "dtype", "agree_tokens", "max_abs_diff", "max_abs_diff_other_direction", "max_inseq_kl"],
+            ),
+            "",
+            "`max_abs_diff_other_direction` compares with our `kl` metric as `replay` computes it, "
+            "KL(P_with || P_without): the two directions are different numbers, not an error.",
+            "",
+        ]
     return lines
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="tiny,qwen05b", help="comma-separated: tiny, qwen05b, or checkpoints")
-    ap.add_argument("--checkpoint", default=None,
-                    help="a real checkpoint (folder or known name, e.g. smollm2-135m-instruct) instead of --models")
+    ap.add_argument(
+        "--checkpoint",
+        default=None,
+        help="a real checkpoint (folder or known name, e.g. smollm2-135m-instruct) instead of --models",
+    )
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=3, help="runs per configuration (the 0.5B shape: 1)")
     ap.add_argument("--quick", action="store_true", help="32 and 128 tokens, K = 1, one run")
@@ -302,8 +355,9 @@ def main(argv=None) -> int:
         r, a = bench_model(name, Ts, Ks, 1 if args.quick or name == "qwen05b" else args.repeats)
         rows += r
         agree += [a] if a else []
-    _, md = _common.write_results(rows, Path(args.out), "Context sensitivity per token: replay vs Inseq",
-                                  notes(agree, args), COLUMNS)
+    _, md = _common.write_results(
+        rows, Path(args.out), "Context sensitivity per token: replay vs Inseq", notes(agree, args), COLUMNS
+    )
     print(md.read_text())
     return 0
 

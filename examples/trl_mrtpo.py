@@ -9,6 +9,7 @@ information, and trains on MRTPO's per-token advantages. The run folder then hol
 ``mrtpo/tokens_{step:05d}.parquet`` (every completion's tokens, relevance and token advantages). About 3 s a step on
 one CPU core.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,24 +45,47 @@ def main(argv=None) -> Path:
     examples = load_examples(args.task, split="train")[:64]
     warnings.simplefilter("ignore", FutureWarning)  # transformers 5 renames gradient_checkpointing
     config = MRTPOConfig(
-        output_dir=args.out, max_steps=args.steps, seed=args.seed, learning_rate=args.lr, alpha=args.alpha,
-        per_device_train_batch_size=8, num_generations=4, max_completion_length=64, temperature=1.0,
-        use_cpu=True, bf16=False, gradient_checkpointing=False, dataloader_num_workers=0,  # a CPU run, float32
-        logging_steps=1, log_completions=True, num_completions_to_print=0, save_strategy="no", report_to=[],
-        disable_tqdm=True)
-    trainer = MRTPOTrainer(str(BUNDLED_POLICY_DIR), list(examples[0].verifiers), args=config,
-                           train_dataset=trl_dataset(examples))
+        output_dir=args.out,
+        max_steps=args.steps,
+        seed=args.seed,
+        learning_rate=args.lr,
+        alpha=args.alpha,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=64,
+        temperature=1.0,
+        use_cpu=True,
+        bf16=False,
+        gradient_checkpointing=False,
+        dataloader_num_workers=0,  # a CPU run, float32
+        logging_steps=1,
+        log_completions=True,
+        num_completions_to_print=0,
+        save_strategy="no",
+        report_to=[],
+        disable_tqdm=True,
+    )
+    trainer = MRTPOTrainer(
+        str(BUNDLED_POLICY_DIR), list(examples[0].verifiers), args=config, train_dataset=trl_dataset(examples)
+    )
     clock = time.perf_counter()
     trainer.train()
     out = Path(args.out).resolve()
     seconds = time.perf_counter() - clock
     last = next(h for h in reversed(trainer.state.log_history) if "reward" in h)
-    print(f"\n{args.steps} steps in {seconds:.0f} s; last step: reward {last['reward']:.3f}, "
-          + ", ".join(f"{k.split('/')[2]} relevance {v:.3f}" for k, v in last.items() if k.endswith("/mean")
-                      and k.startswith("mrtpo/relevance/")))
-    print(f"Per-token log: {out / 'mrtpo'}\n\nOpen the run in the app (tab Runs):\n"
-          f"    MRTPO_RUNS_DIR={out.parent} python app.py\n"
-          f"and type {out.name!r} into the run folder box (or upload a zip of {out}).")
+    print(
+        f"\n{args.steps} steps in {seconds:.0f} s; last step: reward {last['reward']:.3f}, "
+        + ", ".join(
+            f"{k.split('/')[2]} relevance {v:.3f}"
+            for k, v in last.items()
+            if k.endswith("/mean") and k.startswith("mrtpo/relevance/")
+        )
+    )
+    print(
+        f"Per-token log: {out / 'mrtpo'}\n\nOpen the run in the app (tab Runs):\n"
+        f"    MRTPO_RUNS_DIR={out.parent} python app.py\n"
+        f"and type {out.name!r} into the run folder box (or upload a zip of {out})."
+    )
     return out
 
 

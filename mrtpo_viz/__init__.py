@@ -8,6 +8,7 @@ The layout, bottom to top (arrows point down only; ``tests/test_layout.py`` chec
 - ``viz``: rendering; ``sample_policy``: the bundled policy's build; ``settings``, ``bench``;
 - ``ui``: the Gradio app; ``cli``: the command line.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -15,11 +16,23 @@ import importlib
 from .version import __version__
 
 _LAZY = {
-    "load_policy": "policy", "Policy": "policy", "Completion": "policy", "PolicyLoadError": "policy",
-    "load_examples": "tasks", "available_tasks": "tasks", "Example": "tasks", "TASKS": "tasks",
-    "list_verifiers": "tasks", "get_verifier": "tasks", "Verifier": "tasks", "Verdict": "tasks",
-    "replay": "relevance", "Relevance": "relevance",
-    "TrainConfig": "training", "train": "training", "StepMetrics": "training",
+    "load_policy": "policy",
+    "Policy": "policy",
+    "Completion": "policy",
+    "PolicyLoadError": "policy",
+    "load_examples": "tasks",
+    "available_tasks": "tasks",
+    "Example": "tasks",
+    "TASKS": "tasks",
+    "list_verifiers": "tasks",
+    "get_verifier": "tasks",
+    "Verifier": "tasks",
+    "Verdict": "tasks",
+    "replay": "relevance",
+    "Relevance": "relevance",
+    "TrainConfig": "training",
+    "train": "training",
+    "StepMetrics": "training",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

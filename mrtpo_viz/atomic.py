@@ -5,6 +5,7 @@ place in one step, so a reader or a killed process sees the old version or the n
 :func:`write_text` is the common case; :func:`move_into_place` is the one call of ``os.replace`` in the package
 (atomic on POSIX when both paths are on one file system, which a temporary name beside the destination ensures).
 """
+
 from __future__ import annotations
 
 import os

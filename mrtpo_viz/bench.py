@@ -8,6 +8,7 @@ with a note. ``checkpoint`` (``bench --checkpoint smollm2-135m-instruct``) passe
 which then measures that model instead of its default one. The full runs and their results files are described in
 ``benchmarks/README.md``.
 """
+
 from __future__ import annotations
 
 import csv
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 from collections.abc import Callable, Sequence
+
 
 def benchmarks_dir() -> Path:
     """The checkout's ``benchmarks/``: under the working directory, else beside the package (an editable install)."""
@@ -47,8 +49,14 @@ def summarize_replay_speed(rows: list[dict]) -> list[dict]:
         out.append({"case": case, "measure": "replay s", "value": _num(r["seconds"])})
         naive = by.get((model, P, K, "naive"))
         if naive:
-            out.append({"case": case, "measure": "naive / replay", "value": _num(naive["seconds"]) /
-                        _num(r["seconds"]), "target": ">= 2.5x at prompt ~1000, K=3"})
+            out.append(
+                {
+                    "case": case,
+                    "measure": "naive / replay",
+                    "value": _num(naive["seconds"]) / _num(r["seconds"]),
+                    "target": ">= 2.5x at prompt ~1000, K=3",
+                }
+            )
     return out
 
 
@@ -58,9 +66,11 @@ LOCALIZATION_METHODS = ("js_raw", "entropy")
 
 def summarize_localization(rows: list[dict]) -> list[dict]:
     """Mean over verifiers of span AUROC and error top-1 rate, for raw JS against the entropy baseline."""
-    return [{"case": f"{r['view']} (mean over verifiers)", "measure": r["method"], "value": _num(r["value"])}
-            for r in rows if r["verifier"] == "mean" and r["view"] in LOCALIZATION_VIEWS
-            and r["method"] in LOCALIZATION_METHODS]
+    return [
+        {"case": f"{r['view']} (mean over verifiers)", "measure": r["method"], "value": _num(r["value"])}
+        for r in rows
+        if r["verifier"] == "mean" and r["view"] in LOCALIZATION_VIEWS and r["method"] in LOCALIZATION_METHODS
+    ]
 
 
 def summarize_vs_inseq(rows: list[dict]) -> list[dict]:
@@ -70,9 +80,14 @@ def summarize_vs_inseq(rows: list[dict]) -> list[dict]:
         if r.get("speedup_kl") in (None, ""):
             continue
         estimated = " (Inseq estimated)" if str(r.get("inseq_how", "")).startswith("estimated") else ""
-        out.append({"case": f"{r['model']}, T={r['response_tokens']}, K={r['K']}",
-                    "measure": "Inseq / replay (kl, CPU)" + estimated, "value": _num(r["speedup_kl"]),
-                    "target": ">= 20x at 128 tokens"})
+        out.append(
+            {
+                "case": f"{r['model']}, T={r['response_tokens']}, K={r['K']}",
+                "measure": "Inseq / replay (kl, CPU)" + estimated,
+                "value": _num(r["speedup_kl"]),
+                "target": ">= 20x at 128 tokens",
+            }
+        )
     return out
 
 
@@ -82,11 +97,18 @@ def summarize_memory(rows: list[dict]) -> list[dict]:
     for r in rows:
         case = f"T={r['response_tokens']}, K={r['K']}"
         if r["part"] == "replay":
-            out.append({"case": f"{case}, chunk {r['chunk_rows']}", "measure": "replay peak MiB above weights",
-                        "value": _num(r["peak_mib"]), "target": "< 2048 at T=1024"})
+            out.append(
+                {
+                    "case": f"{case}, chunk {r['chunk_rows']}",
+                    "measure": "replay peak MiB above weights",
+                    "value": _num(r["peak_mib"]),
+                    "target": "< 2048 at T=1024",
+                }
+            )
         elif r["part"].startswith("js_topk"):
-            out.append({"case": case, "measure": f"{r['part']} speed-up over exact js",
-                        "value": _num(r["speedup_vs_exact"])})
+            out.append(
+                {"case": case, "measure": f"{r['part']} speed-up over exact js", "value": _num(r["speedup_vs_exact"])}
+            )
     return out
 
 
@@ -107,14 +129,25 @@ class Benchmark:
 
 
 BENCHMARKS: dict[str, Benchmark] = {
-    "replay_speed": Benchmark("replay_speed.py", ("--quick", "--models", "tiny", "--out", "{out}/replay_speed"),
-                              "replay_speed.csv", summarize_replay_speed),
-    "localization": Benchmark("localization.py", ("--quick", "--out", "{out}"), "localization_quick.csv",
-                              summarize_localization),
-    "vs_inseq": Benchmark("vs_inseq.py", ("--quick", "--models", "tiny", "--out", "{out}/vs_inseq"),
-                          "vs_inseq.csv", summarize_vs_inseq, requires=("inseq",)),
-    "memory": Benchmark("memory.py", ("--quick", "--layers", "2", "--out", "{out}/memory"), "memory.csv",
-                        summarize_memory),
+    "replay_speed": Benchmark(
+        "replay_speed.py",
+        ("--quick", "--models", "tiny", "--out", "{out}/replay_speed"),
+        "replay_speed.csv",
+        summarize_replay_speed,
+    ),
+    "localization": Benchmark(
+        "localization.py", ("--quick", "--out", "{out}"), "localization_quick.csv", summarize_localization
+    ),
+    "vs_inseq": Benchmark(
+        "vs_inseq.py",
+        ("--quick", "--models", "tiny", "--out", "{out}/vs_inseq"),
+        "vs_inseq.csv",
+        summarize_vs_inseq,
+        requires=("inseq",),
+    ),
+    "memory": Benchmark(
+        "memory.py", ("--quick", "--layers", "2", "--out", "{out}/memory"), "memory.csv", summarize_memory
+    ),
 }
 """Benchmark name -> how ``bench`` runs it, in this order."""
 
@@ -127,8 +160,14 @@ def missing_requirement(bench: Benchmark) -> Optional[str]:
     return next((m for m in bench.requires if importlib.util.find_spec(m) is None), None)
 
 
-def run_benchmark(name: str, bench: Benchmark, out: Path, folder: Optional[Path] = None,
-                  timeout: float = TIMEOUT_S, checkpoint: Optional[str] = None) -> list[dict]:
+def run_benchmark(
+    name: str,
+    bench: Benchmark,
+    out: Path,
+    folder: Optional[Path] = None,
+    timeout: float = TIMEOUT_S,
+    checkpoint: Optional[str] = None,
+) -> list[dict]:
     """Run one script quickly in its own process (on ``checkpoint`` if given); its summary rows, or one row that
     says why there are none."""
     folder = folder or benchmarks_dir()
@@ -142,8 +181,14 @@ def run_benchmark(name: str, bench: Benchmark, out: Path, folder: Optional[Path]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
     start = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, env=env,
-                              timeout=timeout, cwd=folder.parent)
+        proc = subprocess.run(
+            [sys.executable, str(script), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            cwd=folder.parent,
+        )
     except subprocess.TimeoutExpired:
         return [note_row(name, "failed", f"timed out after {timeout:.0f} s")]
     if proc.returncode != 0:
@@ -186,13 +231,15 @@ def write_outputs(rows: list[dict], stem: Path) -> None:
         writer = csv.DictWriter(fh, fieldnames=list(COLUMNS))
         writer.writeheader()
         writer.writerows({c: format_value(r.get(c)) for c in COLUMNS} for r in rows)
-    stem.with_suffix(".md").write_text("# Quick benchmarks\n\n`python -m mrtpo_viz bench`; quick versions of the "
-                                       "scripts in benchmarks/ (see benchmarks/README.md for the full runs).\n\n"
-                                       + markdown_table(rows) + "\n")
+    stem.with_suffix(".md").write_text(
+        "# Quick benchmarks\n\n`python -m mrtpo_viz bench`; quick versions of the "
+        "scripts in benchmarks/ (see benchmarks/README.md for the full runs).\n\n" + markdown_table(rows) + "\n"
+    )
 
 
-def run_all(benchmarks: dict[str, Benchmark] = BENCHMARKS, folder: Optional[Path] = None,
-            checkpoint: Optional[str] = None) -> list[dict]:
+def run_all(
+    benchmarks: dict[str, Benchmark] = BENCHMARKS, folder: Optional[Path] = None, checkpoint: Optional[str] = None
+) -> list[dict]:
     folder = folder or benchmarks_dir()
     if not folder.is_dir():
         raise FileNotFoundError(f"no benchmarks folder at {folder}: `bench` runs from a source checkout")

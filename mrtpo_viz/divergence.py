@@ -15,6 +15,7 @@ clamp rounding noise so results stay in their ranges.
 log-prob of a token, entropy and top-k in the same chunked way. ``js_topk`` is a fast lower bound on JS for large
 vocabularies.
 """
+
 from __future__ import annotations
 
 import math
@@ -118,8 +119,9 @@ def _rows_per_chunk(vocab: int, chunk_size: int | None) -> int:
     return chunk_size
 
 
-def chunked_metric(logits_p: torch.Tensor, logits_q: torch.Tensor, metric: str | Metric = "js",
-                   chunk_size: int | None = None) -> torch.Tensor:
+def chunked_metric(
+    logits_p: torch.Tensor, logits_q: torch.Tensor, metric: str | Metric = "js", chunk_size: int | None = None
+) -> torch.Tensor:
     """A metric between ``softmax(logits_p)`` and ``softmax(logits_q)`` at every position, chunk by chunk.
 
     Chunks run along the position axis (dim -2); leading dims broadcast, so one "without" branch ``(1, T, V)``
@@ -143,8 +145,8 @@ def chunked_metric(logits_p: torch.Tensor, logits_q: torch.Tensor, metric: str |
     positions = max(1, _rows_per_chunk(V, chunk_size) // max(math.prod(lead), 1))
     parts = []
     for s in range(0, T, positions):
-        logp = torch.log_softmax(_as_float(logits_p[..., s:s + positions, :]), dim=-1)
-        logq = torch.log_softmax(_as_float(logits_q[..., s:s + positions, :]), dim=-1)
+        logp = torch.log_softmax(_as_float(logits_p[..., s : s + positions, :]), dim=-1)
+        logq = torch.log_softmax(_as_float(logits_q[..., s : s + positions, :]), dim=-1)
         parts.append(fn(logp, logq))  # (..., chunk)
         del logp, logq
     if not parts:
@@ -166,7 +168,7 @@ def entropy(logits: torch.Tensor, chunk_size: int | None = None) -> torch.Tensor
     rows = _rows_per_chunk(V, chunk_size)
     parts = []
     for s in range(0, flat.shape[0], rows):
-        logp = torch.log_softmax(_as_float(flat[s:s + rows]), dim=-1)
+        logp = torch.log_softmax(_as_float(flat[s : s + rows]), dim=-1)
         parts.append(_kl_sum(logp, torch.zeros_like(logp)).neg().clamp_min(0.0))  # -sum p log p
     out = torch.cat(parts) if parts else torch.zeros(0, dtype=_as_float(flat).dtype)
     return out.reshape(logits.shape[:-1])
@@ -195,8 +197,9 @@ def _chunk_stats(logits: torch.Tensor, ids: torch.Tensor, k: int) -> tuple[torch
     return logprob, entropy, top_ids, top_logp.exp()
 
 
-def token_stats(logits: torch.Tensor, token_ids: torch.Tensor, topk: int = 5,
-                chunk_size: int | None = None) -> TokenStats:
+def token_stats(
+    logits: torch.Tensor, token_ids: torch.Tensor, topk: int = 5, chunk_size: int | None = None
+) -> TokenStats:
     """Log-prob of given tokens, entropy and top-k of ``softmax(logits)``, chunked over positions.
 
     Args:
@@ -212,15 +215,17 @@ def token_stats(logits: torch.Tensor, token_ids: torch.Tensor, topk: int = 5,
     k = min(topk, V)
     flat, ids = logits.reshape(-1, V), token_ids.reshape(-1).long()  # (R, V), (R,)
     rows = _rows_per_chunk(V, chunk_size)
-    parts = [_chunk_stats(flat[s:s + rows], ids[s:s + rows], k) for s in range(0, flat.shape[0], rows)]
+    parts = [_chunk_stats(flat[s : s + rows], ids[s : s + rows], k) for s in range(0, flat.shape[0], rows)]
     lead = tuple(token_ids.shape)
     if not parts:
         empty = torch.zeros(0)
-        return TokenStats(empty.reshape(lead), empty.reshape(lead), empty.long().reshape(*lead, k),
-                          empty.reshape(*lead, k))
+        return TokenStats(
+            empty.reshape(lead), empty.reshape(lead), empty.long().reshape(*lead, k), empty.reshape(*lead, k)
+        )
     logprob, entropy, top_ids, top_probs = (torch.cat(xs) for xs in zip(*parts))
-    return TokenStats(logprob.reshape(lead), entropy.reshape(lead),
-                      top_ids.reshape(*lead, k), top_probs.reshape(*lead, k))
+    return TokenStats(
+        logprob.reshape(lead), entropy.reshape(lead), top_ids.reshape(*lead, k), top_probs.reshape(*lead, k)
+    )
 
 
 def _union_topk(logits_p: torch.Tensor, logits_q: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -2,6 +2,7 @@
 of a dataclass (``TrainConfig``, ``Settings``, ``MRTPOConfig``). :func:`field_docs` reads them (they are not kept
 at run time); :func:`help_from_docstrings` also puts them where TRL's argument parser looks (``metadata["help"]``).
 """
+
 from __future__ import annotations
 
 import ast
@@ -18,8 +19,13 @@ def field_docs(cls: type) -> dict[str, str]:
     body = tree.body[0].body
     docs = {}
     for node, after in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr) \
-                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
             docs[node.target.id] = " ".join(after.value.value.split())
     return docs
 

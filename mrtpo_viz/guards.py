@@ -8,6 +8,7 @@ values. Standard library only; every layer may use them.
 - :func:`nesting_depth` measures a parsed JSON value without recursion, so a 100,000-deep document (which Python's
   own ``json`` only parses up to its recursion limit) is measured, not crashed on.
 """
+
 from __future__ import annotations
 
 import sys

@@ -2,10 +2,20 @@
 read these, and the registries (``divergence.METRIC_FUNCTIONS``, ``advantages.ADVANTAGE_METHODS``,
 ``relevance.controls.CONTROL_SPECS``, ...) are built from them, so a name cannot exist in one place and not another.
 """
+
 from __future__ import annotations
 
-METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo", "mrtpo:oracle", "entropy", "mrtpo-mask", "mrtpo:oracle-mask",
-                            "mrtpo:placebo", "mrtpo:placebo-mask")
+METHODS: tuple[str, ...] = (
+    "grpo",
+    "gdpo",
+    "mrtpo",
+    "mrtpo:oracle",
+    "entropy",
+    "mrtpo-mask",
+    "mrtpo:oracle-mask",
+    "mrtpo:placebo",
+    "mrtpo:placebo-mask",
+)
 """Advantage methods (``advantages.ADVANTAGE_METHODS``), in the order the UI and plots show them. ``mrtpo:oracle``
 (weights from the verifiers' relevant spans) and ``entropy`` (uncertainty-only weighting) are the baselines of the
 convergence study; the ``-mask`` variants (each reward's advantage on its relevant tokens at its own size, no
@@ -34,8 +44,16 @@ STUDY_TASKS: tuple[str, ...] = ("slots",)
 BFCL_TASK: str = "bfcl"
 """BFCL as a task family: its data is read from the installed ``bfcl-eval`` package
 (``tasks.example_sources.available_tasks`` lists it only then)."""
-BFCL_CATEGORIES: tuple[str, ...] = ("simple_python", "multiple", "parallel", "parallel_multiple", "live_simple",
-                                    "live_multiple", "live_parallel", "live_parallel_multiple")
+BFCL_CATEGORIES: tuple[str, ...] = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+)
 """BFCL's categories that ``load_examples("bfcl", category=...)`` loads (the first is the default)."""
 TOOL_CATEGORIES: tuple[str, ...] = ("simple",) + BFCL_CATEGORIES
 """Values of a tool-calling example's ``meta.category`` (BFCL's; ``parallel`` in it: several calls, any order)."""

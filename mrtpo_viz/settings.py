@@ -13,6 +13,7 @@ safetensors written by this package.
 ``get_settings()`` parses the environment on every call (cheap), so tests can change it; an invalid value raises a
 :class:`SettingsError` that names the variable, which the app calls at start-up so it fails before serving.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,8 +65,9 @@ class Settings:
     def __post_init__(self):
         for f in fields(self):
             value = getattr(self, f.name)
-            if (f.name in ("allowed_checkpoints", "checkpoint", "runs_dir", "mcp")
-                    or (f.name == "threads" and value is None)):
+            if f.name in ("allowed_checkpoints", "checkpoint", "runs_dir", "mcp") or (
+                f.name == "threads" and value is None
+            ):
                 continue
             if not value > 0:  # written so that NaN fails too
                 raise SettingsError(f"{ENV_VARS[f.name][0]} must be a positive number, got {value!r}")
@@ -84,8 +86,13 @@ class Settings:
         ``MRTPO_MAX_CHARS``, ``MRTPO_MAX_TOKENS``; ``max_verifiers`` the replay's verifiers per row)."""
         from .relevance.rows import RowLimits
 
-        return RowLimits(max_bytes=self.max_upload_bytes, max_chars=self.max_chars, max_tokens=self.max_tokens,
-                         max_verifiers=max_verifiers, max_rows=self.max_rollouts)
+        return RowLimits(
+            max_bytes=self.max_upload_bytes,
+            max_chars=self.max_chars,
+            max_tokens=self.max_tokens,
+            max_verifiers=max_verifiers,
+            max_rows=self.max_rollouts,
+        )
 
     def checkpoint_allowed(self, name_or_path: str | os.PathLike) -> bool:
         """Whether the allow-list admits this checkpoint (always, when no list is set)."""
@@ -103,18 +110,21 @@ class Settings:
     def check_checkpoint(self, name_or_path: str | os.PathLike) -> None:
         """Raise ValueError when the allow-list does not admit the checkpoint."""
         if not self.checkpoint_allowed(name_or_path):
-            raise ValueError(f"checkpoint {str(name_or_path)!r} is not allowed here; this app loads only "
-                             f"{', '.join(self.allowed_checkpoints)} and the bundled policy "
-                             "(MRTPO_ALLOWED_CHECKPOINTS)")
-
+            raise ValueError(
+                f"checkpoint {str(name_or_path)!r} is not allowed here; this app loads only "
+                f"{', '.join(self.allowed_checkpoints)} and the bundled policy "
+                "(MRTPO_ALLOWED_CHECKPOINTS)"
+            )
 
     def run_folder(self, typed: str | os.PathLike) -> Path:
         """The folder a typed run path names, if it lies under ``MRTPO_RUNS_DIR`` (a relative path is taken from
         there; compared after resolving ``..`` and links). A path outside is refused without saying whether it
         exists; one inside that does not exist is reported."""
         if not self.runs_dir:
-            raise ValueError("Typed run folders are off here (the operator has not set MRTPO_RUNS_DIR): upload a "
-                             "zip of the run's output_dir or one of its parquet files instead.")
+            raise ValueError(
+                "Typed run folders are off here (the operator has not set MRTPO_RUNS_DIR): upload a "
+                "zip of the run's output_dir or one of its parquet files instead."
+            )
         root = _resolved(self.runs_dir)
         try:
             path = Path(str(typed).strip()).expanduser()
@@ -124,16 +134,20 @@ class Settings:
         shown = str(typed).strip()
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
         if path is None or not (path == root or root in path.parents):
-            raise ValueError(f"{shown!r} is not under the runs folder this app may read (MRTPO_RUNS_DIR); "
-                             "type a run folder relative to it")
+            raise ValueError(
+                f"{shown!r} is not under the runs folder this app may read (MRTPO_RUNS_DIR); "
+                "type a run folder relative to it"
+            )
         try:
             found = path.is_dir()
         except OSError:  # a name too long for the file system, permission denied: the answer of a missing folder
             found = False
         if not found:
             inside = str(path.relative_to(root)) or "."
-            raise FileNotFoundError(f"There is no run folder {inside if len(inside) <= 80 else inside[:77] + '...'!r} "
-                                    "in the runs folder (MRTPO_RUNS_DIR).")
+            raise FileNotFoundError(
+                f"There is no run folder {inside if len(inside) <= 80 else inside[:77] + '...'!r} "
+                "in the runs folder (MRTPO_RUNS_DIR)."
+            )
         return path
 
 
@@ -209,9 +223,14 @@ def looks_like_path(name: str) -> bool:
     return name.startswith((".", "/", "~")) or "\\" in name or ".." in name or name.count("/") > 1
 
 
-def load_allowed_policy(name_or_path: str | os.PathLike, *, device=None, dtype=None,
-                        settings: Optional[Settings] = None,
-                        public: bool = False):
+def load_allowed_policy(
+    name_or_path: str | os.PathLike,
+    *,
+    device=None,
+    dtype=None,
+    settings: Optional[Settings] = None,
+    public: bool = False,
+):
     """``load_policy`` under the operator's rules, read now: the allow-list, the thread count, the memory bound.
 
     This is what the app and the CLI load through; the library's ``load_policy`` applies no deployment rule.
@@ -235,8 +254,10 @@ def load_allowed_policy(name_or_path: str | os.PathLike, *, device=None, dtype=N
     bound_freed_memory()  # the replay's freed metric temporaries go back to the OS (mrtpo_viz/policy/memory.py)
     name = str(name_or_path).strip()
     if public and name != BUNDLED_POLICY and _names_a_path(name) and not _is_model_folder(name):
-        raise PolicyLoadError(f"policy not found: {name[:200]!r} is not a model folder (one with config.json and "
-                              "*.safetensors weights) nor a hub id; give one, or pick the bundled policy")
+        raise PolicyLoadError(
+            f"policy not found: {name[:200]!r} is not a model folder (one with config.json and "
+            "*.safetensors weights) nor a hub id; give one, or pick the bundled policy"
+        )
     return load_policy(name_or_path, device=device, dtype=dtype)
 
 
@@ -271,13 +292,16 @@ def check_serving(settings: Optional[Settings] = None) -> Settings:
     if not name or name == BUNDLED_POLICY:
         return settings
     if not (_is_model_folder(name) or (not looks_like_path(name) and not Path(name).exists() and _HUB_ID.match(name))):
-        raise SettingsError(f"MRTPO_CHECKPOINT={name!r} is neither a model folder (with config.json) nor a hub id: "
-                            "set it to a checkpoint folder or hub id, or unset it for the bundled policy")
+        raise SettingsError(
+            f"MRTPO_CHECKPOINT={name!r} is neither a model folder (with config.json) nor a hub id: "
+            "set it to a checkpoint folder or hub id, or unset it for the bundled policy"
+        )
     if not settings.checkpoint_allowed(name):
-        raise SettingsError(f"MRTPO_CHECKPOINT={name!r} is not admitted by MRTPO_ALLOWED_CHECKPOINTS: add it there "
-                            "or choose an allowed checkpoint")
+        raise SettingsError(
+            f"MRTPO_CHECKPOINT={name!r} is not admitted by MRTPO_ALLOWED_CHECKPOINTS: add it there "
+            "or choose an allowed checkpoint"
+        )
     return settings
-
 
 
 _KINDS = {tuple: "comma list", str: "text", int: "whole number", float: "number", bool: "1 or 0"}

@@ -1,5 +1,6 @@
 """Shared by the smoke scripts (wheel_check.py, space_smoke.py): start the app as a separate process, wait for it,
 replay an example through its API, and watch the server's memory."""
+
 from __future__ import annotations
 
 import socket
@@ -27,8 +28,10 @@ def wait_for_port(server: subprocess.Popen, port: int, timeout_s: float = 300) -
                 return time.perf_counter() - start
         except OSError:
             if server.poll() is not None:
-                raise SystemExit(f"FAILED: the app exited with {server.returncode}\n"
-                                 f"{(server.stderr.read() if server.stderr else '')[-3000:]}") from None
+                raise SystemExit(
+                    f"FAILED: the app exited with {server.returncode}\n"
+                    f"{(server.stderr.read() if server.stderr else '')[-3000:]}"
+                ) from None
             time.sleep(0.25)
     raise SystemExit(f"FAILED: the app did not listen on port {port} within {timeout_s:.0f} s")
 
@@ -75,9 +78,20 @@ def replay_example(url: str, checkpoint: str = "tiny-mrtpo") -> tuple[str, float
         ex = load_examples("tool_calling")[0]
         infos = [VERIFIERS[n].info(ex) for n in ex.verifiers]
         start = time.perf_counter()
-        out = client.predict(checkpoint, "tool_calling", 0, ex.messages()[-1]["content"], ex.reference,
-                             list(ex.verifiers), "user_end", "js", "none", TEMPLATE, *(infos + [""] * 6)[:6],
-                             api_name="/replay")
+        out = client.predict(
+            checkpoint,
+            "tool_calling",
+            0,
+            ex.messages()[-1]["content"],
+            ex.reference,
+            list(ex.verifiers),
+            "user_end",
+            "js",
+            "none",
+            TEMPLATE,
+            *(infos + [""] * 6)[:6],
+            api_name="/replay",
+        )
         seconds = time.perf_counter() - start
         tokens = json.loads(out[0]["value"] if isinstance(out[0], dict) else out[0])["tokens"]
         assert len(tokens) > 5, str(out)[:500]  # the token view's payload (its script ships in the wheel)

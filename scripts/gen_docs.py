@@ -12,6 +12,7 @@
 regenerated. The pages do not depend on the machine: the task families are listed as if bfcl-eval were installed
 (the help says where each loads), and paths inside the repository are written relative to it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,12 +72,15 @@ def cli_page() -> str:
 
         parser = build_parser()
     subs, helps = _subparsers(parser)
-    out = [HEADER.format(source="the argparse parser, mrtpo_viz.cli.build_parser"), "# Command line\n",
-           f"{_md(parser.description or '')}\n",
-           "Run `python -m mrtpo_viz <command>` (or `mrtpo-viz <command>` once the package is installed); "
-           "`--help` on each prints the same options. A bad input ends with one `error:` line and exit code 2, "
-           "an internal error with exit code 1 (`MRTPO_DEBUG=1` shows the traceback). The task family "
-           "`bfcl` loads only where bfcl-eval is installed (`pip install mrtpo-viz[bfcl]`).\n"]
+    out = [
+        HEADER.format(source="the argparse parser, mrtpo_viz.cli.build_parser"),
+        "# Command line\n",
+        f"{_md(parser.description or '')}\n",
+        "Run `python -m mrtpo_viz <command>` (or `mrtpo-viz <command>` once the package is installed); "
+        "`--help` on each prints the same options. A bad input ends with one `error:` line and exit code 2, "
+        "an internal error with exit code 1 (`MRTPO_DEBUG=1` shows the traceback). The task family "
+        "`bfcl` loads only where bfcl-eval is installed (`pip install mrtpo-viz[bfcl]`).\n",
+    ]
     for name, sub in subs.items():
         out.append(f"## `{name}`\n")
         out.append(f"{_md(helps.get(name, ''))}.\n" if helps.get(name) else "")
@@ -93,12 +97,15 @@ def settings_page() -> str:
     """The operator settings page: an introduction and ``mrtpo_viz.settings.settings_table()``."""
     from mrtpo_viz.settings import settings_table
 
-    out = [HEADER.format(source="the fields of mrtpo_viz.settings.Settings"), "# Operator settings\n",
-           "Environment variables, parsed into one frozen `Settings` by `get_settings()` "
-           "(`mrtpo_viz/settings.py`). `python app.py` and `python -m mrtpo_viz serve` check them at start-up: an "
-           "invalid value stops the app with one line that names the variable, before anything is served. "
-           "[Deployment and security](../deployment.md) says which to set on a public Space.\n",
-           settings_table().rstrip("\n")]
+    out = [
+        HEADER.format(source="the fields of mrtpo_viz.settings.Settings"),
+        "# Operator settings\n",
+        "Environment variables, parsed into one frozen `Settings` by `get_settings()` "
+        "(`mrtpo_viz/settings.py`). `python app.py` and `python -m mrtpo_viz serve` check them at start-up: an "
+        "invalid value stops the app with one line that names the variable, before anything is served. "
+        "[Deployment and security](../deployment.md) says which to set on a public Space.\n",
+        settings_table().rstrip("\n"),
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -111,8 +118,11 @@ def _shown(path: Path) -> str:
 
 def stale_pages() -> list[str]:
     """Names of the pages whose committed text differs from what their generator writes."""
-    return [name for name, gen in GENERATORS.items()
-            if not PAGES[name].is_file() or PAGES[name].read_text(encoding="utf-8") != gen()]
+    return [
+        name
+        for name, gen in GENERATORS.items()
+        if not PAGES[name].is_file() or PAGES[name].read_text(encoding="utf-8") != gen()
+    ]
 
 
 def main(argv=None) -> int:

@@ -4,6 +4,7 @@ Deterministic: the same seed gives byte-identical files.  Usage: python scripts/
 Every gold reference is checked with its verifiers before anything is written (instruction following: IFEval's
 official strict semantics, kwargs and descriptions; its generator already draws again when a gold fails).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,12 @@ def main(argv=None) -> int:
         if hasattr(mod, "build_databases"):
             mod.build_databases(SAMPLE_DATA / "databases")
         examples = mod.generate(N_TRAIN + N_TEST, seed=args.seed)
-        failing = [(i, n) for i, ex in enumerate(examples) for n in ex.verifiers
-                   if get_verifier(n).score(ex.reference, ex) != 1.0]
+        failing = [
+            (i, n)
+            for i, ex in enumerate(examples)
+            for n in ex.verifiers
+            if get_verifier(n).score(ex.reference, ex) != 1.0
+        ]
         if failing:
             raise SystemExit(f"{task}: gold references fail their verifiers (example, verifier): {failing[:10]}")
         with (out_dir / f"{task}.jsonl").open("w", encoding="utf-8") as fh:

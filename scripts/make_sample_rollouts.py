@@ -5,6 +5,7 @@ Per task family, the first test examples with four responses each: the gold refe
 verifiers fail too) and, when the bundled policy exists, its greedy response. Deterministic for a given policy.
 Usage: python scripts/make_sample_rollouts.py [--per-task 4] [--policy sample_data/policies/tiny-mrtpo]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,15 @@ def main(argv=None) -> int:
                 for kind, text in texts.items():
                     if not text.strip():
                         continue
-                    row = {"id": f"{ex.id}/{kind}", "task": task, "prompt": ex.prompt, "meta": ex.meta,
-                           "verifiers": list(ex.verifiers), "response": text, "kind": kind}
+                    row = {
+                        "id": f"{ex.id}/{kind}",
+                        "task": task,
+                        "prompt": ex.prompt,
+                        "meta": ex.meta,
+                        "verifiers": list(ex.verifiers),
+                        "response": text,
+                        "kind": kind,
+                    }
                     fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
                     n += 1
     print(f"{n} rollouts -> {OUT}")

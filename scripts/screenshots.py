@@ -3,11 +3,14 @@
     python scripts/screenshots.py            # writes assets/screenshot_{relevance,free_prompt,ab,rollouts,method}.png,
                                              # and screenshot_smollm2{,_ab}.png where that model is downloaded
     python scripts/screenshots.py --out DIR  # somewhere else
+    python scripts/screenshots.py --width 390 --height 844 --no-real   # a phone: screenshot_*_390.png, each
+                                             # from the top of the tab's results (the inputs come first there)
 
 The app runs in this process on a free local port. Each shot is a state a user reaches by clicking: a replay with a
 pinned token, a free SQL prompt with its verifier's fields filled, an A/B comparison, a scored rollouts file. The
 test suite takes no screenshots (a test run never rewrites a tracked file).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,9 +27,21 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 CHROMIUM = "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TIMEOUT_MS = 300_000
+WIDTH = 1400
+"""The viewport's width (``--width``); below :data:`NARROW` the shots start at the tab's results and their names
+end in ``_<width>``."""
+NARROW = 600
 
 
 def free_port() -> int:
@@ -40,10 +55,31 @@ def choose(page, label: str, option) -> None:
     page.get_by_role("option", name=option, exact=isinstance(option, str)).first.click()
 
 
-def shot(page, path: Path, height: int) -> None:
-    """The top ``height`` pixels of the page (the states shown are taller than one screen)."""
+def named(path: Path) -> Path:
+    """``screenshot_x.png``, or ``screenshot_x_390.png`` on a narrow screen."""
+    return path if WIDTH >= NARROW else path.with_name(f"{path.stem}_{WIDTH}{path.suffix}")
+
+
+def open_tab(page, name: str) -> None:
+    """Click a tab; on a narrow screen Gradio puts the tabs that do not fit into a "More tabs" menu."""
+    tab = page.locator("[role=tab]", has_text=name)
+    if tab.count() and tab.first.is_visible():
+        tab.first.click()
+    else:
+        page.get_by_role("button", name="More tabs").click()
+        page.locator(".overflow-dropdown button", has_text=name).first.click()
+
+
+def shot(page, path: Path, height: int, anchor: str | None = None) -> None:
+    """The top ``height`` pixels of the page (the states shown are taller than one screen); on a narrow screen the
+    ``height`` pixels from ``anchor`` (the tab's results, below its inputs)."""
     page.wait_for_timeout(800)  # plotly's transitions and the token view's paint
-    page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": 1440, "height": height}, full_page=True)
+    top = 0
+    if WIDTH < NARROW and anchor:
+        box = page.locator(anchor).first.bounding_box()
+        top = max(0, box["y"] + page.evaluate("window.scrollY") - 10)
+    path = named(path)
+    page.screenshot(path=str(path), clip={"x": 0, "y": top, "width": WIDTH, "height": height}, full_page=True)
     print(f"wrote {path} ({path.stat().st_size // 1024} KB)")
 
 
@@ -73,7 +109,7 @@ def relevance(page, out: Path) -> None:
     page.locator("#advantage-bars .barlayer path").first.wait_for()
     t = most_relevant("tool_calling", 1, row=1)
     page.locator(f"#relevance-tokens .tv-tok[data-k='1'][data-t='{t}']").click()
-    shot(page, out / "screenshot_relevance.png", 1500)
+    shot(page, out / "screenshot_relevance.png", 1500, "#relevance-status")
 
 
 def free_prompt(page, out: Path) -> None:
@@ -91,44 +127,48 @@ def free_prompt(page, out: Path) -> None:
     gold = page.get_by_label("sql.execution: gold SQL")
     gold.fill("SELECT name FROM products WHERE price > 20")
     gold.press("Enter")  # the information follows the fields
-    page.wait_for_function("() => [...document.querySelectorAll('textarea')].some(t => "
-                           "t.value.includes('runs on the shop database'))")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('textarea')].some(t => t.value.includes('runs on the shop database'))"
+    )
     page.locator("#replay-btn").click()
     page.locator("#relevance-heatmap .heatmaplayer").wait_for()
     page.locator("#relevance-tokens .tv-tok[data-k='1'][data-t='8']").click()
-    shot(page, out / "screenshot_free_prompt.png", 1700)  # down to the gold SQL field
+    shot(page, out / "screenshot_free_prompt.png", 1700, "#relevance-status")  # down to the gold SQL field
 
 
 def ab(page, out: Path) -> None:
-    page.get_by_role("tab", name="Verifier information A/B").click()
+    open_tab(page, "Verifier information A/B")
     page.locator("#ab-btn").click()
     page.locator("#ab-diff .heatmaplayer").first.wait_for()
     t = most_relevant("tool_calling", 0, row=0)
-    page.locator(f"#ab-tokens-a .tv-tok[data-k='0'][data-t='{t}']").click()
-    page.locator(f"#ab-tokens-b .tv-tok[data-k='0'][data-t='{t}']").click()
-    shot(page, out / "screenshot_ab.png", 1250)
+    page.locator(f"#ab-tokens-a .tv-tok[data-k='0'][data-t='{t}']").click()  # B pins the same token
+    shot(page, out / "screenshot_ab.png", 1250, "#ab-status")
 
 
 def rollouts(page, out: Path) -> None:
-    page.get_by_role("tab", name="Rollouts").click()
+    open_tab(page, "Rollouts")
     page.locator("#rollouts-btn").click()
     page.locator("#rollout-tokens .tv-tok").first.wait_for()
     page.locator("#rollout-tokens .tv-tok[data-k='1'][data-t='21']").click()
-    shot(page, out / "screenshot_rollouts.png", 1250)
+    shot(page, out / "screenshot_rollouts.png", 1250, "#rollouts-status")
 
 
 def method(page, out: Path) -> None:
     """The Method tab's summary of the convergence study (benchmarks/results/convergence.json) and its plot."""
-    page.get_by_role("tab", name="Method").click()
+    open_tab(page, "Method")
     plot = page.locator("#study-plot .main-svg")
     plot.first.wait_for()
     plot.first.scroll_into_view_if_needed()
     page.wait_for_timeout(800)
     box = page.locator("#study-plot").bounding_box()  # in the viewport: add the scroll for page coordinates
     top = box["y"] + page.evaluate("window.scrollY")
-    page.screenshot(path=str(out / "screenshot_method.png"), full_page=True,
-                    clip={"x": 0, "y": max(top - 560, 0), "width": 1440, "height": box["height"] + 600})
-    print(f"wrote {out / 'screenshot_method.png'}")
+    path = named(out / "screenshot_method.png")
+    page.screenshot(
+        path=str(path),
+        full_page=True,
+        clip={"x": 0, "y": max(top - 560, 0), "width": WIDTH, "height": box["height"] + 600},
+    )
+    print(f"wrote {path}")
 
 
 REAL_MODEL = "smollm2-135m-instruct"
@@ -137,7 +177,7 @@ REAL_MODEL = "smollm2-135m-instruct"
 def real_model(page, out: Path) -> None:
     """SmolLM2-135M-Instruct (``python -m mrtpo_viz get-model smollm2-135m-instruct``): a free instruction-following
     prompt, the model's own sampled response (seed 0), replayed with two IFEval constraints, a token pinned."""
-    page.get_by_role("tab", name="Token relevance").click()
+    open_tab(page, "Token relevance")
     box = page.get_by_label(re.compile(r"^Checkpoint"))
     box.fill(REAL_MODEL)
     box.press("Enter")
@@ -147,8 +187,9 @@ def real_model(page, out: Path) -> None:
     page.wait_for_timeout(1500)
     choose(page, "Example (test split)", re.compile(r"^free prompt"))
     page.wait_for_function("() => document.querySelector('#prompt-box textarea').value === ''")
-    page.locator("#prompt-box textarea").fill("Describe the sea in two short sentences. Use only lowercase letters "
-                                              "and no commas.")
+    page.locator("#prompt-box textarea").fill(
+        "Describe the sea in two short sentences. Use only lowercase letters and no commas."
+    )
     page.locator("#generate-btn").click()
     page.wait_for_function("() => document.querySelector('#response-box textarea').value.length > 10")
     page.wait_for_function("() => !document.querySelector('#replay-btn').disabled")
@@ -158,31 +199,44 @@ def real_model(page, out: Path) -> None:
     page.locator("#replay-btn").click()
     page.locator("#relevance-heatmap .heatmaplayer").wait_for()
     page.locator("#relevance-tokens .tv-tok[data-k='0'][data-t='2']").click()
-    shot(page, out / "screenshot_smollm2.png", 1500)
+    shot(page, out / "screenshot_smollm2.png", 1500, "#relevance-status")
 
 
 def real_model_ab(page, out: Path) -> None:
     """SmolLM2-135M-Instruct in the A/B tab (after :func:`real_model` switched the checkpoint): held-out
     instruction-following example 2's gold response, ``ifeval.ends_with`` with its own information (A) against
     its generic description (B); ``benchmarks/ab_compare.py`` measures this comparison on 19 examples."""
-    page.get_by_role("tab", name="Verifier information A/B").click()
+    open_tab(page, "Verifier information A/B")
     page.locator("#ab-task input").click()
     page.get_by_role("option", name="instruction_following", exact=True).first.click()
     page.wait_for_timeout(1500)
     page.locator("#ab-example input").click()
     page.get_by_role("option", name=re.compile(r"^2: ")).first.click()
-    page.wait_for_function("() => document.querySelector('#info-b textarea').value.length > 0 && "
-                           "document.querySelector('#ab-verifier input').value === 'ifeval.ends_with'")
+    page.wait_for_function(
+        "() => document.querySelector('#info-b textarea').value.length > 0 && "
+        "document.querySelector('#ab-verifier input').value === 'ifeval.ends_with'"
+    )
     page.wait_for_timeout(1000)
     page.locator("#ab-btn").click()
     page.locator("#ab-diff .heatmaplayer").first.wait_for()
-    shot(page, out / "screenshot_ab_smollm2.png", 1250)
+    shot(page, out / "screenshot_ab_smollm2.png", 1250, "#ab-status")
 
 
 def main(argv=None) -> int:
+    global WIDTH
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "assets"))
-    out = Path(ap.parse_args(argv).out)
+    ap.add_argument(
+        "--width",
+        type=int,
+        default=WIDTH,
+        help=f"viewport width in CSS pixels (default %(default)s; below {NARROW}: files named *_<width>.png)",
+    )
+    ap.add_argument("--height", type=int, default=1000, help="viewport height (default %(default)s)")
+    ap.add_argument("--no-real", action="store_true", help="skip the SmolLM2 shots even where it is downloaded")
+    args = ap.parse_args(argv)
+    WIDTH = args.width
+    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     import torch
     from playwright.sync_api import sync_playwright
@@ -194,16 +248,22 @@ def main(argv=None) -> int:
     _, url, _ = demo.launch(prevent_thread_lock=True, server_port=free_port(), quiet=True, **launch_options())
     try:
         with tempfile.TemporaryDirectory(prefix="mrtpo-shots-") as profile, sync_playwright() as pw:
-            ctx = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True, args=FLAGS,
-                                                        viewport={"width": 1440, "height": 1000})
+            ctx = pw.chromium.launch_persistent_context(
+                profile,
+                executable_path=CHROMIUM,
+                headless=True,
+                args=FLAGS,
+                viewport={"width": WIDTH, "height": args.height},
+            )
             page = ctx.new_page()
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(url)
             page.locator("#replay-btn").wait_for()
             from mrtpo_viz.policy.known import list_downloaded
 
-            real = [real_model, real_model_ab] if REAL_MODEL in list_downloaded() else []  # last: it switches the
-            # checkpoint
+            real = (
+                [real_model, real_model_ab] if REAL_MODEL in list_downloaded() and not args.no_real else []
+            )  # last: they switch the checkpoint
             for take in (relevance, free_prompt, ab, rollouts, method, *real):
                 take(page, out)
             ctx.close()

@@ -12,6 +12,7 @@ the boot time, the first replay's time and the server's peak memory.
 
 CI runs it after the tests (a fresh venv each time: ~2-3 minutes, mostly pip).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,7 @@ def install(venv: Path, space: Path, sdk_version: str) -> float:
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     subprocess.run(pip + ["torch==2.13.0"], check=True)  # first, so the CPU wheel is taken (requirements.txt pins it)
-    subprocess.run(pip + ["-r", str(space / "requirements.txt"), f"gradio=={sdk_version}", "gradio_client"],
-                   check=True)
+    subprocess.run(pip + ["-r", str(space / "requirements.txt"), f"gradio=={sdk_version}", "gradio_client"], check=True)
     return time.perf_counter() - start
 
 
@@ -64,13 +64,24 @@ def boot(venv: Path, space: Path, threads: int | None) -> dict:
     """Run ``python app.py`` as a Space does; boot seconds, first replay seconds, peak MiB."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "PYTHONPATH")}
-    env.update(GRADIO_SERVER_NAME="0.0.0.0", GRADIO_SERVER_PORT=str(port), SYSTEM="spaces",
-               SPACE_ID="mrtpo/mrtpo-viz-smoke", GRADIO_ANALYTICS_ENABLED="False")
+    env.update(
+        GRADIO_SERVER_NAME="0.0.0.0",
+        GRADIO_SERVER_PORT=str(port),
+        SYSTEM="spaces",
+        SPACE_ID="mrtpo/mrtpo-viz-smoke",
+        GRADIO_ANALYTICS_ENABLED="False",
+    )
     if threads:
         env["MRTPO_THREADS"] = str(threads)
     start = time.perf_counter()
-    server = subprocess.Popen([str(venv / "bin" / "python"), "app.py"], cwd=space, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [str(venv / "bin" / "python"), "app.py"],
+        cwd=space,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     memory = PeakMemory(server.pid)
     try:
         boot_s = wait_for_port(server, port)
@@ -80,28 +91,43 @@ def boot(venv: Path, space: Path, threads: int | None) -> dict:
     finally:
         peak = memory.stop()
         stop(server)
-    return {"boot_s": boot_s, "first_call_s": first_s, "first_replay_s": replay_s, "warm_replay_s": again_s,
-            "peak_mib": peak, "status": status}
+    return {
+        "boot_s": boot_s,
+        "first_call_s": first_s,
+        "first_replay_s": replay_s,
+        "warm_replay_s": again_s,
+        "peak_mib": peak,
+        "status": status,
+    }
 
 
 def report(fig: dict, install_s: float, meta: dict, threads: int | None) -> str:
     load = os.getloadavg()[0]
-    return "\n".join([
-        "# Space smoke run", "",
-        f"`python scripts/space_smoke.py{' --threads ' + str(threads) if threads else ''}`: a fresh venv from "
-        f"requirements.txt + gradio=={meta['sdk_version']}, the Space environment (GRADIO_SERVER_NAME=0.0.0.0, "
-        "SYSTEM=spaces, SPACE_ID, no HF_HUB_OFFLINE), `python app.py`, then /load_checkpoint and /replay (tool "
-        "calling example 0, 2 verifiers) through gradio_client.", "",
-        f"Machine: {os.cpu_count()} CPUs ({platform.machine()}), Python {platform.python_version()}, load average "
-        f"{load:.1f} at the end; the bundled policy, no GPU.", "",
-        "| measure | value |", "|---|---:|",
-        f"| install (venv + pip) | {install_s:.0f} s |",
-        f"| boot: `python app.py` until the port answers | {fig['boot_s']:.1f} s |",
-        f"| first call: load the policy and replay | {fig['first_call_s']:.1f} s |",
-        f"| first replay (policy loaded) | {fig['first_replay_s']:.2f} s |",
-        f"| second replay | {fig['warm_replay_s']:.2f} s |",
-        f"| server peak memory (process tree) | {fig['peak_mib']:.0f} MiB |", "",
-        f"Status line: {fig['status']}", ""])
+    return "\n".join(
+        [
+            "# Space smoke run",
+            "",
+            f"`python scripts/space_smoke.py{' --threads ' + str(threads) if threads else ''}`: a fresh venv from "
+            f"requirements.txt + gradio=={meta['sdk_version']}, the Space environment (GRADIO_SERVER_NAME=0.0.0.0, "
+            "SYSTEM=spaces, SPACE_ID, no HF_HUB_OFFLINE), `python app.py`, then /load_checkpoint and /replay (tool "
+            "calling example 0, 2 verifiers) through gradio_client.",
+            "",
+            f"Machine: {os.cpu_count()} CPUs ({platform.machine()}), Python {platform.python_version()}, load average "
+            f"{load:.1f} at the end; the bundled policy, no GPU.",
+            "",
+            "| measure | value |",
+            "|---|---:|",
+            f"| install (venv + pip) | {install_s:.0f} s |",
+            f"| boot: `python app.py` until the port answers | {fig['boot_s']:.1f} s |",
+            f"| first call: load the policy and replay | {fig['first_call_s']:.1f} s |",
+            f"| first replay (policy loaded) | {fig['first_replay_s']:.2f} s |",
+            f"| second replay | {fig['warm_replay_s']:.2f} s |",
+            f"| server peak memory (process tree) | {fig['peak_mib']:.0f} MiB |",
+            "",
+            f"Status line: {fig['status']}",
+            "",
+        ]
+    )
 
 
 def main(argv=None) -> int:

@@ -8,6 +8,7 @@ snippet and ``mrtpo-viz serve`` (with a replay through the app's API) on the bun
 The quick form is what ``tests/test_wheel.py`` runs; ``--venv`` is the full check (torch is installed first, from
 its pinned CPU wheel). Prints one line per check and exits non-zero on the first failure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _smoke import free_port, replay_example, stop, wait_for_port  # noqa: E402
+
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
 
 
@@ -45,8 +47,14 @@ def readme_snippet() -> str:
 def check_serve(python: str, cwd: Path, env: dict) -> str:
     """Start ``mrtpo_viz serve``, replay example 0 through the app's API, stop the server."""
     port = free_port()
-    server = subprocess.Popen([python, "-m", "mrtpo_viz", "serve", "--port", str(port)], cwd=cwd, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [python, "-m", "mrtpo_viz", "serve", "--port", str(port)],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for_port(server, port)
         return replay_example(f"http://127.0.0.1:{port}/")[0]
@@ -59,8 +67,9 @@ def check(python: str, env: dict, where: str) -> None:
         found = run([python, "-c", "import mrtpo_viz; print(mrtpo_viz.__file__)"], cwd=cwd, env=env).stdout.strip()
         assert found.startswith(where) and str(ROOT) not in found, found
         print(f"ok  import: {found}")
-        out = run([python, "-m", "mrtpo_viz", "replay", "--task", "tool_calling", "--example", "0"], cwd=cwd,
-                  env=env).stdout
+        out = run(
+            [python, "-m", "mrtpo_viz", "replay", "--task", "tool_calling", "--example", "0"], cwd=cwd, env=env
+        ).stdout
         assert "tool_calling-test-0300" in out and "tool_call.format: reward 1.00" in out, out[-2000:]
         print("ok  mrtpo-viz replay --task tool_calling --example 0")
         out = subprocess.run([python, "-m", "mrtpo_viz", "bench"], cwd=cwd, env=env, capture_output=True, text=True)

@@ -1,4 +1,5 @@
 """Helpers shared by the tests: launching the app (API, hostile UI, browser) and the checkout's root."""
+
 import socket
 from pathlib import Path
 import time

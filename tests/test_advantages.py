@@ -1,4 +1,5 @@
 """Advantages: GRPO / GDPO against TRL's formulas and hand-worked numbers; MRTPO's invariants; edge cases."""
+
 import math
 
 import pytest
@@ -15,6 +16,7 @@ NAN = math.nan
 
 
 # ------------------------------------------------------------------------------------------ TRL, re-implemented
+
 
 def trl_nanstd(x: torch.Tensor) -> torch.Tensor:
     """TRL's ``nanstd``: Bessel-corrected std of the non-NaN values."""
@@ -36,8 +38,9 @@ def trl_normalize_then_sum(rewards_per_func, weights, G):
     B, K = rewards_per_func.shape
     grouped = rewards_per_func.view(-1, G, K)
     mean_k = torch.nanmean(grouped, dim=1, keepdim=True)
-    std_k = torch.stack([torch.stack([trl_nanstd(grouped[i, :, k]) for k in range(K)])
-                         for i in range(grouped.shape[0])])[:, None, :]
+    std_k = torch.stack(
+        [torch.stack([trl_nanstd(grouped[i, :, k]) for k in range(K)]) for i in range(grouped.shape[0])]
+    )[:, None, :]
     reward_k = ((grouped - mean_k) / (std_k + EPS)).view(B, K)
     summed = (reward_k * weights[None]).nansum(1)  # (B,)
     return (summed - summed.mean()) / (summed.std() + EPS)
@@ -64,6 +67,7 @@ def _token_mean(adv, mask):
 
 
 # ------------------------------------------------------------------------------------------ GRPO and GDPO
+
 
 def test_grpo_equals_trl_sum_then_normalize():
     rewards, weights = _random_rewards(3, 4, 2, seed=1), torch.tensor([1.0, 0.5], dtype=torch.float64)
@@ -93,8 +97,7 @@ def test_gdpo_worked_example_by_hand():
 
 def test_gdpo_paper_collapse_case():
     """Groups (0,0)|(0,1) and (0,0)|(1,1): same GRPO advantages, GDPO tells them apart."""
-    rewards = torch.tensor([[[0.0, 0.0], [0.0, 1.0]],
-                            [[0.0, 0.0], [1.0, 1.0]]])
+    rewards = torch.tensor([[[0.0, 0.0], [0.0, 1.0]], [[0.0, 0.0], [1.0, 1.0]]])
     grpo = grpo_advantages(rewards)  # sums (0, 1) and (0, 2): the same up to eps
     assert torch.allclose(grpo[0], torch.tensor([-0.7070068, 0.7070068]), atol=1e-6)  # 0.5 / (0.7071068 + 1e-4)
     assert torch.allclose(grpo[1], torch.tensor([-0.7070568, 0.7070568]), atol=1e-6)  # 1.0 / (1.4142136 + 1e-4)
@@ -120,8 +123,11 @@ def test_nan_rewards_are_left_out_like_trl_none():
     assert per_reward[0, 1, 0] == 0 and torch.equal(per_reward[1, :, 1], torch.zeros(4, dtype=torch.float64))
     others = rewards[0, [0, 2, 3], 0]  # the NaN is out of the group's mean and std
     assert torch.allclose(per_reward[0, [0, 2, 3], 0], (others - others.mean()) / (others.std() + EPS))
-    assert torch.allclose(final, trl_normalize_then_sum(rewards.view(-1, 2), torch.ones(2, dtype=torch.float64),
-                                                        G=4).view(2, 4), atol=1e-10)
+    assert torch.allclose(
+        final,
+        trl_normalize_then_sum(rewards.view(-1, 2), torch.ones(2, dtype=torch.float64), G=4).view(2, 4),
+        atol=1e-10,
+    )
     ones = torch.ones(2, dtype=torch.float64)
     assert torch.allclose(grpo_advantages(rewards), trl_sum_then_normalize(rewards.view(-1, 2), ones, 4).view(2, 4))
 
@@ -136,6 +142,7 @@ def test_group_of_one_and_batch_of_one_give_zero_not_nan(name):
 
 
 # ------------------------------------------------------------------------------------------ MRTPO
+
 
 def test_mrtpo_hand_example():
     # One prompt, G = 2, one reward (0, 1): Ahat = S = (-a, a), a = 0.5 / (0.7071068 + 1e-4) = 0.7070068;
@@ -201,19 +208,49 @@ def test_mrtpo_padding_is_exactly_zero():
 
 # ------------------------------------------------------------------------------------------ registry, bad input
 
+
 def test_registry_call_form_and_flags():
-    assert list(ADVANTAGE_METHODS) == ["grpo", "gdpo", "mrtpo", "mrtpo:oracle", "entropy", "mrtpo-mask",
-                                       "mrtpo:oracle-mask", "mrtpo:placebo", "mrtpo:placebo-mask"]
-    assert [m.needs for m in ADVANTAGE_METHODS.values()] == ["", "", "relevance", "spans", "entropy", "relevance",
-                                                              "spans", "placebo", "placebo"]
-    assert [m.needs_relevance for m in ADVANTAGE_METHODS.values()] == [False, False, True, True, False, True, True,
-                                                                        True, True]
+    assert list(ADVANTAGE_METHODS) == [
+        "grpo",
+        "gdpo",
+        "mrtpo",
+        "mrtpo:oracle",
+        "entropy",
+        "mrtpo-mask",
+        "mrtpo:oracle-mask",
+        "mrtpo:placebo",
+        "mrtpo:placebo-mask",
+    ]
+    assert [m.needs for m in ADVANTAGE_METHODS.values()] == [
+        "",
+        "",
+        "relevance",
+        "spans",
+        "entropy",
+        "relevance",
+        "spans",
+        "placebo",
+        "placebo",
+    ]
+    assert [m.needs_relevance for m in ADVANTAGE_METHODS.values()] == [
+        False,
+        False,
+        True,
+        True,
+        False,
+        True,
+        True,
+        True,
+        True,
+    ]
     rewards = _random_rewards(2, 3, 2, seed=12)
     relevance, mask = _random_case(2, 3, 2, 5, seed=13)
     assert torch.allclose(get_method("grpo")(rewards, mask), grpo_advantages(rewards)[..., None] * mask)
     assert torch.allclose(get_method("gdpo")(rewards, mask), gdpo_advantages(rewards)[1][..., None] * mask)
-    assert torch.equal(get_method("mrtpo")(rewards, mask, relevance=relevance, alpha=0.5),
-                       mrtpo_token_advantages(rewards, relevance, mask, alpha=0.5))
+    assert torch.equal(
+        get_method("mrtpo")(rewards, mask, relevance=relevance, alpha=0.5),
+        mrtpo_token_advantages(rewards, relevance, mask, alpha=0.5),
+    )
     with pytest.raises(ValueError, match="needs the replay's relevance"):
         get_method("mrtpo")(rewards, mask)
     with pytest.raises(ValueError, match="needs the relevant-span masks"):
@@ -243,10 +280,19 @@ def test_bad_input_gives_clear_value_errors():
 
 # ------------------------------------------------------------------------------------------ properties
 
+
 @settings(max_examples=80, deadline=None)
-@given(N=st.integers(1, 3), G=st.integers(1, 4), K=st.integers(1, 3), T=st.integers(1, 6),
-       alpha=st.floats(0.0, 1.0), gamma=st.floats(0.0, 4.0), seed=st.integers(0, 10_000),
-       nan_frac=st.sampled_from([0.0, 0.3]), zero_relevance=st.booleans())
+@given(
+    N=st.integers(1, 3),
+    G=st.integers(1, 4),
+    K=st.integers(1, 3),
+    T=st.integers(1, 6),
+    alpha=st.floats(0.0, 1.0),
+    gamma=st.floats(0.0, 4.0),
+    seed=st.integers(0, 10_000),
+    nan_frac=st.sampled_from([0.0, 0.3]),
+    zero_relevance=st.booleans(),
+)
 def test_mrtpo_invariants_property(N, G, K, T, alpha, gamma, seed, nan_frac, zero_relevance):
     rewards = _random_rewards(N, G, K, seed, nan_frac)
     relevance, mask = _random_case(N, G, K, T, seed + 1)
@@ -261,8 +307,9 @@ def test_mrtpo_invariants_property(N, G, K, T, alpha, gamma, seed, nan_frac, zer
     assert torch.allclose((w * mask[:, :, None]).sum(-1), mask.sum(-1)[:, :, None].expand(N, G, K), atol=1e-9)
     if zero_relevance:
         assert torch.allclose(adv[:, 0], gdpo[:, 0, None] * mask[:, 0], atol=1e-9)
-    assert torch.allclose(mrtpo_token_advantages(rewards, relevance, mask, alpha=0.0), gdpo[..., None] * mask,
-                          atol=1e-12)
+    assert torch.allclose(
+        mrtpo_token_advantages(rewards, relevance, mask, alpha=0.0), gdpo[..., None] * mask, atol=1e-12
+    )
 
 
 def test_a_degenerate_batch_keeps_mrtpo_bounded_with_gdpos_token_mean():
@@ -288,8 +335,8 @@ def test_unscorable_rows_get_zero_and_leave_the_statistics():
     assert final[0, 2] == 0 and final[0, [0, 1, 3]].tolist() == pytest.approx(without[0].tolist())
     tokens = mrtpo_token_advantages(rewards, torch.rand(1, 4, 2, 3), torch.ones(1, 4, 3))
     assert torch.equal(tokens[0, 2], torch.zeros(3)) and tokens[0, [0, 1, 3]].mean(-1).tolist() == pytest.approx(
-        final[0, [0, 1, 3]].tolist(), abs=1e-5)
-
+        final[0, [0, 1, 3]].tolist(), abs=1e-5
+    )
 
 
 def test_oracle_weights_are_the_span_mask_normalized_to_mean_one():
@@ -327,6 +374,7 @@ def test_entropy_baseline_keeps_the_gdpo_token_mean(beta):
         assert abs(float(adv[1, 1, t])) == pytest.approx(float(adv[1, 1].abs().max()))
     flat = entropy_token_advantages(rewards, torch.zeros(3, 4, 6), mask, beta=beta)
     assert torch.allclose(flat, gdpo[..., None] * mask)  # no uncertainty anywhere: uniform (GDPO)
+
 
 @pytest.mark.parametrize("alpha", [0.0, 0.5, 1.0])
 def test_mrtpo_token_shift_on_some_rows_is_mrtpo_minus_gdpo(alpha):

@@ -3,6 +3,7 @@
 entries, ties, groups of one, weights. The one deliberate difference (constant groups: TRL keeps float32 rounding
 noise divided by 1e-4, we return exact zeros) is asserted as such. The agreement table is printed in the test
 summary (``conftest.AGREEMENT``)."""
+
 import numpy as np
 import pytest
 import torch
@@ -14,8 +15,20 @@ from tests.conftest import AGREEMENT  # noqa: E402
 from tests.trl_oracle import trl_advantages  # noqa: E402
 
 CASES_PER_CLASS = 10
-CLASSES = ("continuous", "plain", "weights", "binary", "nan_entries", "unscorable", "unscorable_weights",
-           "const_dyadic", "const_noisy", "g1", "single_valid", "all_unscorable_group")
+CLASSES = (
+    "continuous",
+    "plain",
+    "weights",
+    "binary",
+    "nan_entries",
+    "unscorable",
+    "unscorable_weights",
+    "const_dyadic",
+    "const_noisy",
+    "g1",
+    "single_valid",
+    "all_unscorable_group",
+)
 AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
 TOL = 1e-4
 """TRL computes in float32, ours in float64 here. Rewards on a dyadic grid keep rounding at ~1e-7 (most classes agree
@@ -28,8 +41,11 @@ def make_case(cls: str, rng: np.random.Generator):
     """(rewards (N, G, K) float32-representable with NaN, weights or None) of a case class."""
     K = int(rng.integers(2, 4)) if cls == "single_valid" else int(rng.integers(1, 4))
     N, G = int(rng.integers(1, 6)), 1 if cls == "g1" else int(rng.integers(2, 7))
-    r = rng.random((N, G, K)).astype(np.float32).astype(np.float64) if cls in ("continuous", "const_noisy") \
+    r = (
+        rng.random((N, G, K)).astype(np.float32).astype(np.float64)
+        if cls in ("continuous", "const_noisy")
         else rng.integers(0, 65, (N, G, K)) / 64.0
+    )
     weights = None
     if cls in ("weights", "unscorable_weights"):
         weights = np.round(rng.uniform(-1, 2, K), 3).astype(np.float32).astype(np.float64)
@@ -72,8 +88,10 @@ def comparison():
                 r, w = make_case(cls, rng)
                 diffs.append(float(np.abs(ours(r, w, agg) - trl_advantages(r, w, agg)).max()))
             out[(cls, agg)] = max(diffs)
-    AGREEMENT.append("TRL 1.16 advantages (max |ours - TRL| over 10 random cases per class): " + "; ".join(
-        f"{cls}/{'grpo' if agg == AGGREGATIONS[0] else 'gdpo'} {d:.1e}" for (cls, agg), d in out.items()))
+    AGREEMENT.append(
+        "TRL 1.16 advantages (max |ours - TRL| over 10 random cases per class): "
+        + "; ".join(f"{cls}/{'grpo' if agg == AGGREGATIONS[0] else 'gdpo'} {d:.1e}" for (cls, agg), d in out.items())
+    )
     return out
 
 
@@ -131,8 +149,10 @@ def test_constant_groups_in_mixed_batches():
     grpo, gdpo = f["sum_then_normalize"], f["normalize_then_sum"]
     assert 1e-3 < grpo["constant"] < 5e-3 and grpo["others"] < 2e-6  # float32 rounding of dyadic values: ~1e-7
     assert 1e-3 < gdpo["constant"] < 5e-2 and 1e-4 < gdpo["others"] < 5e-2
-    AGREEMENT.append(f"constant groups in 100 mixed batches: GRPO TRL |A| <= {grpo['constant']:.1e} (others "
-                     f"{grpo['others']:.0e}); GDPO <= {gdpo['constant']:.1e}, other rows shift {gdpo['others']:.1e}")
+    AGREEMENT.append(
+        f"constant groups in 100 mixed batches: GRPO TRL |A| <= {grpo['constant']:.1e} (others "
+        f"{grpo['others']:.0e}); GDPO <= {gdpo['constant']:.1e}, other rows shift {gdpo['others']:.1e}"
+    )
 
 
 def test_a_group_with_an_unscorable_row_and_a_tie():

@@ -1,4 +1,5 @@
 """mrtpo_viz.atomic: a write is all or nothing, and ``os.replace`` is called in that one module only."""
+
 import os
 
 import pytest
@@ -42,11 +43,15 @@ def test_a_folder_is_moved_into_place_whole(tmp_path):
         assert not target.exists()  # nothing visible until the block ends
     assert (target / "a.bin").read_bytes() == b"\x00\x01"
     assert atomic.temporary_name(target).parent == tmp_path and atomic.temporary_name(target).name.startswith(
-        f".step-000001.{os.getpid()}.")
+        f".step-000001.{os.getpid()}."
+    )
 
 
 def test_os_replace_is_called_in_the_atomic_module_only():
-    callers = sorted(str(p.relative_to(REPO)) for d in ("mrtpo_viz", "benchmarks", "scripts", "tests")
-                     for p in (REPO / d).rglob("*.py") if "os.replace(" in p.read_text(encoding="utf-8")
-                     and p.name != "test_atomic.py")
+    callers = sorted(
+        str(p.relative_to(REPO))
+        for d in ("mrtpo_viz", "benchmarks", "scripts", "tests")
+        for p in (REPO / d).rglob("*.py")
+        if "os.replace(" in p.read_text(encoding="utf-8") and p.name != "test_atomic.py"
+    )
     assert callers == ["mrtpo_viz/atomic.py"]

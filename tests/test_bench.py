@@ -1,4 +1,5 @@
 """bench.py: summary rows from fake benchmark CSV rows, the table, skipped and failed scripts (no timing)."""
+
 import math
 import textwrap
 from pathlib import Path
@@ -10,12 +11,16 @@ from mrtpo_viz.bench import Benchmark
 
 
 def test_replay_speed_summary_gives_seconds_and_naive_speedup():
-    rows = [{"model": "tiny", "prompt_tokens": "100", "K": "3", "method": "replay", "seconds": "0.5"},
-            {"model": "tiny", "prompt_tokens": "100", "K": "3", "method": "naive", "seconds": "2.0"},
-            {"model": "tiny", "prompt_tokens": "100", "K": "3", "method": "floor", "seconds": "0.4"}]
+    rows = [
+        {"model": "tiny", "prompt_tokens": "100", "K": "3", "method": "replay", "seconds": "0.5"},
+        {"model": "tiny", "prompt_tokens": "100", "K": "3", "method": "naive", "seconds": "2.0"},
+        {"model": "tiny", "prompt_tokens": "100", "K": "3", "method": "floor", "seconds": "0.4"},
+    ]
     out = bench.summarize_replay_speed(rows)
     assert [(r["case"], r["measure"], r["value"]) for r in out] == [
-        ("tiny, prompt 100, K=3", "replay s", 0.5), ("tiny, prompt 100, K=3", "naive / replay", 4.0)]
+        ("tiny, prompt 100, K=3", "replay s", 0.5),
+        ("tiny, prompt 100, K=3", "naive / replay", 4.0),
+    ]
 
 
 def test_replay_speed_summary_without_naive_row_has_no_ratio():
@@ -24,20 +29,24 @@ def test_replay_speed_summary_without_naive_row_has_no_ratio():
 
 
 def test_localization_summary_keeps_mean_rows_of_chosen_views_and_methods():
-    rows = [{"view": "span_all", "verifier": "mean", "method": "js_raw", "value": "0.71", "n": "3"},
-            {"view": "span_all", "verifier": "mean", "method": "entropy", "value": "0.55", "n": "3"},
-            {"view": "span_all", "verifier": "sql.format", "method": "js_raw", "value": "0.9", "n": "10"},
-            {"view": "span_all", "verifier": "mean", "method": "kl", "value": "0.6", "n": "3"},
-            {"view": "specificity", "verifier": "mean", "method": "js_raw", "value": "0.8", "n": "3"}]
+    rows = [
+        {"view": "span_all", "verifier": "mean", "method": "js_raw", "value": "0.71", "n": "3"},
+        {"view": "span_all", "verifier": "mean", "method": "entropy", "value": "0.55", "n": "3"},
+        {"view": "span_all", "verifier": "sql.format", "method": "js_raw", "value": "0.9", "n": "10"},
+        {"view": "span_all", "verifier": "mean", "method": "kl", "value": "0.6", "n": "3"},
+        {"view": "specificity", "verifier": "mean", "method": "js_raw", "value": "0.8", "n": "3"},
+    ]
     out = bench.summarize_localization(rows)
     assert [(r["measure"], r["value"]) for r in out] == [("js_raw", 0.71), ("entropy", 0.55)]
 
 
 def test_vs_inseq_summary_marks_estimates_and_skips_rows_without_inseq():
     tiny = {"model": "tiny", "response_tokens": "127"}
-    rows = [{**tiny, "K": "1", "speedup_kl": "62.5", "inseq_how": "measured, 1 run"},
-            {**tiny, "K": "3", "speedup_kl": "110", "inseq_how": "estimated, not run"},
-            {**tiny, "response_tokens": "31", "K": "1", "speedup_kl": ""}]
+    rows = [
+        {**tiny, "K": "1", "speedup_kl": "62.5", "inseq_how": "measured, 1 run"},
+        {**tiny, "K": "3", "speedup_kl": "110", "inseq_how": "estimated, not run"},
+        {**tiny, "response_tokens": "31", "K": "1", "speedup_kl": ""},
+    ]
     out = bench.summarize_vs_inseq(rows)
     assert [r["value"] for r in out] == [62.5, 110.0]
     assert "estimated" not in out[0]["measure"] and "estimated" in out[1]["measure"]
@@ -45,18 +54,28 @@ def test_vs_inseq_summary_marks_estimates_and_skips_rows_without_inseq():
 
 
 def test_memory_summary_reads_replay_peaks_and_topk_speedup():
-    rows = [{"part": "replay", "response_tokens": "1024", "K": "3", "chunk_rows": "default", "peak_mib": "1500"},
-            {"part": "metric js", "response_tokens": "1024", "K": "3", "chunk_rows": "4", "peak_mib": "30"},
-            {"part": "js_topk k=64", "response_tokens": "1024", "K": "3", "chunk_rows": "64", "peak_mib": "90",
-             "speedup_vs_exact": "3.5"}]
+    rows = [
+        {"part": "replay", "response_tokens": "1024", "K": "3", "chunk_rows": "default", "peak_mib": "1500"},
+        {"part": "metric js", "response_tokens": "1024", "K": "3", "chunk_rows": "4", "peak_mib": "30"},
+        {
+            "part": "js_topk k=64",
+            "response_tokens": "1024",
+            "K": "3",
+            "chunk_rows": "64",
+            "peak_mib": "90",
+            "speedup_vs_exact": "3.5",
+        },
+    ]
     out = bench.summarize_memory(rows)
     assert [(r["case"], r["value"]) for r in out] == [("T=1024, K=3, chunk default", 1500.0), ("T=1024, K=3", 3.5)]
 
 
 def test_format_table_aligns_columns_and_rounds():
-    rows = [{"benchmark": "memory", "case": "T=1", "measure": "peak", "value": 1234.5678, "target": "< 2048"},
-            {"benchmark": "vs_inseq", "case": "-", "measure": "skipped", "value": "inseq is not installed"},
-            {"benchmark": "x", "case": "-", "measure": "ratio", "value": float("nan")}]
+    rows = [
+        {"benchmark": "memory", "case": "T=1", "measure": "peak", "value": 1234.5678, "target": "< 2048"},
+        {"benchmark": "vs_inseq", "case": "-", "measure": "skipped", "value": "inseq is not installed"},
+        {"benchmark": "x", "case": "-", "measure": "ratio", "value": float("nan")},
+    ]
     lines = bench.format_table(rows).splitlines()
     assert lines[0].split() == list(bench.COLUMNS)
     assert "1235" in lines[2] and "1234.5678" not in lines[2]
@@ -68,8 +87,11 @@ def test_format_table_aligns_columns_and_rounds():
 def test_missing_requirement_skips_without_running(tmp_path):
     b = Benchmark("does_not_matter.py", (), "x.csv", lambda rows: rows, requires=("no_such_module_mrtpo_xyz",))
     rows = bench.run_benchmark("fake", b, tmp_path, folder=tmp_path)
-    assert rows == [bench.note_row("fake", "skipped", "no_such_module_mrtpo_xyz is not installed "
-                                                      "(pip install -r benchmarks/requirements.txt)")]
+    assert rows == [
+        bench.note_row(
+            "fake", "skipped", "no_such_module_mrtpo_xyz is not installed (pip install -r benchmarks/requirements.txt)"
+        )
+    ]
 
 
 def _script(folder: Path, body: str) -> str:
@@ -78,25 +100,32 @@ def _script(folder: Path, body: str) -> str:
 
 
 def test_a_script_that_writes_its_csv_is_summarized(tmp_path):
-    name = _script(tmp_path, """
+    name = _script(
+        tmp_path,
+        """
         import sys, pathlib
         out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
         out.mkdir(parents=True, exist_ok=True)
         (out / "r.csv").write_text("case,measure,value\\nc1,m1,2.5\\n")
-    """)
-    b = Benchmark(name, ("--out", "{out}/res"), "res/r.csv",
-                  lambda rows: [{**r, "value": float(r["value"]) * 2} for r in rows])
+    """,
+    )
+    b = Benchmark(
+        name, ("--out", "{out}/res"), "res/r.csv", lambda rows: [{**r, "value": float(r["value"]) * 2} for r in rows]
+    )
     rows = bench.run_benchmark("fake", b, tmp_path / "out", folder=tmp_path)
     assert rows[0] == {"benchmark": "fake", "case": "c1", "measure": "m1", "value": 5.0}
     assert rows[1]["measure"].startswith("wall s")
 
 
 def test_a_failing_script_gives_one_failed_row_with_its_last_error_line(tmp_path):
-    name = _script(tmp_path, """
+    name = _script(
+        tmp_path,
+        """
         import sys
         print("some progress")
         sys.exit("broke on purpose")
-    """)
+    """,
+    )
     rows = bench.run_benchmark("fake", Benchmark(name, (), "r.csv", lambda r: r), tmp_path, folder=tmp_path)
     assert rows == [bench.note_row("fake", "failed", "exit 1: broke on purpose")]
 
@@ -162,12 +191,15 @@ def test_gpu_check_says_not_measured_without_a_gpu_and_its_code_runs_on_the_cpu(
 
 
 def test_a_checkpoint_is_passed_to_the_script(tmp_path):
-    name = _script(tmp_path, """
+    name = _script(
+        tmp_path,
+        """
         import sys, pathlib
         out = pathlib.Path(sys.argv[sys.argv.index("--out") + 1])
         out.mkdir(parents=True, exist_ok=True)
         (out / "r.csv").write_text("case,measure,value\\n" + sys.argv[sys.argv.index("--checkpoint") + 1] + ",m,1\\n")
-    """)
+    """,
+    )
     b = Benchmark(name, ("--quick", "--out", "{out}/res"), "res/r.csv", lambda rows: rows)
     rows = bench.run_benchmark("fake", b, tmp_path / "out", folder=tmp_path, checkpoint="smollm2-135m-instruct")
     assert rows[0]["case"] == "smollm2-135m-instruct"

@@ -1,4 +1,5 @@
 """Pieces of the benchmark scripts that results files depend on (no timing)."""
+
 import sys
 
 from tests.apphelpers import REPO
@@ -14,8 +15,10 @@ def test_localization_merge_of_family_runs_recomputes_the_means(tmp_path):
     import localization as loc  # benchmarks/localization.py
 
     def rows(verifiers, values):
-        out = [{"model": "m", "view": "span_all", "verifier": v, "method": "js_raw", "value": x, "n": 3}
-               for v, x in zip(verifiers, values)]
+        out = [
+            {"model": "m", "view": "span_all", "verifier": v, "method": "js_raw", "value": x, "n": 3}
+            for v, x in zip(verifiers, values)
+        ]
         return loc.with_means(out)
 
     files = []
@@ -30,7 +33,6 @@ def test_localization_merge_of_family_runs_recomputes_the_means(tmp_path):
     means = [r for r in merged if r["verifier"] == "mean"]
     assert len(means) == 1 and means[0]["n"] == 3 and abs(means[0]["value"] - 0.6) < 1e-12  # not (0.8 + 0.2) / 2
     assert sorted(r["verifier"] for r in merged if r["verifier"] != "mean") == ["s.c", "t.a", "t.b"]
-
 
 
 def test_localization_falls_back_to_a_corrupted_row_per_verifier(tiny_policy, monkeypatch):

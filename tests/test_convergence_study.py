@@ -1,6 +1,7 @@
 """The convergence study (benchmarks/convergence.py and its helpers): statistics with known answers on synthetic
 data, the power arithmetic against a published value and a simulation, the report on synthetic runs, and that a
 stopped study continues to the same rows as one uninterrupted sitting."""
+
 import json
 import math
 import sys
@@ -22,6 +23,7 @@ VARIANTS = ["grpo", "gdpo", "mrtpo", "mrtpo:others", "mrtpo:oracle", "entropy"]
 
 # --- per-run outcomes -----------------------------------------------------------------------------------------------
 
+
 def test_trailing_means_and_steps_to_threshold():
     curve = [0.0, 0.2, 0.4, 0.6, 0.8]
     assert st.trailing_means(curve, 2).tolist() == pytest.approx([0.1, 0.3, 0.5, 0.7])
@@ -33,13 +35,20 @@ def test_trailing_means_and_steps_to_threshold():
 
 
 def test_threshold_is_half_way_to_the_best_final_and_undefined_without_gain():
-    out = pd.DataFrame({"variant": ["a", "a", "b", "b"], "seed": [0, 1, 0, 1], "start": [0.2, 0.2, 0.2, 0.2],
-                        "final": [0.4, 0.6, 0.3, 0.3]})
+    out = pd.DataFrame(
+        {
+            "variant": ["a", "a", "b", "b"],
+            "seed": [0, 1, 0, 1],
+            "start": [0.2, 0.2, 0.2, 0.2],
+            "final": [0.4, 0.6, 0.3, 0.3],
+        }
+    )
     assert st.arm_threshold(out) == pytest.approx(0.2 + 0.5 * (0.5 - 0.2))
     assert st.arm_threshold(out.assign(final=0.205)) is None
 
 
 # --- paired intervals and the oracle share ---------------------------------------------------------------------------
+
 
 def test_paired_bootstrap_interval_covers_the_true_difference():
     rng = np.random.default_rng(3)
@@ -79,6 +88,7 @@ def test_oracle_share_recovers_a_known_share_and_is_undefined_without_headroom()
 
 # --- power -----------------------------------------------------------------------------------------------------------
 
+
 def test_seeds_for_power_matches_the_published_paired_t_value():
     # one-sample / paired t, d = 0.5, two-sided alpha 0.05, 80% power: n = 33.37 (Cohen 1988; G*Power) -> 34
     assert st.seeds_for_power(0.5, 1.0) == 34
@@ -110,8 +120,9 @@ def test_pooled_sd_and_affordable_seeds():
     seeds = power.affordable_seeds({"a": {"seeds_needed": 7}, "b": {"seeds_needed": 6}}, costs, budget_cpu_h=8.0)
     assert seeds == {"a": 7, "b": 6}  # never past what 80% power needs
     # a study under way keeps the seeds it has run (16 of a, spent: 2 h), then the rest is dealt as before
-    seeds = power.affordable_seeds({"a": {"seeds_needed": 40}, "b": {"seeds_needed": 12}}, costs, budget_cpu_h=8.0,
-                                   floor={"a": 16})
+    seeds = power.affordable_seeds(
+        {"a": {"seeds_needed": 40}, "b": {"seeds_needed": 12}}, costs, budget_cpu_h=8.0, floor={"a": 16}
+    )
     assert seeds == {"a": 16 + 8, "b": 5}  # 2 h + 5 h for b's minimum leave 1 h: 8 seeds of a (40/16 > 12/5)
 
 
@@ -134,18 +145,36 @@ def synthetic_rows(arm: str, seeds: int, steps: int = 20, noise: float = 0.01, e
 
 
 def synthetic_plan(seeds=6, steps=20):
-    arm = dict(task="tool_calling", checkpoint="tiny-mrtpo", seeds=seeds, steps=steps, prompts_per_step=2,
-               group_size=4, max_new_tokens=8, lr=1e-3, window=5, save_every=0)
-    return {"study": "synthetic", "variants": VARIANTS,
-            "arms": [dict(arm, key="tool_calling"), dict(arm, key="text_to_sql", task="text_to_sql")]}
+    arm = dict(
+        task="tool_calling",
+        checkpoint="tiny-mrtpo",
+        seeds=seeds,
+        steps=steps,
+        prompts_per_step=2,
+        group_size=4,
+        max_new_tokens=8,
+        lr=1e-3,
+        window=5,
+        save_every=0,
+    )
+    return {
+        "study": "synthetic",
+        "variants": VARIANTS,
+        "arms": [dict(arm, key="tool_calling"), dict(arm, key="text_to_sql", task="text_to_sql")],
+    }
 
 
 def test_report_finds_the_known_effects_share_and_censored_runs(tmp_path):
     plan = synthetic_plan()
     rows = pd.concat([synthetic_rows("tool_calling", 6), synthetic_rows("text_to_sql", 6)])
     rows = rows[~((rows["arm"] == "text_to_sql") & (rows["seed"] == 5) & (rows["step"] >= 12))]  # unfinished seed
-    ledger = {"runs": {f"tool_calling/{v}/seed{s}": {"cpu_s": 72.0, "setup_cpu_s": 2.0, "steps_computed": 20}
-                       for v in VARIANTS for s in range(6)}}
+    ledger = {
+        "runs": {
+            f"tool_calling/{v}/seed{s}": {"cpu_s": 72.0, "setup_cpu_s": 2.0, "steps_computed": 20}
+            for v in VARIANTS
+            for s in range(6)
+        }
+    }
     res = report.write_report(rows, ledger, plan, tmp_path / "conv", title="synthetic")
     a = res["arms"]["tool_calling"]
     assert a["seeds_used"] == list(range(6)) and res["arms"]["text_to_sql"]["seeds_used"] == list(range(5))
@@ -165,7 +194,8 @@ def test_report_finds_the_known_effects_share_and_censored_runs(tmp_path):
     assert "Of 2 arms, the oracle beats GDPO on 2" in res["conclusion"]
     saved = json.loads((tmp_path / "conv.json").read_text())
     assert saved["schema"] == report.SCHEMA and saved["arms"]["tool_calling"]["threshold"] == pytest.approx(
-        a["threshold"])
+        a["threshold"]
+    )
     md = (tmp_path / "conv.md").read_text()
     assert "| MRTPO (raw JS) |" in md and "Incomplete" in md and "## Relevance quality vs training gain" in md
     assert (tmp_path / "conv.html").stat().st_size > 1000 and len(pd.read_csv(tmp_path / "conv.csv")) == len(rows)
@@ -183,41 +213,60 @@ def test_report_says_when_the_oracle_has_no_headroom(tmp_path):
 
 
 def test_relevance_table_reads_the_localization_numbers():
-    res = report.analyze(synthetic_rows("tool_calling", 5), {"runs": {}}, dict(synthetic_plan(5), arms=[
-        synthetic_plan(5)["arms"][0]]))
+    res = report.analyze(
+        synthetic_rows("tool_calling", 5), {"runs": {}}, dict(synthetic_plan(5), arms=[synthetic_plan(5)["arms"][0]])
+    )
     row = res["relevance_vs_outcome"][0]
     loc = pd.read_csv(report.LOCALIZATION)
     loc = loc[loc["model"] == "tiny-mrtpo"] if "model" in loc else loc  # the file also holds a real model's rows
-    want = loc[(loc["view"] == "span_all") & (loc["method"] == "js_others")
-               & loc["verifier"].str.startswith("tool_call.")]["value"].mean()
+    want = loc[
+        (loc["view"] == "span_all") & (loc["method"] == "js_others") & loc["verifier"].str.startswith("tool_call.")
+    ]["value"].mean()
     assert row["span_auroc_others"] == pytest.approx(want) and row["gain/mrtpo:oracle"] == pytest.approx(0.1, abs=0.01)
 
 
 def test_relevance_table_of_a_real_model_arm_reads_that_models_localization_rows():
     plan = synthetic_plan(5)
-    arm = dict(plan["arms"][0], key="instruction_following@smollm2", task="instruction_following",
-               checkpoint="~/.cache/mrtpo-viz/models/smollm2-135m-instruct")
+    arm = dict(
+        plan["arms"][0],
+        key="instruction_following@smollm2",
+        task="instruction_following",
+        checkpoint="~/.cache/mrtpo-viz/models/smollm2-135m-instruct",
+    )
     res = report.analyze(synthetic_rows(arm["key"], 5), {"runs": {}}, dict(plan, arms=[arm]))
     row = res["relevance_vs_outcome"][0]
     loc = pd.read_csv(report.LOCALIZATION)
-    sel = loc[(loc["model"] == "smollm2-135m-instruct") & (loc["view"] == "specificity")
-              & (loc["method"] == "js_raw") & loc["verifier"].str.startswith("ifeval.")]["value"]
+    sel = loc[
+        (loc["model"] == "smollm2-135m-instruct")
+        & (loc["view"] == "specificity")
+        & (loc["method"] == "js_raw")
+        & loc["verifier"].str.startswith("ifeval.")
+    ]["value"]
     assert row["model"] == "smollm2-135m-instruct" and len(sel) > 0
     assert row["specificity_raw"] == pytest.approx(sel.mean())
-    tiny = loc[(loc["model"] == "tiny-mrtpo") & (loc["view"] == "specificity") & (loc["method"] == "js_raw")
-               & loc["verifier"].str.startswith("ifeval.")]["value"].mean()
+    tiny = loc[
+        (loc["model"] == "tiny-mrtpo")
+        & (loc["view"] == "specificity")
+        & (loc["method"] == "js_raw")
+        & loc["verifier"].str.startswith("ifeval.")
+    ]["value"].mean()
     assert abs(row["specificity_raw"] - tiny) > 1e-3  # not the bundled policy's number
 
 
 def test_power_proposal_on_a_synthetic_pilot_read_back_from_its_files(tmp_path):
     plan = synthetic_plan(seeds=4, steps=20)
     rows = pd.concat([synthetic_rows("tool_calling", 4), synthetic_rows("text_to_sql", 4)])
-    ledger = {"runs": {f"{a}/{v}/seed{s}": {"cpu_s": 42.0, "setup_cpu_s": 2.0, "steps_computed": 20}
-                       for a in ("tool_calling", "text_to_sql") for v in VARIANTS for s in range(4)}}
+    ledger = {
+        "runs": {
+            f"{a}/{v}/seed{s}": {"cpu_s": 42.0, "setup_cpu_s": 2.0, "steps_computed": 20}
+            for a in ("tool_calling", "text_to_sql")
+            for v in VARIANTS
+            for s in range(4)
+        }
+    }
     report.write_report(rows, ledger, plan, tmp_path / "pilot", title="pilot")  # what the power phase reads
     pilot = json.loads((tmp_path / "pilot.json").read_text())
-    proposed, text = power.propose(pd.read_csv(tmp_path / "pilot.csv"), pilot, budget_cpu_h=1.0,
-                                   variants=VARIANTS)
+    proposed, text = power.propose(pd.read_csv(tmp_path / "pilot.csv"), pilot, budget_cpu_h=1.0, variants=VARIANTS)
     # per seed of an arm: 6 variants x 50 steps x 2 CPU s + 6 x 2 s of setup
     assert power.cost_per_seed(pilot["arms"]["tool_calling"], 50) == pytest.approx(6 * 50 * 2 + 12)
     p = proposed["power"]["tool_calling"]
@@ -235,16 +284,29 @@ def test_power_proposal_on_a_synthetic_pilot_read_back_from_its_files(tmp_path):
 
 # --- the runs: a stopped study continues to the same rows -----------------------------------------------------------
 
+
 def _plan(policy_dir):
-    arm = dict(key="tool_calling", task="tool_calling", checkpoint=str(policy_dir), seeds=1, steps=2,
-               prompts_per_step=1, group_size=2, max_new_tokens=6, lr=1e-3, window=1, save_every=0)
+    arm = dict(
+        key="tool_calling",
+        task="tool_calling",
+        checkpoint=str(policy_dir),
+        seeds=1,
+        steps=2,
+        prompts_per_step=1,
+        group_size=2,
+        max_new_tokens=6,
+        lr=1e-3,
+        window=1,
+        save_every=0,
+    )
     return {"study": "t", "variants": ["gdpo", "mrtpo:oracle"], "arms": [arm]}
 
 
 def _rows(root, plan):
     df = runs.study_rows(root, plan)
-    return df[[c for c in df.columns if not c.startswith("time/")]].sort_values(["variant", "step"]).reset_index(
-        drop=True)
+    return (
+        df[[c for c in df.columns if not c.startswith("time/")]].sort_values(["variant", "step"]).reset_index(drop=True)
+    )
 
 
 def test_a_stopped_study_continues_to_the_rows_of_an_uninterrupted_one(tiny_policy_dir, tmp_path):
@@ -257,8 +319,9 @@ def test_a_stopped_study_continues_to_the_rows_of_an_uninterrupted_one(tiny_poli
     assert split.steps_done(first) == 1 and (first.folder(split.root) / "checkpoints" / "LATEST").is_file()
     again = runs.Study(tmp_path / "split", plan)  # a new sitting reads the plan and the ledger back
     assert runs.run_study(again, runs.Stop(), log=lambda m: None) == "finished"
-    pd.testing.assert_frame_equal(_rows(tmp_path / "split", plan), _rows(tmp_path / "whole", plan),
-                                  check_exact=False, atol=1e-6)  # same prompts, seeds, weights, optimizer state
+    pd.testing.assert_frame_equal(
+        _rows(tmp_path / "split", plan), _rows(tmp_path / "whole", plan), check_exact=False, atol=1e-6
+    )  # same prompts, seeds, weights, optimizer state
     assert not (first.folder(split.root) / "checkpoints").exists()  # finished runs keep only their metrics
     ledger = json.loads((tmp_path / "split" / "ledger.json").read_text())
     assert [s["outcome"] for s in ledger["sittings"]] == ["step cap", "finished"]
@@ -288,9 +351,14 @@ def test_a_study_may_append_an_arm_but_not_drop_or_reorder_one(tiny_policy_dir, 
     sql = dict(plan["arms"][0], key="text_to_sql", task="text_to_sql", seeds=2)
     grown = runs.Study(tmp_path / "s", dict(plan, arms=plan["arms"] + [sql]))
     assert [a["key"] for a in json.loads((tmp_path / "s" / "plan.json").read_text())["arms"]] == [
-        "tool_calling", "text_to_sql"]
+        "tool_calling",
+        "text_to_sql",
+    ]
     assert [(s.arm.key, s.seed) for s in runs.schedule(grown.plan)][::2] == [
-        ("tool_calling", 0), ("text_to_sql", 0), ("text_to_sql", 1)]
+        ("tool_calling", 0),
+        ("text_to_sql", 0),
+        ("text_to_sql", 1),
+    ]
     for arms in ([sql], [sql, plan["arms"][0]], plan["arms"]):  # the old arm dropped, moved, or the new one dropped
         with pytest.raises(SystemExit, match="another plan"):
             runs.Study(tmp_path / "s", dict(plan, arms=arms))
@@ -302,7 +370,8 @@ def test_shards_deal_the_schedule_once_and_keep_their_runs_when_others_finish(ti
     order = runs.schedule(plan)
     deal = [runs.shard_of(order, (k, 2), skip=lambda s: False) for k in (0, 1)]
     assert sorted(s.key for d in deal for s in d) == sorted(s.key for s in order) and not (
-        {s.key for s in deal[0]} & {s.key for s in deal[1]})  # every run once
+        {s.key for s in deal[0]} & {s.key for s in deal[1]}
+    )  # every run once
     assert [s.variant for s in deal[0][:3]] == ["grpo", "mrtpo", "mrtpo:oracle"]  # variants alternate
     done = {s.key for s in deal[1][:4]}  # shard 1 ran ahead: shard 0 restarting is dealt the same runs
     again = runs.shard_of(order, (0, 2), skip=lambda s: s.key in done)
@@ -331,8 +400,9 @@ def test_two_shards_side_by_side_train_what_one_sitting_trains(tiny_policy_dir, 
     for proc in procs:
         proc.join(timeout=300)
     assert [proc.exitcode for proc in procs] == [0, 0]
-    pd.testing.assert_frame_equal(_rows(tmp_path / "two", plan), _rows(tmp_path / "one", plan),
-                                  check_exact=False, atol=1e-6)  # same prompts, seeds and weights per run
+    pd.testing.assert_frame_equal(
+        _rows(tmp_path / "two", plan), _rows(tmp_path / "one", plan), check_exact=False, atol=1e-6
+    )  # same prompts, seeds and weights per run
     ledger = json.loads((tmp_path / "two" / "ledger.json").read_text())
     assert sorted(s["shard"] for s in ledger["sittings"]) == ["0/2", "1/2"]
     assert all(s["outcome"] == "finished" and s["steps"] == 4 for s in ledger["sittings"])  # 2 runs x 2 steps each
@@ -369,12 +439,17 @@ def test_words_agree_with_the_printed_interval():
     assert text == "lower by this interval, but the t interval [-0.048, +0.007] includes 0: not robust"
     assert report._reading({**grpo, "t_hi": -0.001}) == "lower"
     assert report._reading({"mean": 0.02, "lo": 0.01, "hi": 0.03, "t_lo": 0.005, "t_hi": 0.04, "n": 5}) == "higher"
-    assert report._reading({"mean": 0.0, "lo": -0.01, "hi": 0.02, "t_lo": -0.02, "t_hi": 0.03, "n": 5}) == \
-        "no difference detected"
+    assert (
+        report._reading({"mean": 0.0, "lo": -0.01, "hi": 0.02, "t_lo": -0.02, "t_hi": 0.03, "n": 5})
+        == "no difference detected"
+    )
     assert report._reading({**grpo, "lo": -0.05, "hi": 0.01, "t_hi": -0.002}).startswith("this interval includes 0")
     oracle = {"mean": -0.027, "lo": -0.058, "hi": -0.002, "t_lo": -0.059, "t_hi": 0.004, "n": 16}
-    arm = {"seeds_used": list(range(16)), "vs_gdpo": {"mrtpo:oracle": {"final": oracle}, "grpo": {"final": grpo}},
-           "oracle_share": {}}
+    arm = {
+        "seeds_used": list(range(16)),
+        "vs_gdpo": {"mrtpo:oracle": {"final": oracle}, "grpo": {"final": grpo}},
+        "oracle_share": {},
+    }
     verdict = report.arm_verdict("instruction_following", arm)
     assert "no headroom detected" not in verdict and "lower than GDPO by this interval" in verdict
     assert "GRPO -0.021 [-0.040, -0.004] (lower by this interval" in verdict
@@ -385,5 +460,7 @@ def test_committed_reports_use_the_words_of_their_numbers():
         res = json.loads((REPO / "benchmarks" / "results" / f"{stem}.json").read_text())
         for key, a in res["arms"].items():
             assert a["verdict"] == report.arm_verdict(key, report._nan(a)), (stem, key)
-    assert "GRPO -0.021 [-0.040, -0.004] (no difference detected)" not in \
-        (REPO / "benchmarks" / "results" / "convergence.md").read_text()
+    assert (
+        "GRPO -0.021 [-0.040, -0.004] (no difference detected)"
+        not in (REPO / "benchmarks" / "results" / "convergence.md").read_text()
+    )

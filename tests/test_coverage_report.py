@@ -1,4 +1,5 @@
 """scripts/coverage_report.py: coverage.py's JSON report summed per part of the package, and the floors enforced."""
+
 import json
 import subprocess
 import sys
@@ -8,13 +9,15 @@ from tests.apphelpers import REPO
 sys.path.insert(0, str(REPO / "scripts"))
 import coverage_report as cr  # noqa: E402
 
-REPORT = {"files": {
-    "mrtpo_viz/names.py": {"summary": {"covered_lines": 10, "num_statements": 10}},
-    "mrtpo_viz/relevance/engine.py": {"summary": {"covered_lines": 30, "num_statements": 40}},
-    "mrtpo_viz/relevance/rows.py": {"summary": {"covered_lines": 15, "num_statements": 20}},
-    "/site/x/mrtpo_viz/ui/errors.py": {"summary": {"covered_lines": 0, "num_statements": 30}},
-    "tests/test_names.py": {"summary": {"covered_lines": 5, "num_statements": 5}},
-}}
+REPORT = {
+    "files": {
+        "mrtpo_viz/names.py": {"summary": {"covered_lines": 10, "num_statements": 10}},
+        "mrtpo_viz/relevance/engine.py": {"summary": {"covered_lines": 30, "num_statements": 40}},
+        "mrtpo_viz/relevance/rows.py": {"summary": {"covered_lines": 15, "num_statements": 20}},
+        "/site/x/mrtpo_viz/ui/errors.py": {"summary": {"covered_lines": 0, "num_statements": 30}},
+        "tests/test_names.py": {"summary": {"covered_lines": 5, "num_statements": 5}},
+    }
+}
 
 
 def test_statements_are_summed_per_part_and_files_outside_the_package_are_left_out():
@@ -41,6 +44,7 @@ def test_the_script_exits_1_under_a_floor_and_2_on_a_report_without_the_package(
     monkeypatch.setattr(cr, "FLOORS", {})
     assert cr.main([str(path)]) == 0
     path.write_text(json.dumps({"files": {"tests/x.py": {"summary": {"covered_lines": 1, "num_statements": 1}}}}))
-    out = subprocess.run([sys.executable, str(REPO / "scripts" / "coverage_report.py"), str(path)],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "coverage_report.py"), str(path)], capture_output=True, text=True
+    )
     assert out.returncode == 2 and "no file of mrtpo_viz" in out.stderr

@@ -1,16 +1,26 @@
 """Credit separated from scale: the mask-only oracle puts each reward's group advantage exactly on its span tokens
 (no T/|S| factor), MRTPO's JS weights take the same construction, and the placebo's spans have the oracle's sizes."""
+
 import pytest
 import torch
 
-from mrtpo_viz.advantages import (ADVANTAGE_METHODS, EPS, NORMALIZATIONS, gdpo_advantages, mrtpo_token_parts,
-                                  mrtpo_token_weights, placebo_spans)
+from mrtpo_viz.advantages import (
+    ADVANTAGE_METHODS,
+    EPS,
+    NORMALIZATIONS,
+    gdpo_advantages,
+    mrtpo_token_parts,
+    mrtpo_token_weights,
+    placebo_spans,
+)
 
 
 def _case():
     """N=2 prompts, G=4, K=2 rewards, T=6 tokens; the last two tokens of prompt 1's completions are padding."""
-    rewards = torch.tensor([[[1., 0.], [0., 1.], [1., 1.], [0., 0.]],
-                            [[1., 1.], [0., 1.], [0., 0.], [1., 0.]]], dtype=torch.float64)  # (2, 4, 2)
+    rewards = torch.tensor(
+        [[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]], [[1.0, 1.0], [0.0, 1.0], [0.0, 0.0], [1.0, 0.0]]],
+        dtype=torch.float64,
+    )  # (2, 4, 2)
     mask = torch.ones(2, 4, 6, dtype=torch.float64)
     mask[1, :, 4:] = 0
     spans = torch.zeros(2, 4, 2, 6, dtype=torch.float64)
@@ -44,8 +54,9 @@ def test_mask_normalization_of_js_weights_is_the_peak_normalized_relevance():
     mask = torch.ones(1, 1, 4)
     w = mrtpo_token_weights(d, mask, normalization="mask")
     assert torch.allclose(w, torch.tensor([[[[0.25, 1.0, 0.5, 0.0]]]]))
-    assert torch.allclose(mrtpo_token_weights(d, mask, gamma=2.0, normalization="mask"),
-                          torch.tensor([[[[0.0625, 1.0, 0.25, 0.0]]]]))
+    assert torch.allclose(
+        mrtpo_token_weights(d, mask, gamma=2.0, normalization="mask"), torch.tensor([[[[0.0625, 1.0, 0.25, 0.0]]]])
+    )
     assert torch.allclose(mrtpo_token_weights(d, mask, alpha=0.0, normalization="mask"), mask[:, :, None])
     # no relevance at all: uniform weight 1 (GDPO's credit for that reward), as with the mean normalization
     assert torch.equal(mrtpo_token_weights(torch.zeros(1, 1, 1, 4), mask, normalization="mask"), torch.ones(1, 1, 1, 4))

@@ -1,5 +1,6 @@
 """The credit study's machinery: a plan without a fixed threshold is refused, and a tiny study (2 methods x 2 seeds
 x 2 steps on the bundled policy) runs end to end on CPU: per-run files, resumption, paired report."""
+
 import copy
 import json
 import math
@@ -43,15 +44,27 @@ def test_tiny_study_end_to_end(tmp_path):
     from _credit_report import markdown, summarize
 
     plan = plans.default_plan()
-    arm = dict(plan["arms"][0], checkpoint="tiny-mrtpo", steps=2, prompts_per_step=1, group_size=2,
-               max_new_tokens=12, heldout_prompts=2, window=1)
-    plan.update(arms=[arm], methods=["gdpo", "mrtpo:oracle-mask"],
-                pilot={"seeds": 2, "lr": [5e-4], "methods": ["gdpo", "mrtpo:oracle-mask"]})
+    arm = dict(
+        plan["arms"][0],
+        checkpoint="tiny-mrtpo",
+        steps=2,
+        prompts_per_step=1,
+        group_size=2,
+        max_new_tokens=12,
+        heldout_prompts=2,
+        window=1,
+    )
+    plan.update(
+        arms=[arm],
+        methods=["gdpo", "mrtpo:oracle-mask"],
+        pilot={"seeds": 2, "lr": [5e-4], "methods": ["gdpo", "mrtpo:oracle-mask"]},
+    )
     out = tmp_path / "runs"
     logs = []
     written = runs.sitting(plan, "pilot", out, log=logs.append)
-    assert sorted(p.name for p in written) == sorted(f"slots__{m}__lr0.0005__s{s}.json" for s in (0, 1)
-                                                     for m in ("gdpo", "mrtpo_oracle-mask"))
+    assert sorted(p.name for p in written) == sorted(
+        f"slots__{m}__lr0.0005__s{s}.json" for s in (0, 1) for m in ("gdpo", "mrtpo_oracle-mask")
+    )
     assert runs.sitting(plan, "pilot", out) == []  # resumable: finished runs are not redone
     order = [s.name for s in runs.schedule(plan, "pilot")]
     assert order[:2] == ["slots__gdpo__lr0.0005__s0", "slots__mrtpo_oracle-mask__lr0.0005__s0"]  # seed-major

@@ -1,4 +1,5 @@
 """Divergences: reference values from scipy, hand-computed cases, -inf handling, chunking and the top-k bound."""
+
 import math
 
 import numpy as np
@@ -28,6 +29,7 @@ def _probs(logp):
 
 
 # ------------------------------------------------------------------------------------------ js_distance
+
 
 @pytest.mark.parametrize("holes", [0.0, 0.4])
 def test_js_equals_scipy_base2(holes):
@@ -60,8 +62,9 @@ def test_js_symmetric_and_bounded():
 def test_js_exactly_zero_on_equal_inputs():
     for dtype in (torch.float32, torch.float64, torch.bfloat16):
         lp = _logp((4, 9, 1000), 5, 0.3, dtype)
-        assert torch.equal(js_distance(lp, lp), torch.zeros(4, 9, dtype=torch.float64 if dtype == torch.float64
-                                                               else torch.float32))
+        assert torch.equal(
+            js_distance(lp, lp), torch.zeros(4, 9, dtype=torch.float64 if dtype == torch.float64 else torch.float32)
+        )
 
 
 def test_js_one_on_disjoint_supports():
@@ -109,6 +112,7 @@ def test_js_property_against_scipy(V, rows, seed, holes):
 
 # ------------------------------------------------------------------------------------------ kl, tvd, registry
 
+
 def test_kl_equals_scipy_entropy_in_nats():
     lp, lq = _logp((6, 25), 8, 0.3), _logp((6, 25), 9, 0.0)  # q has full support: KL finite
     expected = [entropy(p, q) for p, q in zip(_probs(lp), _probs(lq))]
@@ -132,6 +136,7 @@ def test_metric_registry_is_keyed_by_the_names():
 
 
 # ------------------------------------------------------------------------------------------ chunked_metric
+
 
 @pytest.mark.parametrize("metric", list(METRIC_FUNCTIONS))
 @pytest.mark.parametrize("chunk_size", [1, 5, 16, 1000, None])
@@ -185,6 +190,7 @@ def test_chunked_bad_input():
 
 # ------------------------------------------------------------------------------------------ token_stats
 
+
 def test_token_stats_hand_computed():
     logits = torch.tensor([[0.2, 0.3, 0.5], [0.7, 0.2, 0.1]]).log()  # (T=2, V=3)
     stats = token_stats(logits, torch.tensor([2, 1]), topk=2, chunk_size=1)
@@ -213,10 +219,13 @@ def test_token_stats_bad_ids():
 
 # ------------------------------------------------------------------------------------------ js_topk
 
+
 def test_js_topk_is_a_lower_bound_with_a_bounded_gap():
     g = torch.Generator().manual_seed(15)
-    lp, lq = 3 * torch.randn(6, 200, generator=g, dtype=torch.float64), 3 * torch.randn(6, 200, generator=g,
-                                                                                         dtype=torch.float64)
+    lp, lq = (
+        3 * torch.randn(6, 200, generator=g, dtype=torch.float64),
+        3 * torch.randn(6, 200, generator=g, dtype=torch.float64),
+    )
     exact = js_distance(lp.log_softmax(-1), lq.log_softmax(-1))
     approx, tail = js_topk(lp, lq, k=5)
     assert bool((approx <= exact + 1e-12).all())

@@ -1,4 +1,5 @@
 """One convention for configuration help: the docstring under each field, read back, and put where TRL looks."""
+
 import dataclasses
 
 import pytest
@@ -23,8 +24,11 @@ def test_field_docs_reads_the_docstring_under_each_field_on_one_line():
 
 def test_help_from_docstrings_sets_the_help_metadata_and_keeps_the_rest():
     meta = {f.name: dict(f.metadata) for f in dataclasses.fields(Toy)}
-    assert meta == {"rate": {"help": "How fast, on two lines."}, "plain": {},
-                    "other": {"kept": True, "help": "The other one."}}
+    assert meta == {
+        "rate": {"help": "How fast, on two lines."},
+        "plain": {},
+        "other": {"kept": True, "help": "The other one."},
+    }
 
 
 def test_mrtpo_config_help_is_its_docstrings_as_trl_parses_it():
@@ -34,8 +38,15 @@ def test_mrtpo_config_help_is_its_docstrings_as_trl_parses_it():
     from mrtpo_viz.integrations.trl import MRTPOConfig
 
     docs = field_docs(MRTPOConfig)
-    assert set(docs) == {"alpha", "gamma", "control", "metric", "info_position", "log_tokens",
-                         "multi_objective_aggregation"}
+    assert set(docs) == {
+        "alpha",
+        "gamma",
+        "control",
+        "metric",
+        "info_position",
+        "log_tokens",
+        "multi_objective_aggregation",
+    }
     actions = {a.dest: a for a in HfArgumentParser(MRTPOConfig)._actions}
     assert all(actions[name].help == text for name, text in docs.items())
     assert actions["alpha"].default == 1.0 and actions["control"].default == "none"

@@ -1,4 +1,5 @@
 """The guards for work driven by untrusted input: the Python time budget, nesting depth, surrogates."""
+
 import sys
 import time
 
@@ -43,5 +44,5 @@ def test_nesting_depth_without_recursion():
 
 
 def test_unpaired_surrogates_are_found():
-    assert unpaired_surrogate("fine \U0001F600 text") == -1
+    assert unpaired_surrogate("fine \U0001f600 text") == -1
     assert unpaired_surrogate("ab\ud800cd") == 2 and unpaired_surrogate("\udfff") == 0

@@ -7,6 +7,7 @@ an import of the package root for one of its attributes (``from .. import load_p
 root re-exports policy, relevance and training lazily, so a lower layer could reach up through it), and a constant
 module name given to ``importlib.import_module`` (absolute, or relative to ``__name__`` / ``__package__``).
 """
+
 from __future__ import annotations
 
 import ast
@@ -18,22 +19,36 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "mrtpo_viz"
 
 RANKS = {
-    "names": 0, "guards": 0, "version": 0, "atomic": 0, "docstrings": 0,
-    "divergence": 1, "advantages": 1, "tasks": 1,
+    "names": 0,
+    "guards": 0,
+    "version": 0,
+    "atomic": 0,
+    "docstrings": 0,
+    "divergence": 1,
+    "advantages": 1,
+    "tasks": 1,
     "policy": 2,
     "relevance": 3,
     "training": 4,
-    "viz": 5, "sample_policy": 5,
-    "integrations": 6, "settings": 6, "bench": 6,
+    "viz": 5,
+    "sample_policy": 5,
+    "integrations": 6,
+    "settings": 6,
+    "bench": 6,
     "ui": 7,
     "cli": 8,
-    "__main__": 9, "__init__": 9,
+    "__main__": 9,
+    "__init__": 9,
 }
 """Each part of the package (a top-level module or subpackage) and its layer: a part imports only lower layers."""
 MAX_LINES = 400
 
-TASK_FAMILIES = {"ifeval": ("ifeval",), "tool_calling": ("tool_calling",), "sql": ("sql", "sandbox", "sql_worker"),
-                 "custom": ("custom",)}
+TASK_FAMILIES = {
+    "ifeval": ("ifeval",),
+    "tool_calling": ("tool_calling",),
+    "sql": ("sql", "sandbox", "sql_worker"),
+    "custom": ("custom",),
+}
 """The verifier families inside ``tasks/`` (first name under ``tasks.``): a family imports no other family."""
 
 
@@ -51,8 +66,12 @@ def _import_module_target(node: ast.Call, name: str, is_pkg: bool) -> str | None
     """The module that ``importlib.import_module("...", package)`` imports, if its name is a constant."""
     func = node.func
     called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-    if called != "import_module" or not node.args or not isinstance(node.args[0], ast.Constant) \
-            or not isinstance(node.args[0].value, str):
+    if (
+        called != "import_module"
+        or not node.args
+        or not isinstance(node.args[0], ast.Constant)
+        or not isinstance(node.args[0].value, str)
+    ):
         return None
     target = node.args[0].value
     if not target.startswith("."):
@@ -66,7 +85,7 @@ def _import_module_target(node: ast.Call, name: str, is_pkg: bool) -> str | None
         return None
     level = len(target) - len(target.lstrip("."))
     base = package.split(".")
-    return ".".join(base[:len(base) - level + 1] + ([target[level:]] if target[level:] else []))
+    return ".".join(base[: len(base) - level + 1] + ([target[level:]] if target[level:] else []))
 
 
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
@@ -77,7 +96,7 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
-            base = here[:len(here) - node.level + 1] if node.level else []
+            base = here[: len(here) - node.level + 1] if node.level else []
             target = ".".join(base + ([node.module] if node.module else []))
             subs = {f"{target}.{a.name}" for a in node.names} & set(modules)
             found |= subs
@@ -98,8 +117,9 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     graph = {}
     for name, path in modules.items():
         deps = imports_of(name, path, modules)
-        graph[name] = {d for d in deps if not d.startswith(name + ".")
-                       and (d == package or not name.startswith(d + "."))}
+        graph[name] = {
+            d for d in deps if not d.startswith(name + ".") and (d == package or not name.startswith(d + "."))
+        }
     return graph
 
 
@@ -191,17 +211,21 @@ def task_graph(root: Path, package: str) -> dict[str, set[str]]:
     """Like :func:`import_graph`, but a module importing its own package counts (``from .. import X`` in a family
     goes through ``tasks/__init__``, which imports every family)."""
     modules = module_names(root, package)
-    return {name: {d for d in imports_of(name, path, modules) if not d.startswith(name + ".")}
-            for name, path in modules.items()}
+    return {
+        name: {d for d in imports_of(name, path, modules) if not d.startswith(name + ".")}
+        for name, path in modules.items()
+    }
 
 
 def problems(root: Path, package: str, ranks: dict[str, int]) -> list[str]:
     graph = import_graph(root, package)
     unranked = sorted({part_of(m) for m in graph} - set(ranks))
-    return ([f"import cycle: {' <-> '.join(c)}" for c in cycles(graph)]
-            + [f"upward arrow: {a} -> {b}" for a, b in upward_arrows(graph, ranks)]
-            + [f"part without a layer in RANKS: {p}" for p in unranked]
-            + task_problems(task_graph(root, package), package))
+    return (
+        [f"import cycle: {' <-> '.join(c)}" for c in cycles(graph)]
+        + [f"upward arrow: {a} -> {b}" for a, b in upward_arrows(graph, ranks)]
+        + [f"part without a layer in RANKS: {p}" for p in unranked]
+        + task_problems(task_graph(root, package), package)
+    )
 
 
 def test_the_package_has_no_cycle_and_no_upward_arrow():
@@ -209,37 +233,55 @@ def test_the_package_has_no_cycle_and_no_upward_arrow():
 
 
 SCRATCH = {
-    "__init__.py": ("import importlib\n\ndef __getattr__(name):\n"
-                    "    return importlib.import_module('.policy', __name__)\n"),
+    "__init__.py": (
+        "import importlib\n\ndef __getattr__(name):\n    return importlib.import_module('.policy', __name__)\n"
+    ),
     "names.py": "",
     "tasks/__init__.py": "from .base import X\nfrom . import ifeval, sql\n",
     "tasks/base.py": "from ..names import Y\nX = 1\n",
-    "tasks/ifeval/__init__.py": "from ..base import X\n", "tasks/ifeval/checks.py": "from ..base import X\n",
+    "tasks/ifeval/__init__.py": "from ..base import X\n",
+    "tasks/ifeval/checks.py": "from ..base import X\n",
     "tasks/sql.py": "from .base import X\n",
-    "tasks/generators/__init__.py": "", "tasks/generators/gen.py": "from ..ifeval.checks import X\n",
-    "policy/__init__.py": "", "policy/loading.py": "from ..tasks.base import X\nfrom .. import names\n",
+    "tasks/generators/__init__.py": "",
+    "tasks/generators/gen.py": "from ..ifeval.checks import X\n",
+    "policy/__init__.py": "",
+    "policy/loading.py": "from ..tasks.base import X\nfrom .. import names\n",
 }
 """A clean scratch package (a lazy root like ours, two families, a generator that uses a family)."""
 
 BACK_EDGES = {
-    "root attribute": ("tasks/base.py", "from .. import load_policy\n",
-                       ["upward arrow: house.tasks.base -> house"]),
+    "root attribute": ("tasks/base.py", "from .. import load_policy\n", ["upward arrow: house.tasks.base -> house"]),
     "import of the root": ("tasks/sql.py", "def f():\n    import house\n", ["upward arrow: house.tasks.sql -> house"]),
-    "import_module, absolute": ("tasks/base.py",
-                                "import importlib\nM = importlib.import_module('house.policy.loading')\n",
-                                ["upward arrow: house.tasks.base -> house.policy.loading"]),
-    "import_module, relative": ("tasks/sql.py", "from importlib import import_module\n\ndef f():\n"
-                                "    return import_module('..policy.loading', __package__)\n",
-                                ["upward arrow: house.tasks.sql -> house.policy.loading"]),
-    "family to family": ("tasks/sql.py", "from .ifeval.checks import X\n",
-                         ["family imports another family: house.tasks.sql -> house.tasks.ifeval.checks"]),
-    "family through the tasks package": ("tasks/ifeval/checks.py", "from ... import tasks\nfrom ...tasks import X\n",
-                                         ["family imports another family: house.tasks.ifeval.checks -> house.tasks"]),
-    "base to a family": ("tasks/base.py", "def f():\n    from .sql import X\n",
-                         ["base imports a family: house.tasks.base -> house.tasks.sql"]),
-    "verifier to a generator": ("tasks/ifeval/checks.py", "from ...tasks.generators import gen\n",
-                                ["a verifier imports a generator: "
-                                 "house.tasks.ifeval.checks -> house.tasks.generators.gen"]),
+    "import_module, absolute": (
+        "tasks/base.py",
+        "import importlib\nM = importlib.import_module('house.policy.loading')\n",
+        ["upward arrow: house.tasks.base -> house.policy.loading"],
+    ),
+    "import_module, relative": (
+        "tasks/sql.py",
+        "from importlib import import_module\n\ndef f():\n    return import_module('..policy.loading', __package__)\n",
+        ["upward arrow: house.tasks.sql -> house.policy.loading"],
+    ),
+    "family to family": (
+        "tasks/sql.py",
+        "from .ifeval.checks import X\n",
+        ["family imports another family: house.tasks.sql -> house.tasks.ifeval.checks"],
+    ),
+    "family through the tasks package": (
+        "tasks/ifeval/checks.py",
+        "from ... import tasks\nfrom ...tasks import X\n",
+        ["family imports another family: house.tasks.ifeval.checks -> house.tasks"],
+    ),
+    "base to a family": (
+        "tasks/base.py",
+        "def f():\n    from .sql import X\n",
+        ["base imports a family: house.tasks.base -> house.tasks.sql"],
+    ),
+    "verifier to a generator": (
+        "tasks/ifeval/checks.py",
+        "from ...tasks.generators import gen\n",
+        ["a verifier imports a generator: house.tasks.ifeval.checks -> house.tasks.generators.gen"],
+    ),
 }
 """Each kind of back-edge: (file, what it gets appended, problems it must raise)."""
 
@@ -279,8 +321,11 @@ def test_each_kind_of_back_edge_is_caught(tmp_path, kind):
 
 
 def test_modules_stay_under_400_lines():
-    long = {str(p.relative_to(ROOT)): n for p in module_names(ROOT, PACKAGE).values()
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in module_names(ROOT, PACKAGE).values()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
     assert long == {}
 
 

@@ -1,4 +1,5 @@
 """Every registry is keyed by the names of ``mrtpo_viz.names``, and every user of a name takes it from there."""
+
 import pytest
 
 from mrtpo_viz import names
@@ -15,15 +16,17 @@ def test_registries_are_keyed_by_the_names_in_order():
     assert tuple(CONTROL_SPECS) == names.CONTROLS
 
 
-@pytest.mark.parametrize("lookup,kind", [(get_method, "advantage method"), (get_metric, "metric"),
-                                         (get_control, "control")])
+@pytest.mark.parametrize(
+    "lookup,kind", [(get_method, "advantage method"), (get_metric, "metric"), (get_control, "control")]
+)
 def test_unknown_names_list_the_known_ones(lookup, kind):
     with pytest.raises(ValueError, match=rf"unknown {kind} 'nope'; choose one of \["):
         lookup("nope")
 
 
-@pytest.mark.parametrize("field,value", [("method", "ppo"), ("control", "drop"), ("metric", "mse"),
-                                         ("info_position", "everywhere")])
+@pytest.mark.parametrize(
+    "field,value", [("method", "ppo"), ("control", "drop"), ("metric", "mse"), ("info_position", "everywhere")]
+)
 def test_train_config_validates_with_the_names(field, value):
     with pytest.raises(ValueError, match=f"unknown {field.replace('_', ' ') if field != 'info_position' else field}"):
         TrainConfig(**{field: value})

@@ -1,4 +1,5 @@
 """The public API (the README's names) resolves to the right objects, however the package was imported."""
+
 import importlib
 import importlib.util
 import inspect

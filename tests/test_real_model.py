@@ -4,6 +4,7 @@ positions, with the response ids the same in every branch; plus load, generation
 
 Without the model these skip with the command that fetches it; with ``MRTPO_REQUIRE_REAL_MODEL=1`` (CI) they fail.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -28,8 +29,10 @@ DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Huggin
 @pytest.fixture(scope="module")
 def policy():
     if not known.is_downloaded(KEY):
-        skip_or_fail(f"{KEY} is not in the models cache ({known.model_dir(KEY)}): run "
-                     f"`python -m mrtpo_viz get-model {KEY}` once (~35 s, 520 MB)")
+        skip_or_fail(
+            f"{KEY} is not in the models cache ({known.model_dir(KEY)}): run "
+            f"`python -m mrtpo_viz get-model {KEY}` once (~35 s, 520 MB)"
+        )
     torch.set_num_threads(1)
     return load_policy(KEY, device="cpu", dtype="float32")
 
@@ -42,21 +45,35 @@ def template_ids(tok, messages) -> list[int]:
 
 
 def _prompts():
-    out = [("free", "What is the capital of France?", {"ifeval.lowercase": "Use lowercase only.",
-                                                       "ifeval.no_comma": "No commas at all, 1 2 3."})]
+    out = [
+        (
+            "free",
+            "What is the capital of France?",
+            {"ifeval.lowercase": "Use lowercase only.", "ifeval.no_comma": "No commas at all, 1 2 3."},
+        )
+    ]
     for task in ("instruction_following", "tool_calling", "text_to_sql"):
         out += [(ex.id, ex, None) for ex in load_examples(task, split="test")[:3]]
-    system = [{"role": "system", "content": "You answer in one short sentence."},
-              {"role": "user", "content": "Name a colour.  "}]
-    multi = [{"role": "user", "content": "Hi!"}, {"role": "assistant", "content": "Hello! How can I help?"},
-             {"role": "user", "content": "Count to 5: \u0661\u0662 x\u00b2"}]
+    system = [
+        {"role": "system", "content": "You answer in one short sentence."},
+        {"role": "user", "content": "Name a colour.  "},
+    ]
+    multi = [
+        {"role": "user", "content": "Hi!"},
+        {"role": "assistant", "content": "Hello! How can I help?"},
+        {"role": "user", "content": "Count to 5: \u0661\u0662 x\u00b2"},
+    ]
     odd = {"ifeval.lowercase": "\n\nleading newlines, trailing space ", "ifeval.no_comma": ""}  # "" adds no block
     return out + [("system-msg", system, odd), ("multi-turn", multi, odd)]
 
 
 PROMPTS = _prompts()
-RESPONSES = ["The capital of France is Paris.", " leading space, then <|im_end|> as text\n\n",
-             "\n\n12345 caf\u00e9 \U0001f600", '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>']
+RESPONSES = [
+    "The capital of France is Paris.",
+    " leading space, then <|im_end|> as text\n\n",
+    "\n\n12345 caf\u00e9 \U0001f600",
+    '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>',
+]
 
 
 def _expected_messages(prompt, vs, infos, position) -> list[list[dict]]:
@@ -65,8 +82,9 @@ def _expected_messages(prompt, vs, infos, position) -> list[list[dict]]:
     base = as_messages(prompt)
     if position == "system" and base[0]["role"] != "system":
         base = [{"role": "system", "content": DEFAULT_SYSTEM}] + base
-    return [with_info(base, [], position)] + [with_info(base, [(v.title, i)] if i else [], position)
-                                              for v, i in zip(vs, infos)]
+    return [with_info(base, [], position)] + [
+        with_info(base, [(v.title, i)] if i else [], position) for v, i in zip(vs, infos)
+    ]
 
 
 @pytest.mark.parametrize("position", ["user_end", "system"])
@@ -111,7 +129,7 @@ def test_generated_ids_replay_exactly(policy, position):
     plan = plan_replay(policy, prompt, c.token_ids, list(infos), infos=infos, info_position=position)
     assert plan.branches.full_ids(0) == c.prompt_ids + c.token_ids  # "without" is what the model saw
     for b in range(plan.branches.B):
-        assert plan.branches.full_ids(b)[-len(c.token_ids):] == c.token_ids
+        assert plan.branches.full_ids(b)[-len(c.token_ids) :] == c.token_ids
 
 
 def test_the_template_default_system_prompt_is_kept_in_every_branch(policy):
@@ -119,8 +137,10 @@ def test_the_template_default_system_prompt_is_kept_in_every_branch(policy):
     merges the information into it, so the branches differ by the information only and share a prefix."""
     tok = policy.tokenizer
     text = tok.apply_chat_template([{"role": "user", "content": "Hi"}], add_generation_prompt=True, tokenize=False)
-    assert text == f"<|im_start|>system\n{DEFAULT_SYSTEM}<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n" \
-                   "<|im_start|>assistant\n"
+    assert (
+        text == f"<|im_start|>system\n{DEFAULT_SYSTEM}<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
     assert policy.default_system == DEFAULT_SYSTEM
     ex = load_examples("instruction_following", split="test")[0]
     infos = {v: get_verifier(v).info(ex) for v in ex.verifiers}
@@ -136,8 +156,16 @@ def test_special_tokens_and_the_repaired_pre_tokenizer(policy):
     assert (tok.bos_token, tok.eos_token, tok.pad_token) == ("<|im_start|>", "<|im_end|>", "<|im_end|>")
     assert tok("Hi")["input_ids"] == tok("Hi", add_special_tokens=False)["input_ids"]  # no BOS is added
     assert policy.stop_ids() == {2}
-    assert tok.convert_ids_to_tokens(tok(" 12 \u0661\u0662", add_special_tokens=False)["input_ids"]) == \
-        ["\u0120", "1", "2", "\u0120", "\u00d9", "\u00a1", "\u00d9", "\u00a2"]  # every digit alone ('smollm')
+    assert tok.convert_ids_to_tokens(tok(" 12 \u0661\u0662", add_special_tokens=False)["input_ids"]) == [
+        "\u0120",
+        "1",
+        "2",
+        "\u0120",
+        "\u00d9",
+        "\u00a1",
+        "\u00d9",
+        "\u00a2",
+    ]  # every digit alone ('smollm')
 
 
 @pytest.mark.parametrize("position", ["user_end", "system"])

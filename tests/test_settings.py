@@ -1,4 +1,5 @@
 """Operator settings: parsing, validation, and the checkpoint allow-list (also through ``load_policy``)."""
+
 import dataclasses
 
 import pytest
@@ -18,8 +19,14 @@ def test_defaults_when_nothing_is_set():
 
 
 def test_values_are_parsed_and_blank_means_default():
-    env = {"MRTPO_MAX_TOKENS": " 512 ", "MRTPO_MAX_INFO_CHARS": "100", "MRTPO_MAX_TRAININGS": "3",
-           "MRTPO_MAX_UPLOAD_MB": "0.5", "MRTPO_MAX_NEW_TOKENS": "", "MRTPO_ALLOWED_CHECKPOINTS": " a/b ,, c/d "}
+    env = {
+        "MRTPO_MAX_TOKENS": " 512 ",
+        "MRTPO_MAX_INFO_CHARS": "100",
+        "MRTPO_MAX_TRAININGS": "3",
+        "MRTPO_MAX_UPLOAD_MB": "0.5",
+        "MRTPO_MAX_NEW_TOKENS": "",
+        "MRTPO_ALLOWED_CHECKPOINTS": " a/b ,, c/d ",
+    }
     s = get_settings(env)
     assert (s.max_tokens, s.max_info_chars, s.max_trainings, s.max_new_tokens) == (512, 100, 3, 256)
     assert s.max_upload_bytes == 2**19
@@ -36,17 +43,20 @@ def test_every_field_has_an_environment_variable():
     assert all(var.startswith("MRTPO_") for var, _ in ENV_VARS.values())
 
 
-@pytest.mark.parametrize("var, value, says", [
-    ("MRTPO_MAX_TOKENS", "lots", "MRTPO_MAX_TOKENS must be a whole number, got 'lots'"),
-    ("MRTPO_MAX_TOKENS", "1.5", "MRTPO_MAX_TOKENS must be a whole number"),
-    ("MRTPO_MAX_TRAININGS", "0", "MRTPO_MAX_TRAININGS must be a positive number, got 0"),
-    ("MRTPO_MAX_NEW_TOKENS", "-5", "MRTPO_MAX_NEW_TOKENS must be a positive number, got -5"),
-    ("MRTPO_MAX_UPLOAD_MB", "nan", "MRTPO_MAX_UPLOAD_MB must be a positive number"),
-    ("MRTPO_MAX_UPLOAD_MB", "5MB", "MRTPO_MAX_UPLOAD_MB must be a number, got '5MB'"),
-    ("MRTPO_ALLOWED_CHECKPOINTS", " , ,", "MRTPO_ALLOWED_CHECKPOINTS is set but names no checkpoint"),
-    ("MRTPO_THREADS", "two", "MRTPO_THREADS must be a whole number, got 'two'"),
-    ("MRTPO_THREADS", "0", "MRTPO_THREADS must be a positive number, got 0"),
-])
+@pytest.mark.parametrize(
+    "var, value, says",
+    [
+        ("MRTPO_MAX_TOKENS", "lots", "MRTPO_MAX_TOKENS must be a whole number, got 'lots'"),
+        ("MRTPO_MAX_TOKENS", "1.5", "MRTPO_MAX_TOKENS must be a whole number"),
+        ("MRTPO_MAX_TRAININGS", "0", "MRTPO_MAX_TRAININGS must be a positive number, got 0"),
+        ("MRTPO_MAX_NEW_TOKENS", "-5", "MRTPO_MAX_NEW_TOKENS must be a positive number, got -5"),
+        ("MRTPO_MAX_UPLOAD_MB", "nan", "MRTPO_MAX_UPLOAD_MB must be a positive number"),
+        ("MRTPO_MAX_UPLOAD_MB", "5MB", "MRTPO_MAX_UPLOAD_MB must be a number, got '5MB'"),
+        ("MRTPO_ALLOWED_CHECKPOINTS", " , ,", "MRTPO_ALLOWED_CHECKPOINTS is set but names no checkpoint"),
+        ("MRTPO_THREADS", "two", "MRTPO_THREADS must be a whole number, got 'two'"),
+        ("MRTPO_THREADS", "0", "MRTPO_THREADS must be a positive number, got 0"),
+    ],
+)
 def test_invalid_values_name_the_variable(var, value, says):
     with pytest.raises(SettingsError) as err:
         get_settings({var: value})
@@ -116,8 +126,15 @@ def test_run_folders_open_only_under_the_runs_dir_and_say_nothing_about_what_lie
     assert s.run_folder(str(runs / "a" / "b")) == (runs / "a" / "b").resolve()
     assert s.run_folder("a/b/..") == (runs / "a").resolve()
     messages = set()
-    for typed in (str(outside), str(tmp_path / "no-such-folder"), "../private", "a/../../private", "link",
-                  "/etc", "\0bad"):
+    for typed in (
+        str(outside),
+        str(tmp_path / "no-such-folder"),
+        "../private",
+        "a/../../private",
+        "link",
+        "/etc",
+        "\0bad",
+    ):
         with pytest.raises(ValueError) as err:
             s.run_folder(typed)
         assert "is not under the runs folder" in str(err.value)
@@ -134,8 +151,15 @@ def test_run_folders_open_only_under_the_runs_dir_and_say_nothing_about_what_lie
 
 def test_the_mcp_switch_is_off_by_default_and_parses_flags():
     assert get_settings({}).mcp is False
-    assert [get_settings({"MRTPO_MCP": v}).mcp for v in ("1", " true", "Yes", "on", "0", "false", "OFF")] == \
-        [True, True, True, True, False, False, False]
+    assert [get_settings({"MRTPO_MCP": v}).mcp for v in ("1", " true", "Yes", "on", "0", "false", "OFF")] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
     with pytest.raises(SettingsError, match="MRTPO_MCP must be 1 or 0 .* got 'maybe'"):
         get_settings({"MRTPO_MCP": "maybe"})
 
@@ -155,8 +179,12 @@ def test_the_settings_table_is_generated_from_the_settings():
 
     table = settings_table().splitlines()
     assert len(table) == 2 + len(dataclasses.fields(Settings))
-    assert "| `MRTPO_MAX_TOKENS` | whole number | `2048` | tokens of one request (prompt + response + all verifier " \
-           "information). |" in table
+    assert (
+        "| `MRTPO_MAX_TOKENS` | whole number | `2048` | tokens of one request (prompt + response + all verifier "
+        "information). |" in table
+    )
     assert "| `MRTPO_MAX_UPLOAD_MB` | number | `5.0` | megabytes (MiB) of one uploaded rollouts file. |" in table
-    assert "| `MRTPO_ALLOWED_CHECKPOINTS` | comma list | (unset) | hub ids and folders that may load; empty admits " \
-           "any checkpoint. |" in table
+    assert (
+        "| `MRTPO_ALLOWED_CHECKPOINTS` | comma list | (unset) | hub ids and folders that may load; empty admits "
+        "any checkpoint. |" in table
+    )

@@ -24,6 +24,7 @@ Usage::
     adv = trl_advantages(rewards)                       # (N, G, K) NaN = None -> (N, G), GRPO
     adv = trl_advantages(rewards, weights=[1, .5], aggregation="normalize_then_sum")   # GDPO
 """
+
 from __future__ import annotations
 
 import logging
@@ -79,15 +80,31 @@ class TRLAdvantageOracle:
         from trl import GRPOConfig, GRPOTrainer
 
         holder = _PreparedRewards()
-        args = dict(output_dir=os.path.join(self._tmp.name, f"K{K}"), use_cpu=True, bf16=False, fp16=False,
-                    report_to=[], per_device_train_batch_size=2, num_generations=2, max_completion_length=4,
-                    gradient_checkpointing=False, logging_steps=1, save_strategy="no", seed=0,
-                    dataloader_num_workers=0, disable_tqdm=True)
+        args = dict(
+            output_dir=os.path.join(self._tmp.name, f"K{K}"),
+            use_cpu=True,
+            bf16=False,
+            fp16=False,
+            report_to=[],
+            per_device_train_batch_size=2,
+            num_generations=2,
+            max_completion_length=4,
+            gradient_checkpointing=False,
+            logging_steps=1,
+            save_strategy="no",
+            seed=0,
+            dataloader_num_workers=0,
+            disable_tqdm=True,
+        )
         args.update(config)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            trainer = GRPOTrainer(model=self.policy, reward_funcs=[holder.func(k) for k in range(K)],
-                                  args=GRPOConfig(**args), train_dataset=Dataset.from_dict({"prompt": ["a", "b"]}))
+            trainer = GRPOTrainer(
+                model=self.policy,
+                reward_funcs=[holder.func(k) for k in range(K)],
+                args=GRPOConfig(**args),
+                train_dataset=Dataset.from_dict({"prompt": ["a", "b"]}),
+            )
         eos = trainer.eos_token_ids[0]
         fixed = [11, 12, eos]  # any in-vocabulary ids ending in EOS
 
@@ -104,14 +121,24 @@ class TRLAdvantageOracle:
 
     # -------------------------------------------------------------------------------------------------- run
     @staticmethod
-    def run_trainer(trainer, holder, rewards: np.ndarray, weights=None, aggregation="sum_then_normalize",
-                    scale_rewards="group", set_attributes=True) -> np.ndarray:
+    def run_trainer(
+        trainer,
+        holder,
+        rewards: np.ndarray,
+        weights=None,
+        aggregation="sum_then_normalize",
+        scale_rewards="group",
+        set_attributes=True,
+    ) -> np.ndarray:
         """TRL's advantages for ``rewards`` (N, G, K) on ``trainer`` -> (N, G) float32."""
         rewards = np.asarray(rewards, dtype=np.float64)
         N, G, K = rewards.shape
         if set_attributes:
-            trainer.reward_weights = (torch.ones(K, dtype=torch.float32) if weights is None
-                                      else torch.tensor(list(map(float, weights)), dtype=torch.float32))
+            trainer.reward_weights = (
+                torch.ones(K, dtype=torch.float32)
+                if weights is None
+                else torch.tensor(list(map(float, weights)), dtype=torch.float32)
+            )
             trainer.multi_objective_aggregation = aggregation
             trainer.scale_rewards = scale_rewards
         if G == 1:  # GRPOConfig refuses num_generations < 2; TRL's own G = 1 branch is the eval path
@@ -158,7 +185,8 @@ def get_oracle() -> TRLAdvantageOracle:
     return _ORACLE
 
 
-def trl_advantages(rewards: np.ndarray, weights=None, aggregation: str = "sum_then_normalize",
-                   scale_rewards: str = "group") -> np.ndarray:
+def trl_advantages(
+    rewards: np.ndarray, weights=None, aggregation: str = "sum_then_normalize", scale_rewards: str = "group"
+) -> np.ndarray:
     """TRL 1.16's advantages (N, G) for rewards (N, G, K), NaN meaning a reward function returned None."""
     return get_oracle()(rewards, weights, aggregation, scale_rewards)

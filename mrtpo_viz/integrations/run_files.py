@@ -17,6 +17,7 @@
 The caps are module constants (a run file is not a user-sized input: the app's ``MRTPO_MAX_UPLOAD_MB`` bounds the
 upload itself, and the callers pass ``max_bytes`` down from it).
 """
+
 from __future__ import annotations
 
 import json
@@ -131,6 +132,7 @@ def _bracket_depth(data: bytes) -> int:
 
 # ----------------------------------------------------------------------------------------------- parquet
 
+
 def parquet_columns(path: Path, root: Path) -> list[str]:
     """The top-level column names of a run parquet file (its footer only)."""
     return list(_open_parquet(path, root).schema_arrow.names)
@@ -161,8 +163,10 @@ def _check_footer_size(real: Path, name: str) -> None:
     except OSError:
         return  # shorter than 8 bytes: the parquet reader says it is not a parquet file
     if tail[4:] == b"PAR1" and int.from_bytes(tail[:4], "little") > MAX_FOOTER_BYTES:
-        raise RunFileError(f"{name}'s footer is {int.from_bytes(tail[:4], 'little') / 2**20:.1f} MiB (thousands of "
-                           f"columns or row groups); a run file here has at most {MAX_COLUMNS} columns")
+        raise RunFileError(
+            f"{name}'s footer is {int.from_bytes(tail[:4], 'little') / 2**20:.1f} MiB (thousands of "
+            f"columns or row groups); a run file here has at most {MAX_COLUMNS} columns"
+        )
 
 
 def check_footer(meta, name: str, max_bytes: int) -> None:
@@ -173,25 +177,32 @@ def check_footer(meta, name: str, max_bytes: int) -> None:
         raise RunFileError(f"{name} has {meta.num_columns:,} columns; a run file here has at most {MAX_COLUMNS:,}")
     deepest = max((meta.schema.column(c).max_definition_level for c in range(meta.num_columns)), default=0)
     if deepest > MAX_NESTING:
-        raise RunFileError(f"{name} nests its columns {deepest} levels deep; a run file here has at most "
-                           f"{MAX_NESTING}")
+        raise RunFileError(f"{name} nests its columns {deepest} levels deep; a run file here has at most {MAX_NESTING}")
     declared = 0
     for g in range(meta.num_row_groups):
         group = meta.row_group(g)
         for c in range(group.num_columns):  # more bytes than rows x the cell cap: some cell is over it
             chunk = group.column(c)
             if chunk.total_uncompressed_size > MAX_CELL_BYTES * max(group.num_rows, 1) + 2**16:
-                raise RunFileError(f"{name}: a cell of column {chunk.path_in_schema!r} holds more than "
-                                   f"{MAX_CELL_BYTES // 1024} KiB (the file says so); at most that here")
-        declared += max(group.total_byte_size, sum(group.column(c).total_uncompressed_size
-                                                   for c in range(group.num_columns)))
+                raise RunFileError(
+                    f"{name}: a cell of column {chunk.path_in_schema!r} holds more than "
+                    f"{MAX_CELL_BYTES // 1024} KiB (the file says so); at most that here"
+                )
+        declared += max(
+            group.total_byte_size, sum(group.column(c).total_uncompressed_size for c in range(group.num_columns))
+        )
         if declared > max_bytes:
-            raise RunFileError(f"{name} unpacks to more than {max_bytes / 2**20:.0f} MiB; open fewer or smaller "
-                               "steps")
+            raise RunFileError(f"{name} unpacks to more than {max_bytes / 2**20:.0f} MiB; open fewer or smaller steps")
 
 
-def read_parquet(path: Path, root: Path, columns: Optional[Sequence[str]] = None, *,
-                 max_bytes: int = MAX_FILE_BYTES, budget_s: float = READ_BUDGET_S):
+def read_parquet(
+    path: Path,
+    root: Path,
+    columns: Optional[Sequence[str]] = None,
+    *,
+    max_bytes: int = MAX_FILE_BYTES,
+    budget_s: float = READ_BUDGET_S,
+):
     """A run parquet file under ``root`` as a pandas frame, read within the caps (see the module docstring).
 
     Raises:
@@ -210,12 +221,14 @@ def read_parquet(path: Path, root: Path, columns: Optional[Sequence[str]] = None
             raise RunFileError(f"{path.name} has no column {missing[0]!r}")
     deadline, total, batches = time.monotonic() + budget_s, 0, []
     try:
-        for batch in pf.iter_batches(batch_size=BATCH_ROWS, columns=list(columns) if columns is not None else None,
-                                     use_threads=False):
+        for batch in pf.iter_batches(
+            batch_size=BATCH_ROWS, columns=list(columns) if columns is not None else None, use_threads=False
+        ):
             total += batch.nbytes
             if total > max_bytes:
-                raise RunFileError(f"{path.name} unpacks to more than {max_bytes / 2**20:.0f} MiB; open fewer or "
-                                   "smaller steps")
+                raise RunFileError(
+                    f"{path.name} unpacks to more than {max_bytes / 2**20:.0f} MiB; open fewer or smaller steps"
+                )
             _check_cells(batch, path.name)
             if time.monotonic() > deadline:
                 raise RunFileError(f"{path.name} took longer than {budget_s:g} s to read and was stopped")
@@ -243,20 +256,26 @@ def _check_cells(batch, name: str) -> None:
         t = field.type
         if pa.types.is_dictionary(t):
             column, t = column.dictionary, t.value_type
-        if (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-                or pa.types.is_large_binary(t)) and len(column):
+        if (
+            pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+        ) and len(column):
             longest = pc.max(pc.binary_length(column)).as_py() or 0
             if longest > MAX_CELL_BYTES:
-                raise RunFileError(f"{name}: a cell of column {field.name!r} holds {longest / 2**20:.1f} MiB; at "
-                                   f"most {MAX_CELL_BYTES // 1024} KiB here")
+                raise RunFileError(
+                    f"{name}: a cell of column {field.name!r} holds {longest / 2**20:.1f} MiB; at "
+                    f"most {MAX_CELL_BYTES // 1024} KiB here"
+                )
         elif (pa.types.is_list(t) or pa.types.is_large_list(t)) and len(column):
             longest = pc.max(pc.list_value_length(column)).as_py() or 0
             if longest > MAX_LIST_ITEMS:
-                raise RunFileError(f"{name}: a cell of column {field.name!r} holds {longest:,} items; at most "
-                                   f"{MAX_LIST_ITEMS:,} here (tokens of one completion)")
+                raise RunFileError(
+                    f"{name}: a cell of column {field.name!r} holds {longest:,} items; at most "
+                    f"{MAX_LIST_ITEMS:,} here (tokens of one completion)"
+                )
 
 
 # ----------------------------------------------------------------------------------------------- zip members
+
 
 def copy_member(source: IO[bytes], target: Path, budget: list[int], what: str) -> None:
     """Stream one opened zip member into ``target``, counting decompressed bytes against ``budget[0]`` (shared by

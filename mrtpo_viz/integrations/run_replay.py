@@ -10,6 +10,7 @@
   :func:`guess_infos` fills the information of rewards that are registered verifiers when the prompt is one of
   the bundled examples; :func:`record_infos` falls back to a verl row's ground truth (``gts``).
 """
+
 from __future__ import annotations
 
 import json
@@ -45,13 +46,22 @@ def logged_view(record: dict, names: Sequence[str], metric: str = "js", control:
         raise ValueError("this completion has no per-token log (a plain TRL run): replay it with a checkpoint")
     scores = torch.tensor([list(record[trl_log.relevance_column(n)]) for n in names], dtype=torch.float32)
     K, T = scores.shape
-    rel = Relevance(tokens=list(record["tokens"]), token_ids=[int(i) for i in record["completion_ids"]],
-                    verifiers=list(names), scores=scores, raw_scores=scores, metric=metric, control=control,
-                    response="".join(record["tokens"]), rewards=_rewards(record, names))
+    rel = Relevance(
+        tokens=list(record["tokens"]),
+        token_ids=[int(i) for i in record["completion_ids"]],
+        verifiers=list(names),
+        scores=scores,
+        raw_scores=scores,
+        metric=metric,
+        control=control,
+        response="".join(record["tokens"]),
+        rewards=_rewards(record, names),
+    )
     parts = torch.tensor([list(record[trl_log.part_column(n)]) for n in names], dtype=torch.float32).view(K, T)
     mrtpo = torch.tensor(list(record["token_advantages"]), dtype=torch.float32)
-    br = AdvantageBreakdown(float(record["advantage"]), mrtpo, parts, mrtpo - parts.sum(0), torch.empty(0, K),
-                            torch.empty(0))
+    br = AdvantageBreakdown(
+        float(record["advantage"]), mrtpo, parts, mrtpo - parts.sum(0), torch.empty(0, K), torch.empty(0)
+    )
     return CompletionView(rel, br, "logged")
 
 
@@ -102,8 +112,10 @@ def parse_infos(text: str, names: Sequence[str]) -> dict[str, str]:
             continue
         out[name.strip()] = info.strip()
     if unknown:
-        raise ValueError(f"information lines must read 'reward: text' for a reward of this run "
-                         f"({', '.join(names)}); not understood: {', '.join(map(repr, unknown))}")
+        raise ValueError(
+            f"information lines must read 'reward: text' for a reward of this run "
+            f"({', '.join(names)}); not understood: {', '.join(map(repr, unknown))}"
+        )
     if not any(out.values()):
         raise ValueError("give at least one reward's information ('reward: text', one line per reward)")
     return out
@@ -111,14 +123,30 @@ def parse_infos(text: str, names: Sequence[str]) -> dict[str, str]:
 
 def ad_hoc_verifier(name: str, info: str) -> Verifier:
     """A reward of a logged run as a verifier that only carries its information (it was scored during the run)."""
-    return Verifier(name=name, task="custom", title=VERIFIERS[name].title if name in VERIFIERS else name,
-                    description="a reward of the run", info_fn=lambda ex, _i=info: _i,
-                    check_fn=lambda r, ex: Verdict(math.nan, "scored during the run"))
+    return Verifier(
+        name=name,
+        task="custom",
+        title=VERIFIERS[name].title if name in VERIFIERS else name,
+        description="a reward of the run",
+        info_fn=lambda ex, _i=info: _i,
+        check_fn=lambda r, ex: Verdict(math.nan, "scored during the run"),
+    )
 
 
-def replayed_view(policy, frame, record: dict, names: Sequence[str], infos: dict[str, str], *,
-                  weights: Optional[Sequence[float]] = None, alpha: float = 1.0, gamma: float = 1.0,
-                  metric: str = "js", control: str = "none", info_position: str = "user_end") -> CompletionView:
+def replayed_view(
+    policy,
+    frame,
+    record: dict,
+    names: Sequence[str],
+    infos: dict[str, str],
+    *,
+    weights: Optional[Sequence[float]] = None,
+    alpha: float = 1.0,
+    gamma: float = 1.0,
+    metric: str = "js",
+    control: str = "none",
+    info_position: str = "user_end",
+) -> CompletionView:
     """Replay one logged completion with ``policy`` and the given information; MRTPO's advantages within its step.
 
     Args:
@@ -127,14 +155,29 @@ def replayed_view(policy, frame, record: dict, names: Sequence[str], infos: dict
     """
     messages = json.loads(record["messages"])
     verifiers = [ad_hoc_verifier(n, infos.get(n, "")) for n in names]
-    rel = replay(policy, messages, record["completion"], verifiers, infos={n: infos.get(n, "") for n in names},
-                 metric=metric, control=control, info_position=info_position)
+    rel = replay(
+        policy,
+        messages,
+        record["completion"],
+        verifiers,
+        infos={n: infos.get(n, "") for n in names},
+        metric=metric,
+        control=control,
+        info_position=info_position,
+    )
     rel.rewards = _rewards(record, names)
     return CompletionView(rel, step_breakdown(frame, record, names, rel.scores, weights, alpha, gamma), "replayed")
 
 
-def step_breakdown(frame, record: dict, names: Sequence[str], relevance: torch.Tensor, weights=None,
-                   alpha: float = 1.0, gamma: float = 1.0) -> AdvantageBreakdown:
+def step_breakdown(
+    frame,
+    record: dict,
+    names: Sequence[str],
+    relevance: torch.Tensor,
+    weights=None,
+    alpha: float = 1.0,
+    gamma: float = 1.0,
+) -> AdvantageBreakdown:
     """MRTPO's advantages of one completion whose relevance is ``relevance`` ``(K, T)``, within its step's batch.
 
     Other rows' relevance does not change this row's advantages, so they get uniform relevance.
@@ -151,6 +194,11 @@ def step_breakdown(frame, record: dict, names: Sequence[str], relevance: torch.T
     d[i] = relevance.double()
     parts = mrtpo_token_parts(rewards.view(N, G, K), d.view(N, G, K, T), torch.ones(N, G, T), weights, alpha, gamma)
     n, g = divmod(i, G)
-    return AdvantageBreakdown(float(parts.gdpo[n, g]), parts.token_advantages[n, g].float(),
-                              parts.parts[n, g].float(), parts.baseline[n, g].float(), parts.per_reward[n].float(),
-                              parts.gdpo[n].float())
+    return AdvantageBreakdown(
+        float(parts.gdpo[n, g]),
+        parts.token_advantages[n, g].float(),
+        parts.parts[n, g].float(),
+        parts.baseline[n, g].float(),
+        parts.per_reward[n].float(),
+        parts.gdpo[n].float(),
+    )

@@ -34,6 +34,7 @@ Under FSDP2 (accelerate's FSDP plugin with ``fsdp_version: 2``) the replay runs 
 no-grad forwards of the K + 1 branches, each gathering its layers' parameters as FSDP2 does for any forward, never a
 full unsharded copy; :func:`.trl_fsdp.lockstep` keeps the ranks' forward counts equal (their rows differ).
 """
+
 from __future__ import annotations
 
 import json
@@ -52,16 +53,25 @@ from ..names import BUNDLED_POLICY, CONTROLS, INFO_POSITIONS, METRICS, check_cho
 from ..relevance.tokens import display_tokens
 from ..tasks.bundled_data import BUNDLED_POLICY_DIR
 from . import trl_log
-from .trl_batch import (batch_relevance, replay_policy, resolve_rewards, response_lengths, reward_function,
-                        row_examples, trl_dataset)
+from .trl_batch import (
+    batch_relevance,
+    replay_policy,
+    resolve_rewards,
+    response_lengths,
+    reward_function,
+    row_examples,
+    trl_dataset,
+)
 from .trl_fsdp import lockstep
 
 __all__ = ["MRTPOConfig", "MRTPOTrainer", "trl_dataset"]
 
-ZERO3_REFUSAL = ("MRTPOTrainer does not support DeepSpeed ZeRO-3: its replay would run K + 1 forwards through "
-                 "ZeRO-3's partitioned parameters, which no test here has run (deepspeed 0.19.8 installs on the "
-                 "CPU-only test machines, but accelerate 1.15 does not start a multi-process DeepSpeed run on CPU; "
-                 "docs/scale.md). Use FSDP2 (fsdp_version: 2): it is tested")
+ZERO3_REFUSAL = (
+    "MRTPOTrainer does not support DeepSpeed ZeRO-3: its replay would run K + 1 forwards through "
+    "ZeRO-3's partitioned parameters, which no test here has run (deepspeed 0.19.8 installs on the "
+    "CPU-only test machines, but accelerate 1.15 does not start a multi-process DeepSpeed run on CPU; "
+    "docs/scale.md). Use FSDP2 (fsdp_version: 2): it is tested"
+)
 
 
 @help_from_docstrings
@@ -98,9 +108,11 @@ class MRTPOConfig(GRPOConfig):
 
 def _check_aggregation(config) -> None:
     if config.multi_objective_aggregation != "normalize_then_sum":
-        raise ValueError("MRTPO needs multi_objective_aggregation='normalize_then_sum' (GDPO): it gives each "
-                         "reward's group-normalized advantage to the tokens relevant to it, which "
-                         f"{config.multi_objective_aggregation!r} never computes")
+        raise ValueError(
+            "MRTPO needs multi_objective_aggregation='normalize_then_sum' (GDPO): it gives each "
+            "reward's group-normalized advantage to the tokens relevant to it, which "
+            f"{config.multi_objective_aggregation!r} never computes"
+        )
 
 
 def _refuse(config, kwargs: dict) -> None:
@@ -108,26 +120,41 @@ def _refuse(config, kwargs: dict) -> None:
     if not isinstance(config, MRTPOConfig):
         raise ValueError(f"MRTPOTrainer needs args=MRTPOConfig(...), got {type(config).__name__}")
     if config.top_entropy_quantile < 1.0:
-        warnings.warn("top_entropy_quantile < 1 drops low-entropy tokens from the loss: the applied MRTPO "
-                      "advantages then no longer average to GDPO's per response", stacklevel=3)
+        warnings.warn(
+            "top_entropy_quantile < 1 drops low-entropy tokens from the loss: the applied MRTPO "
+            "advantages then no longer average to GDPO's per response",
+            stacklevel=3,
+        )
     if config.use_vllm:
-        warnings.warn("MRTPOTrainer with vLLM is untested: the replay runs the training copy of the weights "
-                      "(self.model), not vLLM's", stacklevel=3)
+        warnings.warn(
+            "MRTPOTrainer with vLLM is untested: the replay runs the training copy of the weights "
+            "(self.model), not vLLM's",
+            stacklevel=3,
+        )
     if config.temperature != 1.0:
-        warnings.warn(f"temperature={config.temperature}: the relevance replay compares the model's untempered "
-                      "next-token distributions", stacklevel=3)
+        warnings.warn(
+            f"temperature={config.temperature}: the relevance replay compares the model's untempered "
+            "next-token distributions",
+            stacklevel=3,
+        )
     _check_aggregation(config)
     if config.loss_type == "vespo":
-        raise ValueError("loss_type='vespo' is not supported by MRTPOTrainer: VESPO picks its per-sequence weight "
-                         "from the sign of the advantage, which is per token under MRTPO")
+        raise ValueError(
+            "loss_type='vespo' is not supported by MRTPOTrainer: VESPO picks its per-sequence weight "
+            "from the sign of the advantage, which is per token under MRTPO"
+        )
     if config.off_policy_mask_threshold is not None:
-        raise ValueError("off_policy_mask_threshold is not supported by MRTPOTrainer: the off-policy mask keeps a "
-                         "sequence by the sign of its advantage, which is per token under MRTPO")
+        raise ValueError(
+            "off_policy_mask_threshold is not supported by MRTPOTrainer: the off-policy mask keeps a "
+            "sequence by the sign of its advantage, which is per token under MRTPO"
+        )
     for name in ("tools", "rollout_func", "environment_factory"):
         if kwargs.get(name):
-            raise ValueError(f"MRTPOTrainer does not support {name}: completions would hold tokens the policy did "
-                             "not write (tool results, environment turns), for which the replay with verifier "
-                             "information is undefined")
+            raise ValueError(
+                f"MRTPOTrainer does not support {name}: completions would hold tokens the policy did "
+                "not write (tool results, environment turns), for which the replay with verifier "
+                "information is undefined"
+            )
 
 
 class MRTPOTrainer(GRPOTrainer):
@@ -159,14 +186,17 @@ class MRTPOTrainer(GRPOTrainer):
 
     def _refuse_after_init(self) -> None:
         if self._is_vlm:
-            raise ValueError("MRTPOTrainer does not support vision-language models: the relevance replay has no "
-                             "image path")
+            raise ValueError(
+                "MRTPOTrainer does not support vision-language models: the relevance replay has no image path"
+            )
         ds = getattr(self.accelerator.state, "deepspeed_plugin", None)
         if self.is_fsdp_enabled and getattr(self.accelerator.state.fsdp_plugin, "fsdp_version", 1) != 2:
-            raise ValueError("MRTPOTrainer supports FSDP2 only (fsdp_version: 2): the replay's forwards run through "
-                             "the sharded model, and FSDP1's flat parameters are untested with its cached prefix "
-                             "forwards; set fsdp_config={'fsdp_version': 2} (or fsdp_version: 2 in the accelerate "
-                             "config)")
+            raise ValueError(
+                "MRTPOTrainer supports FSDP2 only (fsdp_version: 2): the replay's forwards run through "
+                "the sharded model, and FSDP1's flat parameters are untested with its cached prefix "
+                "forwards; set fsdp_config={'fsdp_version': 2} (or fsdp_version: 2 in the accelerate "
+                "config)"
+            )
         if ds is not None and getattr(ds, "zero_stage", 0) == 3:
             raise ValueError(ZERO3_REFUSAL)
 
@@ -187,23 +217,35 @@ class MRTPOTrainer(GRPOTrainer):
         examples = row_examples(inputs)
         clock = time.perf_counter()
         lengths = response_lengths(output["completion_ids"], mask)
-        relevance = (self._relevance(examples, output, lengths) if self.args.alpha > 0 or self.args.log_tokens
-                     else torch.zeros(B, K, mask.shape[1]))  # (B, K, T); unused at alpha = 0
+        relevance = (
+            self._relevance(examples, output, lengths)
+            if self.args.alpha > 0 or self.args.log_tokens
+            else torch.zeros(B, K, mask.shape[1])
+        )  # (B, K, T); unused at alpha = 0
         replay_s = time.perf_counter() - clock
         rewards = self._mrtpo_rewards.detach().cpu().double()  # (B_global, K)
-        shifted = mrtpo_token_shift(rewards.view(-1, G, K), relevance.double(), mask, rows,
-                                    self.reward_weights.double(), self.args.alpha, self.args.gamma)
+        shifted = mrtpo_token_shift(
+            rewards.view(-1, G, K),
+            relevance.double(),
+            mask,
+            rows,
+            self.reward_weights.double(),
+            self.args.alpha,
+            self.args.gamma,
+        )
         token_adv = seq_adv[:, None] + shifted.shift.to(seq_adv.device, seq_adv.dtype)  # (B, T)
-        self._log_batch(mode, G, rows, examples, output, lengths, rewards[rows], relevance, shifted.parts,
-                        token_adv, replay_s)
+        self._log_batch(
+            mode, G, rows, examples, output, lengths, rewards[rows], relevance, shifted.parts, token_adv, replay_s
+        )
         output["advantages"] = token_adv  # TRL's _compute_loss takes (B, T) as is
         return output
 
     def log(self, logs, start_time=None):
         if not self.model.training and self._mrtpo_eval_rows:  # an evaluation ends: its batches in one file
             if self.accelerator.is_main_process:
-                trl_log.write_table(self._mrtpo_eval_rows,
-                                    self._log_dir() / trl_log.token_file(self.state.global_step, "eval"))
+                trl_log.write_table(
+                    self._mrtpo_eval_rows, self._log_dir() / trl_log.token_file(self.state.global_step, "eval")
+                )
             self._mrtpo_eval_rows = []
         super().log(logs, start_time)
 
@@ -222,9 +264,18 @@ class MRTPOTrainer(GRPOTrainer):
         with torch.no_grad(), torch.random.fork_rng(devices=devices), lockstep(model, device, pad):
             model.eval()
             try:
-                return batch_relevance(policy, examples, output["completion_ids"].cpu(), lengths, self.verifiers,
-                                       prompt_ids, metric=self.args.metric, control=self.args.control,
-                                       info_position=self.args.info_position, pool=self._pool(examples))
+                return batch_relevance(
+                    policy,
+                    examples,
+                    output["completion_ids"].cpu(),
+                    lengths,
+                    self.verifiers,
+                    prompt_ids,
+                    metric=self.args.metric,
+                    control=self.args.control,
+                    info_position=self.args.info_position,
+                    pool=self._pool(examples),
+                )
             finally:
                 model.train(was_training)
 
@@ -259,12 +310,24 @@ class MRTPOTrainer(GRPOTrainer):
         tok = self.processing_class
         step = self.state.global_step + (1 if mode == "train" else 0)
         records = trl_log.completion_rows(
-            step=step, mode=mode, first_row=rows.start, num_generations=G, names=names, ids=ids,
-            tokens=[display_tokens(tok, r)[0] for r in ids], texts=tok.batch_decode(ids, skip_special_tokens=True),
-            example_ids=[e.id for e in examples], prompts=[_last_user(e) for e in examples],
-            messages=[json.dumps(e.messages()) for e in examples], trained=(mask.sum(1) > 0).tolist(),
-            rewards=rewards, relevance=relevance, parts=parts, advantage=output["advantages"].cpu(),
-            token_advantages=token_adv.cpu())
+            step=step,
+            mode=mode,
+            first_row=rows.start,
+            num_generations=G,
+            names=names,
+            ids=ids,
+            tokens=[display_tokens(tok, r)[0] for r in ids],
+            texts=tok.batch_decode(ids, skip_special_tokens=True),
+            example_ids=[e.id for e in examples],
+            prompts=[_last_user(e) for e in examples],
+            messages=[json.dumps(e.messages()) for e in examples],
+            trained=(mask.sum(1) > 0).tolist(),
+            rewards=rewards,
+            relevance=relevance,
+            parts=parts,
+            advantage=output["advantages"].cpu(),
+            token_advantages=token_adv.cpu(),
+        )
         records = gather_object(records)
         if mode == "eval":
             self._mrtpo_eval_rows.extend(records)
@@ -280,12 +343,22 @@ class MRTPOTrainer(GRPOTrainer):
         from ..version import __version__
 
         a = self.args
-        return {"kind": "mrtpo", "alpha": a.alpha, "gamma": a.gamma, "control": a.control, "metric": a.metric,
-                "info_position": a.info_position, "rewards": [v.name for v in self.verifiers],
-                "titles": [v.title for v in self.verifiers], "reward_weights": self.reward_weights.tolist(),
-                "num_generations": self.num_generations, "num_generations_eval": self.num_generations_eval,
-                "model": str(getattr(self.model.config, "_name_or_path", "")), "trl": trl.__version__,
-                "mrtpo_viz": __version__}
+        return {
+            "kind": "mrtpo",
+            "alpha": a.alpha,
+            "gamma": a.gamma,
+            "control": a.control,
+            "metric": a.metric,
+            "info_position": a.info_position,
+            "rewards": [v.name for v in self.verifiers],
+            "titles": [v.title for v in self.verifiers],
+            "reward_weights": self.reward_weights.tolist(),
+            "num_generations": self.num_generations,
+            "num_generations_eval": self.num_generations_eval,
+            "model": str(getattr(self.model.config, "_name_or_path", "")),
+            "trl": trl.__version__,
+            "mrtpo_viz": __version__,
+        }
 
 
 def _last_user(example) -> str:

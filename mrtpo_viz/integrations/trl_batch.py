@@ -10,6 +10,7 @@
   :func:`mrtpo_viz.training.group_replay.group_relevance` (shared prefix, the exact sampled token ids). The
   no-information context must be the one TRL sampled from: a prompt whose ids differ from TRL's is refused.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -31,9 +32,14 @@ def trl_dataset(examples: Sequence[Example]):
 
     if not examples:
         raise ValueError("give at least one example")
-    return Dataset.from_dict({
-        "prompt": [ex.messages() for ex in examples], "task": [ex.task for ex in examples],
-        "id": [ex.id for ex in examples], "meta": [json.dumps(ex.meta, sort_keys=True) for ex in examples]})
+    return Dataset.from_dict(
+        {
+            "prompt": [ex.messages() for ex in examples],
+            "task": [ex.task for ex in examples],
+            "id": [ex.id for ex in examples],
+            "meta": [json.dumps(ex.meta, sort_keys=True) for ex in examples],
+        }
+    )
 
 
 def resolve_rewards(rewards) -> list[Verifier]:
@@ -45,9 +51,11 @@ def resolve_rewards(rewards) -> list[Verifier]:
         if isinstance(r, str):
             r = get_verifier(r)
         if not isinstance(r, Verifier):
-            raise ValueError(f"MRTPOTrainer's reward_funcs must be Verifiers or verifier names, got {r!r}: wrap a TRL "
-                             "reward function with Verifier.from_trl(fn, name=..., info=...) to give it its "
-                             "verifier information (a reward model has none)")
+            raise ValueError(
+                f"MRTPOTrainer's reward_funcs must be Verifiers or verifier names, got {r!r}: wrap a TRL "
+                "reward function with Verifier.from_trl(fn, name=..., info=...) to give it its "
+                "verifier information (a reward model has none)"
+            )
         out.append(r)
     if not out:
         raise ValueError("MRTPOTrainer needs at least one reward (a Verifier)")
@@ -62,11 +70,14 @@ def reward_function(verifier: Verifier) -> Callable:
     if fn is None:
         return as_trl_reward(verifier)
     if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004 (an async __call__)
+
         async def reward(*args, **kwargs):
             return await fn(*args, **kwargs)
     else:
+
         def reward(*args, **kwargs):
             return fn(*args, **kwargs)
+
     reward.__name__ = reward.__qualname__ = verifier.name
     return reward
 
@@ -83,9 +94,11 @@ def row_examples(inputs: Sequence[dict[str, Any]]) -> list[Example]:
     out = []
     for row in inputs:
         if not isinstance(row.get("prompt"), list):
-            raise ValueError("MRTPOTrainer needs conversational prompts ([{'role': 'user', 'content': ...}]): the "
-                             "verifier information is inserted into a message of the prompt, and TRL tokenizes a "
-                             "plain-text prompt without a chat template (see mrtpo_viz.integrations.trl.trl_dataset)")
+            raise ValueError(
+                "MRTPOTrainer needs conversational prompts ([{'role': 'user', 'content': ...}]): the "
+                "verifier information is inserted into a message of the prompt, and TRL tokenizes a "
+                "plain-text prompt without a chat template (see mrtpo_viz.integrations.trl.trl_dataset)"
+            )
         out.append(example_from_row(row))
     return out
 
@@ -97,10 +110,19 @@ def response_lengths(completion_ids: torch.Tensor, mask: torch.Tensor) -> list[i
     return [int(k) if k > 0 else int(completion_ids.shape[1]) for k in n]
 
 
-def batch_relevance(policy: Policy, examples: Sequence[Example], completion_ids: torch.Tensor,
-                    lengths: Sequence[int], verifiers: Sequence[Verifier], prompt_ids: Optional[list[list[int]]] = None,
-                    *, metric: str = "js", control: str = "none", info_position: str = "user_end",
-                    pool: Optional[Sequence[Example]] = None) -> torch.Tensor:
+def batch_relevance(
+    policy: Policy,
+    examples: Sequence[Example],
+    completion_ids: torch.Tensor,
+    lengths: Sequence[int],
+    verifiers: Sequence[Verifier],
+    prompt_ids: Optional[list[list[int]]] = None,
+    *,
+    metric: str = "js",
+    control: str = "none",
+    info_position: str = "user_end",
+    pool: Optional[Sequence[Example]] = None,
+) -> torch.Tensor:
     """Relevance ``(B, K, T)`` of each row's first ``lengths[b]`` completion ids to each verifier (0 beyond).
 
     Args:
@@ -116,10 +138,18 @@ def batch_relevance(policy: Policy, examples: Sequence[Example], completion_ids:
         ex = examples[rows[0]]
         if prompt_ids is not None:
             check_prompt(policy, ex, prompt_ids[rows[0]])
-        responses = [ids[b][:lengths[b]] for b in rows]
-        scores = group_relevance(policy, ex, responses, list(verifiers), metric=metric, control=control,
-                                 info_position=info_position, pool=pool)  # (G, K, T')
-        out[rows.start:rows.stop, :, :scores.shape[-1]] = scores
+        responses = [ids[b][: lengths[b]] for b in rows]
+        scores = group_relevance(
+            policy,
+            ex,
+            responses,
+            list(verifiers),
+            metric=metric,
+            control=control,
+            info_position=info_position,
+            pool=pool,
+        )  # (G, K, T')
+        out[rows.start : rows.stop, :, : scores.shape[-1]] = scores
     return out
 
 
@@ -139,7 +169,9 @@ def check_prompt(policy: Policy, example: Example, sampled_ids: Sequence[int]) -
     ours = policy.chat_ids(example.messages())
     if list(ours) != list(sampled_ids):
         first = next((i for i, (a, b) in enumerate(zip(ours, sampled_ids)) if a != b), min(len(ours), len(sampled_ids)))
-        raise ValueError(f"the replay's prompt differs from the one TRL sampled from ({len(ours)} vs "
-                         f"{len(sampled_ids)} tokens, first difference at token {first}"
-                         "): MRTPOTrainer renders prompts with the tokenizer's own chat template and no "
-                         "chat_template_kwargs")
+        raise ValueError(
+            f"the replay's prompt differs from the one TRL sampled from ({len(ours)} vs "
+            f"{len(sampled_ids)} tokens, first difference at token {first}"
+            "): MRTPOTrainer renders prompts with the tokenizer's own chat template and no "
+            "chat_template_kwargs"
+        )

@@ -15,6 +15,7 @@
   given an FSDP plugin (or ``ACCELERATE_USE_FSDP=true``) becomes an FSDP run, exactly as the GPU branch does. It is
   for tests and CPU benchmarks of the sharded path; on GPUs it changes nothing.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -15,6 +15,7 @@ One row per completion (gathered from every process), columns :data:`BASE_COLUMN
 token: relevance after the control, and the reward's share ``lambda_r w[r, t] Ahat_r / scale`` of the token
 advantage). Files are written to a temporary name and moved into place, so a reader never sees half a file.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,21 @@ LOG_DIR = "mrtpo"
 RUN_FILE = "run.json"
 TOKEN_FILE = "tokens_{step:05d}.parquet"
 EVAL_TOKEN_FILE = "eval_tokens_{step:05d}.parquet"
-BASE_COLUMNS = ("step", "mode", "row", "group", "id", "prompt", "messages", "completion", "completion_ids",
-                "tokens", "trained", "advantage", "token_advantages")
+BASE_COLUMNS = (
+    "step",
+    "mode",
+    "row",
+    "group",
+    "id",
+    "prompt",
+    "messages",
+    "completion",
+    "completion_ids",
+    "tokens",
+    "trained",
+    "advantage",
+    "token_advantages",
+)
 """``row``/``group``: index of the completion and of its prompt's group in the gathered batch; ``messages``: the
 prompt as a JSON list of chat messages, ``prompt`` its last user message; ``completion_ids``/``tokens``: the sampled
 ids (up to and including the end-of-sequence token) and their display text; ``trained``: whether any of its tokens
@@ -60,6 +74,7 @@ def token_file(step: int, mode: str = "train") -> str:
 
 # ----------------------------------------------------------------------------------------------- metrics
 
+
 def top_share(weights: torch.Tensor, mask: torch.Tensor, frac: float = TOP_SHARE) -> torch.Tensor:
     """``(B, K)`` share of each response's weight on its ``ceil(frac * L)`` heaviest tokens (NaN for no tokens).
 
@@ -75,8 +90,14 @@ def top_share(weights: torch.Tensor, mask: torch.Tensor, frac: float = TOP_SHARE
     return torch.where((L > 0)[:, None] & (total > 0), top / total.clamp(min=1e-30), math.nan)
 
 
-def batch_sums(names: Sequence[str], relevance: torch.Tensor, weights: torch.Tensor, mask: torch.Tensor,
-               token_adv: torch.Tensor, seq_adv: torch.Tensor) -> dict[str, tuple[float, float]]:
+def batch_sums(
+    names: Sequence[str],
+    relevance: torch.Tensor,
+    weights: torch.Tensor,
+    mask: torch.Tensor,
+    token_adv: torch.Tensor,
+    seq_adv: torch.Tensor,
+) -> dict[str, tuple[float, float]]:
     """Metric name -> (sum, count) over this process's rows, to be added up across processes.
 
     ``mrtpo/relevance/<r>/mean`` (over loss tokens), ``mrtpo/weights/<r>/top10_share`` (per response),
@@ -106,11 +127,27 @@ def batch_sums(names: Sequence[str], relevance: torch.Tensor, weights: torch.Ten
 
 # ----------------------------------------------------------------------------------------------- the table
 
-def completion_rows(*, step: int, mode: str, first_row: int, num_generations: int, names: Sequence[str],
-                    ids: Sequence[list[int]], tokens: Sequence[list[str]], texts: Sequence[str],
-                    example_ids: Sequence[str], prompts: Sequence[str], messages: Sequence[str],
-                    trained: Sequence[bool], rewards: torch.Tensor, relevance: torch.Tensor, parts: torch.Tensor,
-                    advantage: torch.Tensor, token_advantages: torch.Tensor) -> list[dict]:
+
+def completion_rows(
+    *,
+    step: int,
+    mode: str,
+    first_row: int,
+    num_generations: int,
+    names: Sequence[str],
+    ids: Sequence[list[int]],
+    tokens: Sequence[list[str]],
+    texts: Sequence[str],
+    example_ids: Sequence[str],
+    prompts: Sequence[str],
+    messages: Sequence[str],
+    trained: Sequence[bool],
+    rewards: torch.Tensor,
+    relevance: torch.Tensor,
+    parts: torch.Tensor,
+    advantage: torch.Tensor,
+    token_advantages: torch.Tensor,
+) -> list[dict]:
     """One record per completion of this process (B rows starting at global row ``first_row``).
 
     Args:
@@ -121,10 +158,21 @@ def completion_rows(*, step: int, mode: str, first_row: int, num_generations: in
     out = []
     for b, row_ids in enumerate(ids):
         L, row = len(row_ids), first_row + b
-        rec = {"step": int(step), "mode": mode, "row": row, "group": row // num_generations, "id": example_ids[b],
-               "prompt": prompts[b], "messages": messages[b], "completion": texts[b],
-               "completion_ids": [int(i) for i in row_ids], "tokens": list(tokens[b]), "trained": bool(trained[b]),
-               "advantage": float(advantage[b]), "token_advantages": adv[b][:L]}
+        rec = {
+            "step": int(step),
+            "mode": mode,
+            "row": row,
+            "group": row // num_generations,
+            "id": example_ids[b],
+            "prompt": prompts[b],
+            "messages": messages[b],
+            "completion": texts[b],
+            "completion_ids": [int(i) for i in row_ids],
+            "tokens": list(tokens[b]),
+            "trained": bool(trained[b]),
+            "advantage": float(advantage[b]),
+            "token_advantages": adv[b][:L],
+        }
         for k, name in enumerate(names):
             rec[reward_column(name)] = float(rewards[b, k])
             rec[relevance_column(name)] = rel[b][k][:L]

@@ -15,11 +15,11 @@ A verl rollout dump (``trainer.rollout_data_dir``: ``{step}.jsonl`` files) opens
 Frames have one row per completion, columns ``step, mode, row, group, prompt, completion, advantage``,
 ``reward/<name>`` per reward and, from a token log, its per-token columns (:mod:`.trl_log`).
 """
+
 from __future__ import annotations
 
 import json
 import re
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -28,9 +28,10 @@ import pandas as pd
 
 from . import run_files, trl_log, verl_runs
 from .run_files import RunFileError
+from ..viz.numbers import sig_frame
 
-_COMPLETIONS = re.compile(r"^completions_(\d{1,9})\.parquet$")
-_TOKENS = re.compile(r"^(eval_)?tokens_(\d{1,9})\.parquet$")
+COMPLETIONS_FILE = re.compile(r"^completions_(\d{1,9})\.parquet$")
+TOKENS_FILE = re.compile(r"^(eval_)?tokens_(\d{1,9})\.parquet$")
 """Step numbers have at most 9 digits (a member named with a step beyond int64 is not a run file)."""
 SORT_KEYS = ("row", "advantage", "token advantage spread")
 """What completions can be sorted by, besides each ``reward/<name>`` column."""
@@ -56,6 +57,7 @@ class RunFiles:
     @property
     def allowed(self) -> Path:
         return self.base or self.root
+
     verl: dict[int, Path] = field(default_factory=dict)
     """verl's rollout dump file per step (``{step}.jsonl``)."""
 
@@ -74,6 +76,7 @@ class RunFiles:
 
 # ----------------------------------------------------------------------------------------------- opening
 
+
 def open_run(path, base=None, max_bytes: int = run_files.MAX_FILE_BYTES) -> RunFiles:
     """A run from an ``output_dir`` (or its ``completions/`` or ``mrtpo/`` folder) or from one parquet file.
 
@@ -85,29 +88,39 @@ def open_run(path, base=None, max_bytes: int = run_files.MAX_FILE_BYTES) -> RunF
     if path.is_file():
         return _single_file(path, base, max_bytes)
     root = path.parent if path.name in ("completions", trl_log.LOG_DIR) else path
-    comp = {int(m[1]): p for p in run_files.files_in(root / "completions", base) if (m := _COMPLETIONS.match(p.name))}
-    tokens = {("eval" if m[1] else "train", int(m[2])): p for p in run_files.files_in(root / trl_log.LOG_DIR, base)
-              if (m := _TOKENS.match(p.name))}
+    comp = {
+        int(m[1]): p for p in run_files.files_in(root / "completions", base) if (m := COMPLETIONS_FILE.match(p.name))
+    }
+    tokens = {
+        ("eval" if m[1] else "train", int(m[2])): p
+        for p in run_files.files_in(root / trl_log.LOG_DIR, base)
+        if (m := TOKENS_FILE.match(p.name))
+    }
     info = run_files.read_json(root / trl_log.LOG_DIR / trl_log.RUN_FILE, base)
     verl = _verl_files(root, base) if not comp and not tokens else {}
     if not comp and not tokens and not verl:
-        raise FileNotFoundError(f"{root.name or 'the folder'} holds no run files: neither "
-                                "completions/completions_*.parquet (TRL, with log_completions=True) nor "
-                                "mrtpo/tokens_*.parquet (MRTPOTrainer) nor {step}.jsonl (verl's "
-                                "trainer.rollout_data_dir)")
+        raise FileNotFoundError(
+            f"{root.name or 'the folder'} holds no run files: neither "
+            "completions/completions_*.parquet (TRL, with log_completions=True) nor "
+            "mrtpo/tokens_*.parquet (MRTPOTrainer) nor {step}.jsonl (verl's "
+            "trainer.rollout_data_dir)"
+        )
     return RunFiles(root, comp, tokens, info, base, max_bytes, verl)
 
 
 def _verl_files(folder: Path, base: Path) -> dict[int, Path]:
     """verl's step files in ``folder`` that are regular files under ``base``, steps of at most 9 digits."""
-    return {step: p for step, p in verl_runs.step_files(folder).items()
-            if len(p.stem) <= 9 and run_files.safe_file(p, base) is not None}
+    return {
+        step: p
+        for step, p in verl_runs.step_files(folder).items()
+        if len(p.stem) <= 9 and run_files.safe_file(p, base) is not None
+    }
 
 
 def _single_file(path: Path, base: Path, max_bytes: int) -> RunFiles:
-    if (m := verl_runs.STEP_FILE.match(path.name)):
+    if m := verl_runs.STEP_FILE.match(path.name):
         if len(m[1]) > 9 or run_files.safe_file(path, base) is None:
-            raise ValueError(f"{_shown(path)} is not a verl step file ({{step}}.jsonl, a step of at most 9 digits)")
+            raise ValueError(f"{shown(path)} is not a verl step file ({{step}}.jsonl, a step of at most 9 digits)")
         return RunFiles(path.parent, verl={int(m[1]): path}, base=base, max_bytes=max_bytes)
     columns = run_files.parquet_columns(path, base)
     step = _file_step(path, base)
@@ -116,11 +129,13 @@ def _single_file(path: Path, base: Path, max_bytes: int) -> RunFiles:
         return RunFiles(path.parent, tokens={(mode, step): path}, base=base, max_bytes=max_bytes)
     if {"completion", "advantage"} <= set(columns):
         return RunFiles(path.parent, completions={step: path}, base=base, max_bytes=max_bytes)
-    raise ValueError(f"{_shown(path)} is neither TRL's completions parquet (prompt, completion, advantage, ...) nor "
-                     "MRTPOTrainer's per-token log (token_advantages, ...)")
+    raise ValueError(
+        f"{shown(path)} is neither TRL's completions parquet (prompt, completion, advantage, ...) nor "
+        "MRTPOTrainer's per-token log (token_advantages, ...)"
+    )
 
 
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
     """A file's name as a message shows it: never its folder, at most 80 characters."""
     name = path.name
     return name if len(name) <= 80 else name[:77] + "..."
@@ -142,78 +157,12 @@ def _file_step(path: Path, base: Path) -> int:
     except (TypeError, ValueError, OverflowError):
         step = -1
     if not 0 <= step < 10**9:
-        raise RunFileError(f"{_shown(path)}: its step column does not hold a step number (0 to 999,999,999)")
+        raise RunFileError(f"{shown(path)}: its step column does not hold a step number (0 to 999,999,999)")
     return step
 
 
-def extract_upload(upload, dest, max_bytes: int, max_files: int = 2000) -> Path:
-    """An uploaded zip of a run (or one parquet or verl jsonl file) unpacked into ``dest``; returns what
-    :func:`open_run` opens.
-
-    Only run files are taken from a zip, by their names alone (``completions_*.parquet``, ``tokens_*.parquet``,
-    ``eval_tokens_*.parquet``, ``run.json``, verl's ``{step}.jsonl``), into ``dest/completions``, ``dest/mrtpo`` and
-    ``dest`` itself (verl): a member's folders, absolute paths and ``..`` never reach the disk. ``max_bytes`` caps
-    the uncompressed total (a zip bomb stops before anything is written).
-    """
-    upload, dest = Path(upload), Path(dest)
-    size = upload.stat().st_size
-    if size > max_bytes:
-        raise ValueError(f"{_shown(upload)} is {size / 2**20:.1f} MiB; at most {max_bytes / 2**20:.1f} MiB are "
-                         "accepted here (MRTPO_MAX_UPLOAD_MB)")
-    if upload.suffix.lower() == ".parquet" or verl_runs.STEP_FILE.match(upload.name):
-        return upload
-    if not zipfile.is_zipfile(upload):
-        raise ValueError(f"{_shown(upload)} is neither a .zip of a run's output_dir (or of a verl rollout dump) nor "
-                         "a .parquet file nor one verl {step}.jsonl file")
-    try:
-        with zipfile.ZipFile(upload) as zf:
-            _unpack(zf, dest, _shown(upload), max_bytes, max_files)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, RuntimeError) as e:
-        # a corrupt member (bad CRC, truncated data), an unsupported compression or an encrypted member
-        raise ValueError(f"{_shown(upload)} is not a readable zip ({_zip_reason(e)}); zip the run's output_dir "
-                         "again") from None
-    return dest
-
-
-def _unpack(zf: zipfile.ZipFile, dest: Path, name: str, max_bytes: int, max_files: int) -> None:
-    """Run members only, streamed under one running cap of ``10 * max_bytes`` decompressed bytes (the headers'
-    sizes are checked first, and the real bytes counted while unpacking, whatever the headers say)."""
-    members = [(i, _target(dest, i.filename)) for i in zf.infolist() if not i.is_dir()]
-    members = [(i, t) for i, t in members if t is not None]
-    if len(members) > max_files or sum(i.file_size for i, _ in members) > 10 * max_bytes:
-        raise ValueError(f"{name} unpacks to more than {max_files} files or {10 * max_bytes / 2**20:.0f} MiB; "
-                         "upload fewer steps")
-    if not members:
-        raise ValueError(f"{name} holds no run files (completions_*.parquet, tokens_*.parquet, verl's "
-                         "{step}.jsonl)")
-    budget = [10 * max_bytes]
-    try:
-        for info, target in members:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as src:
-                run_files.copy_member(src, target, budget, name)
-    except RunFileError:
-        raise ValueError(f"{name} unpacks to more than {10 * max_bytes / 2**20:.0f} MiB (its headers understate "
-                         "its sizes); upload fewer steps") from None
-
-
-def _zip_reason(err: BaseException) -> str:
-    text = str(err)
-    return text[:120] if text and "/" not in text else type(err).__name__
-
-
-def _target(dest: Path, member: str) -> Optional[Path]:
-    name = member.replace("\\", "/").rsplit("/", 1)[-1]
-    if _COMPLETIONS.match(name):
-        return dest / "completions" / name
-    if _TOKENS.match(name) or name == trl_log.RUN_FILE:
-        return dest / trl_log.LOG_DIR / name
-    if verl_runs.STEP_FILE.match(name):
-        return dest / name
-    return None
-
-
 # ----------------------------------------------------------------------------------------------- reading
+
 
 def reward_names(run: RunFiles) -> list[str]:
     """The rewards of the run: ``run.json``'s, else the token log's ``reward/*`` columns, else TRL's numeric
@@ -261,8 +210,10 @@ def step_frame(run: RunFiles, step: int, mode: str = "train") -> pd.DataFrame:
 def _require(df: pd.DataFrame, path: Path, columns) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise ValueError(f"{_shown(path)} has no column {missing[0]!r}, which the Runs view needs (is it a file of "
-                         "this run? its rewards are taken from the run's first file)")
+        raise ValueError(
+            f"{shown(path)} has no column {missing[0]!r}, which the Runs view needs (is it a file of "
+            "this run? its rewards are taken from the run's first file)"
+        )
 
 
 def _checked(frame: pd.DataFrame, path: Path, names: list[str]) -> pd.DataFrame:
@@ -270,19 +221,19 @@ def _checked(frame: pd.DataFrame, path: Path, names: list[str]) -> pd.DataFrame:
     frame = frame.copy()
     for col in ("prompt", "completion"):
         if not all(isinstance(v, str) for v in frame[col]):
-            raise ValueError(f"{_shown(path)}: column {col!r} must hold text")
+            raise ValueError(f"{shown(path)}: column {col!r} must hold text")
     for col in ["advantage", "row", "group", *map(trl_log.reward_column, names)]:
         try:
             frame[col] = pd.to_numeric(frame[col], errors="raise").astype(float)
         except (TypeError, ValueError, OverflowError):
-            raise ValueError(f"{_shown(path)}: column {col!r} must hold numbers") from None
+            raise ValueError(f"{shown(path)}: column {col!r} must hold numbers") from None
     for col in ("row", "group"):
         v = frame[col]
         if v.isna().any() or not (v == v.round()).all() or v.abs().max() > 2**53:
-            raise ValueError(f"{_shown(path)}: column {col!r} must hold whole numbers")
+            raise ValueError(f"{shown(path)}: column {col!r} must hold whole numbers")
         frame[col] = v.astype("int64")
     if "token_advantages" in frame and not all(_is_numbers(v) for v in frame["token_advantages"]):
-        raise ValueError(f"{_shown(path)}: column 'token_advantages' must hold a list of numbers per completion")
+        raise ValueError(f"{shown(path)}: column 'token_advantages' must hold a list of numbers per completion")
     return frame
 
 
@@ -300,11 +251,22 @@ def _from_trl(df: pd.DataFrame, names: list[str], step: int, path: Path) -> pd.D
         messages = [_messages(p) for p in df["prompt"]]
         completions = [_text(c) for c in df["completion"]]
     except (TypeError, ValueError, AttributeError, RecursionError):
-        raise ValueError(f"{_shown(path)}: 'prompt' and 'completion' must be text or lists of chat messages "
-                         "({'role': ..., 'content': ...})") from None
-    out = pd.DataFrame({"step": step, "mode": "train", "row": range(len(df)), "group": _groups(prompts),
-                        "prompt": prompts, "messages": messages, "completion": completions,
-                        "advantage": df["advantage"].values})
+        raise ValueError(
+            f"{shown(path)}: 'prompt' and 'completion' must be text or lists of chat messages "
+            "({'role': ..., 'content': ...})"
+        ) from None
+    out = pd.DataFrame(
+        {
+            "step": step,
+            "mode": "train",
+            "row": range(len(df)),
+            "group": _groups(prompts),
+            "prompt": prompts,
+            "messages": messages,
+            "completion": completions,
+            "advantage": df["advantage"].values,
+        }
+    )
     for name in names:
         out[trl_log.reward_column(name)] = df[name].values
     return out
@@ -323,8 +285,11 @@ def _text(value, last_user: bool = False) -> str:
 
 
 def _messages(value) -> str:
-    msgs = [{"role": "user", "content": value}] if isinstance(value, str) else [
-        {"role": str(m.get("role")), "content": str(m.get("content", ""))} for m in list(value)]
+    msgs = (
+        [{"role": "user", "content": value}]
+        if isinstance(value, str)
+        else [{"role": str(m.get("role")), "content": str(m.get("content", ""))} for m in list(value)]
+    )
     return json.dumps(msgs)
 
 
@@ -345,17 +310,27 @@ def reward_curves(run: RunFiles) -> pd.DataFrame:
     for mode, step in run.steps():
         df = step_frame(run, step, mode)
         # the figure counts steps from 0 and shows step + 1 (the live tab's frames); TRL's global steps start at 1
-        rows.append({"variant": mode, "seed": 0, "step": step - 1,
-                     **{trl_log.reward_column(n): float(df[trl_log.reward_column(n)].mean()) for n in names}})
+        rows.append(
+            {
+                "variant": mode,
+                "seed": 0,
+                "step": step - 1,
+                **{trl_log.reward_column(n): float(df[trl_log.reward_column(n)].mean()) for n in names},
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def groups_table(frame: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     """One row per group: its prompt, size, mean of each reward, lowest and highest advantage."""
-    agg = {"prompt": ("prompt", "first"), "completions": ("row", "count"),
-           **{f"mean {n}": (trl_log.reward_column(n), "mean") for n in names},
-           "min advantage": ("advantage", "min"), "max advantage": ("advantage", "max")}
-    return frame.groupby("group", sort=True).agg(**agg).reset_index().round(4)
+    agg = {
+        "prompt": ("prompt", "first"),
+        "completions": ("row", "count"),
+        **{f"mean {n}": (trl_log.reward_column(n), "mean") for n in names},
+        "min advantage": ("advantage", "min"),
+        "max advantage": ("advantage", "max"),
+    }
+    return sig_frame(frame.groupby("group", sort=True).agg(**agg).reset_index())
 
 
 def _spread(frame: pd.DataFrame) -> pd.Series:
@@ -364,29 +339,36 @@ def _spread(frame: pd.DataFrame) -> pd.Series:
     return frame["token_advantages"].map(lambda v: float(max(v) - min(v)) if len(v) else 0.0)
 
 
-def completions_table(frame: pd.DataFrame, names: list[str], *, group=None, text: str = "",
-                      sort_by: str = "row", descending: bool = False) -> pd.DataFrame:
+def completions_table(
+    frame: pd.DataFrame, names: list[str], *, group=None, text: str = "", sort_by: str = "row", descending: bool = False
+) -> pd.DataFrame:
     """The completions to list: of one group (None: all), containing ``text`` in the prompt or completion (case
     ignored), sorted by ``row``, ``advantage``, the token advantages' spread or a reward."""
     keep = frame if group is None else frame[frame["group"] == int(group)]
     if text.strip():
         needle = text.strip().lower()
         in_completion = keep["completion"].str.lower().str.contains(needle, regex=False)
-        hit = in_completion | keep["prompt"].str.lower().str.contains(
-            needle, regex=False)
+        hit = in_completion | keep["prompt"].str.lower().str.contains(needle, regex=False)
         keep = keep[hit]
-    table = pd.DataFrame({"row": keep["row"], "group": keep["group"],
-                          **{n: keep[trl_log.reward_column(n)] for n in names}, "advantage": keep["advantage"],
-                          "token advantage spread": _spread(keep),
-                          "completion": keep["completion"].str.slice(0, 120)})
+    table = pd.DataFrame(
+        {
+            "row": keep["row"],
+            "group": keep["group"],
+            **{n: keep[trl_log.reward_column(n)] for n in names},
+            "advantage": keep["advantage"],
+            "token advantage spread": _spread(keep),
+            "completion": keep["completion"].str.slice(0, 120),
+        }
+    )
     key = sort_by if sort_by in table.columns and sort_by != "completion" else "row"
-    return table.sort_values(key, ascending=not descending, kind="stable").round(4).reset_index(drop=True)
+    return sig_frame(table.sort_values(key, ascending=not descending, kind="stable").reset_index(drop=True))
 
 
 def completion_record(frame: pd.DataFrame, row: int) -> dict:
     """One completion of a step frame as plain Python values (lists for the per-token columns)."""
     hit = frame[frame["row"] == int(row)]
     if hit.empty:
-        raise KeyError(f"the step has no completion {row}; rows are {int(frame['row'].min())}.."
-                       f"{int(frame['row'].max())}")
+        raise KeyError(
+            f"the step has no completion {row}; rows are {int(frame['row'].min())}..{int(frame['row'].max())}"
+        )
     return {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in hit.iloc[0].items()}

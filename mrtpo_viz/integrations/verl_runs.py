@@ -23,6 +23,7 @@ What the dump does not hold, and what we do instead:
 - rewards: the extra keys whose values are numbers (or null) on every row, else ``score`` alone; the information a
   replay gives each reward is ``gts`` (the only per-row information verl keeps), editable in the app.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,10 @@ def read_step(path: Path) -> list[dict]:
             except json.JSONDecodeError as e:
                 raise ValueError(f"{path.name}:{lineno}: not JSON ({e.msg}); is this a verl rollout dump?") from None
             if not isinstance(row, dict) or not {"input", "output"} <= set(row):
-                raise ValueError(f"{path.name}:{lineno}: a verl dump line has 'input' and 'output' (verl's "
-                                 "trainer.rollout_data_dir files)")
+                raise ValueError(
+                    f"{path.name}:{lineno}: a verl dump line has 'input' and 'output' (verl's "
+                    "trainer.rollout_data_dir files)"
+                )
             rows.append(row)
     if not rows:
         raise ValueError(f"{path.name} holds no rollouts")
@@ -120,12 +123,20 @@ def step_frame(path: Path, step: int) -> pd.DataFrame:
     groups = groups_of(inputs)
     scores = [_float(r.get("score")) for r in rows]
     messages = [chat_messages(p) for p in inputs]
-    out = pd.DataFrame({
-        "step": step, "mode": "train", "row": range(len(rows)), "group": groups,
-        "prompt": [next((m["content"] for m in reversed(ms) if m["role"] == "user"), "") for ms in messages],
-        "messages": [json.dumps(ms) for ms in messages], "completion": [str(r["output"]) for r in rows],
-        "advantage": grpo_advantages(scores, groups), "score": scores,
-        "gts": [None if r.get("gts") is None else _text(r["gts"]) for r in rows]})
+    out = pd.DataFrame(
+        {
+            "step": step,
+            "mode": "train",
+            "row": range(len(rows)),
+            "group": groups,
+            "prompt": [next((m["content"] for m in reversed(ms) if m["role"] == "user"), "") for ms in messages],
+            "messages": [json.dumps(ms) for ms in messages],
+            "completion": [str(r["output"]) for r in rows],
+            "advantage": grpo_advantages(scores, groups),
+            "score": scores,
+            "gts": [None if r.get("gts") is None else _text(r["gts"]) for r in rows],
+        }
+    )
     for n in names:
         out[trl_log.reward_column(n)] = [_float(r.get(n)) for r in rows]
     return out.sort_values("group", kind="stable").reset_index(drop=True)
@@ -146,14 +157,28 @@ def rollouts(folder: Path) -> Iterator[dict]:
         frame = step_frame(path, step)
         names = [c.removeprefix("reward/") for c in frame.columns if c.startswith("reward/")]
         for rec in frame.to_dict("records"):
-            yield {"id": f"step{step}-row{rec['row']}", "step": step, "line": rec["row"] + 1,
-                   "messages": json.loads(rec["messages"]),
-                   "response": rec["completion"], "infos": {n: rec["gts"] or "" for n in names},
-                   "rewards": {n: rec[trl_log.reward_column(n)] for n in names}}
+            yield {
+                "id": f"step{step}-row{rec['row']}",
+                "step": step,
+                "line": rec["row"] + 1,
+                "messages": json.loads(rec["messages"]),
+                "response": rec["completion"],
+                "infos": {n: rec["gts"] or "" for n in names},
+                "rewards": {n: rec[trl_log.reward_column(n)] for n in names},
+            }
 
 
-def score_dump(policy, folder, verifiers=None, *, out, metric: str = "js", control: str = "none",
-               info_position: str = "user_end", batch_size: int = 16):
+def score_dump(
+    policy,
+    folder,
+    verifiers=None,
+    *,
+    out,
+    metric: str = "js",
+    control: str = "none",
+    info_position: str = "user_end",
+    batch_size: int = 16,
+):
     """``python -m mrtpo_viz score DUMP_FOLDER``: replay every rollout of a verl dump with each reward's
     information (the row's ``gts``), writing what :func:`mrtpo_viz.relevance.scoring.score_rollouts` writes (task
     ``"verl"``, ids ``step<S>-row<R>``); resumable the same way. Yields a ``ScoreProgress`` after each rollout.
@@ -178,13 +203,22 @@ def score_dump(policy, folder, verifiers=None, *, out, metric: str = "js", contr
         try:
             unknown = [n for n in names if n not in row["infos"]]
             if unknown:
-                raise ValueError(f"the dump has no reward {', '.join(map(repr, unknown))}; it has "
-                                 f"{', '.join(row['infos'])}")
+                raise ValueError(
+                    f"the dump has no reward {', '.join(map(repr, unknown))}; it has {', '.join(row['infos'])}"
+                )
             if not any(row["infos"][n] for n in names):
                 raise ValueError("the row has no ground truth (gts) to give its rewards as information")
             infos = {n: row["infos"][n] for n in names}
-            rel = replay(policy, row["messages"], row["response"], [ad_hoc_verifier(n, i) for n, i in infos.items()],
-                         infos=infos, metric=metric, control=control, info_position=info_position)
+            rel = replay(
+                policy,
+                row["messages"],
+                row["response"],
+                [ad_hoc_verifier(n, i) for n, i in infos.items()],
+                infos=infos,
+                metric=metric,
+                control=control,
+                info_position=info_position,
+            )
             rel.rewards = {n: v for n, v in row["rewards"].items() if n in names and not math.isnan(v)}
             records += _records(rel, {"id": row["id"], "task": "verl"}, suffix)
             progress.scored += 1

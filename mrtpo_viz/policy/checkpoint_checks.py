@@ -14,6 +14,7 @@ which ``load_policy`` turns into its one error type. What they stop (each seen i
   conversation (errors that would otherwise appear at the first replay): :func:`check_tokenizer`;
 - NaN or infinite weights: :func:`check_weights`.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,10 +34,23 @@ MAX_TEMPLATE_FILE_BYTES = 256 * 2**10
 MAX_VOCAB = 1_048_576
 """Largest vocabulary (the largest real ones have about 262,000 entries)."""
 SIZE_CAPS = {
-    "num_hidden_layers": 256, "n_layer": 256, "num_layers": 256, "hidden_size": 65_536, "n_embd": 65_536,
-    "intermediate_size": 262_144, "num_attention_heads": 1024, "n_head": 1024, "num_key_value_heads": 1024,
-    "head_dim": 4096, "vocab_size": MAX_VOCAB, "max_position_embeddings": 4_194_304, "n_positions": 4_194_304,
-    "num_experts": 1024, "num_local_experts": 1024, "num_experts_per_tok": 1024, "moe_intermediate_size": 262_144,
+    "num_hidden_layers": 256,
+    "n_layer": 256,
+    "num_layers": 256,
+    "hidden_size": 65_536,
+    "n_embd": 65_536,
+    "intermediate_size": 262_144,
+    "num_attention_heads": 1024,
+    "n_head": 1024,
+    "num_key_value_heads": 1024,
+    "head_dim": 4096,
+    "vocab_size": MAX_VOCAB,
+    "max_position_embeddings": 4_194_304,
+    "n_positions": 4_194_304,
+    "num_experts": 1024,
+    "num_local_experts": 1024,
+    "num_experts_per_tok": 1024,
+    "moe_intermediate_size": 262_144,
 }
 """Configuration fields that size the model, and their largest accepted values (the largest real models are
 well inside: 126 layers, hidden 16,384)."""
@@ -66,15 +80,21 @@ def read_json(path: Path, max_bytes: int = MAX_JSON_BYTES) -> Any:
 
 def check_files(folder: Path) -> None:
     """Sizes, depth and syntax of the folder's JSON and template files (before transformers reads them)."""
-    for name in ("tokenizer_config.json", "generation_config.json", "special_tokens_map.json", "added_tokens.json",
-                 "chat_template.json"):
+    for name in (
+        "tokenizer_config.json",
+        "generation_config.json",
+        "special_tokens_map.json",
+        "added_tokens.json",
+        "chat_template.json",
+    ):
         if (folder / name).is_file():
             read_json(folder / name)
     if (folder / "tokenizer.json").is_file():
         size = (folder / "tokenizer.json").stat().st_size
         if size > MAX_TOKENIZER_BYTES:
-            raise CheckpointCheckError(f"{folder / 'tokenizer.json'} is {size / 2**20:.0f} MiB; at most "
-                                       f"{MAX_TOKENIZER_BYTES / 2**20:g} MiB")
+            raise CheckpointCheckError(
+                f"{folder / 'tokenizer.json'} is {size / 2**20:.0f} MiB; at most {MAX_TOKENIZER_BYTES / 2**20:g} MiB"
+            )
     for template in folder.glob("*.jinja"):
         if template.stat().st_size > MAX_TEMPLATE_FILE_BYTES:
             raise CheckpointCheckError(f"{template} is larger than {MAX_TEMPLATE_FILE_BYTES // 1024} KiB")
@@ -91,8 +111,10 @@ def check_index(folder: Path) -> None:
         for name, file in weight_map.items():
             plain = isinstance(file, str) and Path(file).name == file and not file.startswith(".")
             if not plain or not file.endswith(".safetensors"):
-                raise CheckpointCheckError(f"{index} maps {str(name)[:60]!r} to {str(file)[:80]!r}: index entries "
-                                           "must be .safetensors files in the checkpoint folder")
+                raise CheckpointCheckError(
+                    f"{index} maps {str(name)[:60]!r} to {str(file)[:80]!r}: index entries "
+                    "must be .safetensors files in the checkpoint folder"
+                )
             if not (folder / file).is_file():
                 raise CheckpointCheckError(f"{index} maps {str(name)[:60]!r} to {file!r}, which is not in {folder}")
 
@@ -100,8 +122,11 @@ def check_index(folder: Path) -> None:
 def _dtype_ok(value: Any) -> bool:
     import torch
 
-    return value is None or value == "auto" or (isinstance(value, str) and isinstance(getattr(torch, value, None),
-                                                                                        torch.dtype))
+    return (
+        value is None
+        or value == "auto"
+        or (isinstance(value, str) and isinstance(getattr(torch, value, None), torch.dtype))
+    )
 
 
 def check_config(config: dict, path: Path) -> None:
@@ -112,14 +137,20 @@ def check_config(config: dict, path: Path) -> None:
         prefix, cfg = stack.pop()
         for key, value in cfg.items():
             if key in ("dtype", "torch_dtype") and not _dtype_ok(value):
-                raise CheckpointCheckError(f"{path}: {prefix}{key} is {str(value)[:40]!r}, not a torch dtype "
-                                           "(float32, bfloat16, float16, ...)")
+                raise CheckpointCheckError(
+                    f"{path}: {prefix}{key} is {str(value)[:40]!r}, not a torch dtype (float32, bfloat16, float16, ...)"
+                )
             if isinstance(value, dict):
                 stack.append((f"{prefix}{key}.", value))
-            elif key in SIZE_CAPS and value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                                              or not 0 <= value <= SIZE_CAPS[key]):
-                raise CheckpointCheckError(f"{path}: {prefix}{key} is {str(value)[:40]}; it must be a whole number "
-                                           f"from 0 to {SIZE_CAPS[key]:,}")
+            elif (
+                key in SIZE_CAPS
+                and value is not None
+                and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= SIZE_CAPS[key])
+            ):
+                raise CheckpointCheckError(
+                    f"{path}: {prefix}{key} is {str(value)[:40]}; it must be a whole number "
+                    f"from 0 to {SIZE_CAPS[key]:,}"
+                )
 
 
 def config_param_count(config) -> Optional[int]:
@@ -139,8 +170,10 @@ def config_param_count(config) -> Optional[int]:
 def check_param_counts(described: Optional[int], in_weights: int, folder: Path) -> None:
     """The config must not describe many more parameters than the weights hold (they would be random)."""
     if described is not None and described > in_weights * PARAM_SLACK + 1024:
-        raise CheckpointCheckError(f"{folder}/config.json describes a model of {described:,} parameters but the "
-                                   f"weights hold {in_weights:,}: the config does not fit the weights")
+        raise CheckpointCheckError(
+            f"{folder}/config.json describes a model of {described:,} parameters but the "
+            f"weights hold {in_weights:,}: the config does not fit the weights"
+        )
 
 
 def check_tokenizer(tokenizer, config, folder: Path) -> None:
@@ -152,16 +185,20 @@ def check_tokenizer(tokenizer, config, folder: Path) -> None:
     if n > MAX_VOCAB:
         raise CheckpointCheckError(f"{folder}: the tokenizer has {n:,} entries; at most {MAX_VOCAB:,}")
     if isinstance(rows, int) and n > rows:
-        raise CheckpointCheckError(f"{folder}: the tokenizer has {n:,} entries but the model's embedding only "
-                                   f"{rows:,} rows: its ids would index past the embedding")
+        raise CheckpointCheckError(
+            f"{folder}: the tokenizer has {n:,} entries but the model's embedding only "
+            f"{rows:,} rows: its ids would index past the embedding"
+        )
     source = tokenizer.chat_template
     source = source.get("default", "") if isinstance(source, dict) else source
     try:
-        template_sandbox.render(source, [{"role": "user", "content": "Hello."}], add_generation_prompt=True,
-                        **tokenizer.special_tokens_map)
+        template_sandbox.render(
+            source, [{"role": "user", "content": "Hello."}], add_generation_prompt=True, **tokenizer.special_tokens_map
+        )
     except template_sandbox.TemplateLimitError as e:
-        raise CheckpointCheckError(f"{folder}: the chat template cannot render a one-message conversation: "
-                                   f"{e}") from None
+        raise CheckpointCheckError(
+            f"{folder}: the chat template cannot render a one-message conversation: {e}"
+        ) from None
 
 
 def check_weights(model, folder: Path) -> None:
@@ -170,5 +207,7 @@ def check_weights(model, folder: Path) -> None:
 
     for name, p in model.named_parameters():
         if p.is_floating_point() and not bool(torch.isfinite(p).all()):
-            raise CheckpointCheckError(f"{folder}: the weight {name} holds NaN or infinite values; this checkpoint "
-                                       "cannot be used (retrain it, or load an earlier checkpoint)")
+            raise CheckpointCheckError(
+                f"{folder}: the weight {name} holds NaN or infinite values; this checkpoint "
+                "cannot be used (retrain it, or load an earlier checkpoint)"
+            )

@@ -9,6 +9,7 @@ message, which renders byte-identically; the ``system`` position then merges the
 (``"<default>\\n\\n[Verifier: ...] ..."``). ``Policy.messages`` applies it, and both generation and the replay go
 through ``Policy.messages``, so they see the same prompt. Templates without a default are left alone.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -39,7 +40,7 @@ def default_system_prompt(tokenizer) -> Optional[str]:
     before, after = with_system.split(_SYSTEM)
     if len(plain) <= len(before) + len(after) or not (plain.startswith(before) and plain.endswith(after)):
         return None
-    return plain[len(before):len(plain) - len(after)]
+    return plain[len(before) : len(plain) - len(after)]
 
 
 def with_default_system(tokenizer, messages: list[dict], default: Optional[str]) -> list[dict]:

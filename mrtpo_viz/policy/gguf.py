@@ -15,6 +15,7 @@ transformers reads GGUF files (dequantizing every tensor to float) with the opti
 
 No remote code runs (``trust_remote_code=False``) and nothing is downloaded (``local_files_only=True``).
 """
+
 from __future__ import annotations
 
 import copy
@@ -38,9 +39,12 @@ GGUF_EXTRA = "pip install 'mrtpo-viz[gguf]'"
 def _smollm_pre_tokenizer():
     from tokenizers import pre_tokenizers
 
-    return pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)])
+    return pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True),
+        ]
+    )
 
 
 PRE_TOKENIZERS: dict[str, Callable] = {"smollm": _smollm_pre_tokenizer}
@@ -86,8 +90,10 @@ def require_gguf(purpose: str) -> None:
     if have is not None and Version(have) >= Version(MIN_GGUF_VERSION):
         return
     what = "is not installed" if have is None else f"is too old ({have})"
-    raise GGUFError(f"{purpose} needs the optional 'gguf' package, which {what} in this Python: run "
-                    f"`{GGUF_EXTRA}` (or `{sys.executable} -m pip install 'gguf>={MIN_GGUF_VERSION}'`)")
+    raise GGUFError(
+        f"{purpose} needs the optional 'gguf' package, which {what} in this Python: run "
+        f"`{GGUF_EXTRA}` (or `{sys.executable} -m pip install 'gguf>={MIN_GGUF_VERSION}'`)"
+    )
 
 
 def is_gguf_path(name: Union[str, os.PathLike]) -> bool:
@@ -95,8 +101,16 @@ def is_gguf_path(name: Union[str, os.PathLike]) -> bool:
     return str(name).lower().endswith(".gguf")
 
 
-_FIELDS = ("general.architecture", "general.name", "general.organization", "general.license", "general.size_label",
-           "general.finetune", "tokenizer.ggml.pre", "tokenizer.ggml.model")
+_FIELDS = (
+    "general.architecture",
+    "general.name",
+    "general.organization",
+    "general.license",
+    "general.size_label",
+    "general.finetune",
+    "tokenizer.ggml.pre",
+    "tokenizer.ggml.model",
+)
 
 
 def read_header(file: Path) -> GGUFHeader:
@@ -167,15 +181,18 @@ def check_bounds(file: Path) -> None:
 
         def skip(n: int, what: str) -> None:
             if n > size - pos[0]:
-                raise GGUFError(f"{file.name} is not a readable GGUF file (its header declares {what} larger than "
-                                "the file)")
+                raise GGUFError(
+                    f"{file.name} is not a readable GGUF file (its header declares {what} larger than the file)"
+                )
             pos[0] += n
 
         def string() -> None:
             n = take("<Q")
             if n > MAX_STRING_BYTES:
-                raise GGUFError(f"{file.name} is not a readable GGUF file (a metadata string declares {n:,} bytes; "
-                                f"at most {MAX_STRING_BYTES:,})")
+                raise GGUFError(
+                    f"{file.name} is not a readable GGUF file (a metadata string declares {n:,} bytes; "
+                    f"at most {MAX_STRING_BYTES:,})"
+                )
             skip(n, "a string")
 
         def value(kind: int, depth: int) -> None:
@@ -184,12 +201,15 @@ def check_bounds(file: Path) -> None:
             if kind == 8:
                 return string()
             if kind != 9 or depth >= MAX_ARRAY_NESTING:
-                raise GGUFError(f"{file.name} is not a readable GGUF file (metadata value type {kind} unknown or "
-                                "nested too deeply)")
+                raise GGUFError(
+                    f"{file.name} is not a readable GGUF file (metadata value type {kind} unknown or nested too deeply)"
+                )
             inner, n = take("<I"), take("<Q")
             if n > MAX_ARRAY_ITEMS:
-                raise GGUFError(f"{file.name} is not a readable GGUF file (a metadata array declares {n:,} "
-                                f"elements; at most {MAX_ARRAY_ITEMS:,})")
+                raise GGUFError(
+                    f"{file.name} is not a readable GGUF file (a metadata array declares {n:,} "
+                    f"elements; at most {MAX_ARRAY_ITEMS:,})"
+                )
             if inner in _SCALAR_BYTES:
                 return skip(n * _SCALAR_BYTES[inner], "an array")
             skip(n * 8, "an array")  # every string or array element takes at least 8 bytes: bound n first
@@ -219,8 +239,9 @@ def check_architecture(file: Path, header: GGUFHeader) -> None:
 
     if header.architecture not in GGUF_SUPPORTED_ARCHITECTURES:
         known = ", ".join(a for a in GGUF_SUPPORTED_ARCHITECTURES if a not in ("general", "tokenizer"))
-        raise GGUFError(f"{file.name}: transformers cannot load the GGUF architecture {header.architecture!r} "
-                        f"(it reads {known})")
+        raise GGUFError(
+            f"{file.name}: transformers cannot load the GGUF architecture {header.architecture!r} (it reads {known})"
+        )
 
 
 def fix_pre_tokenizer(tokenizer, header: GGUFHeader) -> Optional[str]:
@@ -229,8 +250,10 @@ def fix_pre_tokenizer(tokenizer, header: GGUFHeader) -> Optional[str]:
     if build is None:
         return None
     tokenizer.backend_tokenizer.pre_tokenizer = build()
-    return (f"pre-tokenizer set to the GGUF's {header.pre_tokenizer!r} one (every digit alone, then byte-level BPE); "
-            "transformers' GGUF converter ignores tokenizer.ggml.pre")
+    return (
+        f"pre-tokenizer set to the GGUF's {header.pre_tokenizer!r} one (every digit alone, then byte-level BPE); "
+        "transformers' GGUF converter ignores tokenizer.ggml.pre"
+    )
 
 
 def plain_model(src, name: str):
@@ -251,8 +274,10 @@ def plain_model(src, name: str):
         plain.get_submodule(module)._buffers[attr] = buf
     missing = [m for m in missing if not (config.tie_word_embeddings and m == "lm_head.weight")]
     if missing or unexpected or any(t.is_meta for t in [*plain.parameters(), *plain.buffers()]):
-        raise GGUFError(f"{name}: the GGUF's tensors do not fit {type(plain).__name__} (missing {missing[:3]}, "
-                        f"unexpected {unexpected[:3]})")
+        raise GGUFError(
+            f"{name}: the GGUF's tensors do not fit {type(plain).__name__} (missing {missing[:3]}, "
+            f"unexpected {unexpected[:3]})"
+        )
     plain.generation_config = copy.deepcopy(src.generation_config)
     return plain.eval()
 
@@ -302,8 +327,7 @@ def save_checked(model, tokenizer, out: Path) -> None:
 
     out.mkdir(parents=True)
     model.save_pretrained(out, safe_serialization=True)
-    tokenizer.model_max_length = int(getattr(model.config, "max_position_embeddings", 0)
-                                     or tokenizer.model_max_length)
+    tokenizer.model_max_length = int(getattr(model.config, "max_position_embeddings", 0) or tokenizer.model_max_length)
     tokenizer.save_pretrained(out)
     _clean_tokenizer_config(out / "tokenizer_config.json")
     saved = {}
@@ -315,11 +339,14 @@ def save_checked(model, tokenizer, out: Path) -> None:
         if k not in saved or not torch.equal(saved[k], v):
             raise GGUFError(f"{out}: tensor {k} was not saved exactly")
     again = AutoTokenizer.from_pretrained(out, trust_remote_code=False, local_files_only=True)
-    probe = ["Hello, world! 1234 x\u00b2\u00b3 \u0661\u0662 caf\u00e9  \n\n<|im_start|>user\nHi<|im_end|>\n",
-             '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call> SELECT * FROM t;']
+    probe = [
+        "Hello, world! 1234 x\u00b2\u00b3 \u0661\u0662 caf\u00e9  \n\n<|im_start|>user\nHi<|im_end|>\n",
+        '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call> SELECT * FROM t;',
+    ]
     ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in probe]
-    if [again(p, add_special_tokens=False)["input_ids"] for p in probe] != ids or \
-            again.chat_template != tokenizer.chat_template:
+    if [
+        again(p, add_special_tokens=False)["input_ids"] for p in probe
+    ] != ids or again.chat_template != tokenizer.chat_template:
         raise GGUFError(f"{out}: the saved tokenizer does not tokenize like the converted one")
 
 

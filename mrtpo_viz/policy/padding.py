@@ -4,6 +4,7 @@ Sampling, the replay, the group replay of training and the training forward all 
 :func:`right_pad`, so a padded position means the same everywhere (its value never matters: every padded position is
 masked out of attention and out of the loss, but one rule keeps the ids reproducible).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -4,6 +4,7 @@ All G rows share the prompt, so there is no padding: the prompt runs once, its K
 (views, no copy), and each step feeds one token per row. A row that has produced an end-of-sequence token keeps
 being fed padding (its later tokens are dropped), so every row stops at its own end.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -35,36 +36,49 @@ def filter_top_p(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     return kept / kept.sum(-1, keepdim=True)
 
 
-def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float,
-                generator: torch.Generator) -> torch.Tensor:
+def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator) -> torch.Tensor:
     """(G, V) float32 logits -> (G,) next tokens; ``temperature == 0`` is greedy."""
     if temperature == 0:
         return logits.argmax(-1)
     probs = filter_top_p(torch.softmax(logits / temperature, dim=-1), top_p)
     if not bool(torch.isfinite(probs).all()):
-        raise ValueError("the model's next-token probabilities are not finite (NaN or infinite logits): its weights "
-                         "are probably damaged; load another checkpoint")
+        raise ValueError(
+            "the model's next-token probabilities are not finite (NaN or infinite logits): its weights "
+            "are probably damaged; load another checkpoint"
+        )
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
-def _check_args(prompt_ids, G: int, max_new_tokens: int, temperature: float, top_p: float,
-                seed: Optional[int] = None) -> None:
+def _check_args(
+    prompt_ids, G: int, max_new_tokens: int, temperature: float, top_p: float, seed: Optional[int] = None
+) -> None:
     if not prompt_ids:
         raise ValueError("the prompt is empty: nothing to continue")
     if G < 1 or max_new_tokens < 1:
         raise ValueError(f"G and max_new_tokens must be at least 1 (got G={G}, max_new_tokens={max_new_tokens})")
     if not (temperature == 0 or MIN_TEMPERATURE <= temperature <= MAX_TEMPERATURE):  # written so that NaN fails too
-        raise ValueError(f"the temperature must be 0 (greedy) or lie in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}], "
-                         f"got {temperature}: below that the logits divided by it overflow")
+        raise ValueError(
+            f"the temperature must be 0 (greedy) or lie in [{MIN_TEMPERATURE:g}, {MAX_TEMPERATURE:g}], "
+            f"got {temperature}: below that the logits divided by it overflow"
+        )
     if not 0 < top_p <= 1:
         raise ValueError(f"top_p must lie in (0, 1], got {top_p}")
-    if seed is not None and not -2**63 <= seed < 2**64:  # what torch.Generator.manual_seed accepts
+    if seed is not None and not -(2**63) <= seed < 2**64:  # what torch.Generator.manual_seed accepts
         raise ValueError(f"the seed must lie in [-2**63, 2**64), got {seed}")
 
 
 @torch.no_grad()
-def sample_group(policy, prompt_ids: list[int], G: int, *, max_new_tokens: int = 128, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: Optional[int] = None, return_prompt_cache: bool = False):
+def sample_group(
+    policy,
+    prompt_ids: list[int],
+    G: int,
+    *,
+    max_new_tokens: int = 128,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    seed: Optional[int] = None,
+    return_prompt_cache: bool = False,
+):
     """Sample G continuations of ``prompt_ids``.
 
     Returns:

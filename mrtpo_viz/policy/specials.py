@@ -17,6 +17,7 @@ The pieces are tokenized the way the tokenizer tokenizes the text between two sp
 SentencePiece tokenizer that adds a prefix space only at the start of a text may differ right after a special on
 that path, never on the ordinary one. Whitespace that a special strips (``lstrip``/``rstrip``) is stripped too.
 """
+
 from __future__ import annotations
 
 import re
@@ -68,8 +69,10 @@ def encode(tokenizer, text: str) -> list[int]:
     control tokens. A text without markers is tokenized as the tokenizer does (same ids as before)."""
     bad = unpaired_surrogate(text)
     if bad >= 0:
-        raise ValueError(f"the text holds an unpaired surrogate (\\u{ord(text[bad]):04x} at character {bad}), "
-                         "which is not valid Unicode: remove it")
+        raise ValueError(
+            f"the text holds an unpaired surrogate (\\u{ord(text[bad]):04x} at character {bad}), "
+            "which is not valid Unicode: remove it"
+        )
     if MARK not in text:
         return _plain(tokenizer, text)
     added = getattr(tokenizer, "added_tokens_decoder", {})
@@ -80,8 +83,10 @@ def encode(tokenizer, text: str) -> list[int]:
         if i % 2:
             ids.append(tokenizer.convert_tokens_to_ids(piece))
             continue
-        before, after = (flags.get(pieces[i - 1]) if i else None), (flags.get(pieces[i + 1]) if i + 1 < len(pieces)
-                                                                     else None)
+        before, after = (
+            (flags.get(pieces[i - 1]) if i else None),
+            (flags.get(pieces[i + 1]) if i + 1 < len(pieces) else None),
+        )
         piece = piece.lstrip() if getattr(before, "rstrip", False) else piece
         piece = piece.rstrip() if getattr(after, "lstrip", False) else piece
         piece = restore(tokenizer, piece)

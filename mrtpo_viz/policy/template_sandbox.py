@@ -15,6 +15,7 @@ transformers' ``apply_chat_template``, so a template renders to the same text) w
 A template that breaks a limit, or fails (``raise_exception``, an undefined attribute, a recursion), raises
 :class:`TemplateLimitError`, a ``ValueError`` that says so.
 """
+
 from __future__ import annotations
 
 import functools
@@ -52,16 +53,18 @@ def _size(value: Any) -> int:
 
 def _check_value(value: Any, what: str = "a value") -> Any:
     if _size(value) > MAX_VALUE_CHARS:
-        raise TemplateLimitError(f"the chat template builds {what} of {_size(value):,} items; at most "
-                                 f"{MAX_VALUE_CHARS:,}")
+        raise TemplateLimitError(
+            f"the chat template builds {what} of {_size(value):,} items; at most {MAX_VALUE_CHARS:,}"
+        )
     return value
 
 
 def _check_args(args, kwargs, what: str) -> None:
     for a in (*args, *kwargs.values()):
         if isinstance(a, int) and not isinstance(a, bool) and abs(a) > MAX_NUMBER:
-            raise TemplateLimitError(f"the chat template passes {a:,} to {what}; numbers there are capped at "
-                                     f"{MAX_NUMBER:,}")
+            raise TemplateLimitError(
+                f"the chat template passes {a:,} to {what}; numbers there are capped at {MAX_NUMBER:,}"
+            )
         _check_value(a, f"an argument of {what}")
 
 
@@ -92,20 +95,30 @@ def _precheck(obj: Any, args: tuple, kwargs: dict) -> None:
 
 def _limited_filter(name: str, fn):
     """A filter with its numeric arguments capped and its result size checked (``join``/``replace`` before)."""
+
     @functools.wraps(fn)
     def limited(*args, **kwargs):
-        values = [a for a in args if not isinstance(a, (jinja2.Environment, jinja2.runtime.Context,
-                                                         jinja2.nodes.EvalContext))]
+        values = [
+            a for a in args if not isinstance(a, (jinja2.Environment, jinja2.runtime.Context, jinja2.nodes.EvalContext))
+        ]
         _check_args(values[1:], kwargs, f"the filter {name}")
-        if name == "join" and values and _join_size(values[0], str(values[1]) if len(values) > 1 else "") \
-                > MAX_VALUE_CHARS:
+        if (
+            name == "join"
+            and values
+            and _join_size(values[0], str(values[1]) if len(values) > 1 else "") > MAX_VALUE_CHARS
+        ):
             raise TemplateLimitError("the chat template's join would build an oversized string")
-        if name == "replace" and len(values) >= 3 and all(isinstance(v, str) for v in values[:3]) \
-                and _replace_size(*values[:3]) > MAX_VALUE_CHARS:
+        if (
+            name == "replace"
+            and len(values) >= 3
+            and all(isinstance(v, str) for v in values[:3])
+            and _replace_size(*values[:3]) > MAX_VALUE_CHARS
+        ):
             raise TemplateLimitError("the chat template's replace would build an oversized string")
         if name == "format" and values and isinstance(values[0], str) and _BIG_WIDTH.search(values[0]):
             raise TemplateLimitError("the chat template formats with a huge width")
         return _check_value(fn(*args, **kwargs), f"the result of the filter {name}")
+
     return limited
 
 
@@ -179,15 +192,20 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
         super().__init__(trim_blocks=True, lstrip_blocks=True, extensions=[_Generation, jinja2.ext.loopcontrols])
         self.filters = {name: _limited_filter(name, fn) for name, fn in self.filters.items()}
         self.filters["tojson"] = _limited_filter("tojson", _tojson)
-        self.globals.update(raise_exception=_raise_exception, range=_limited_range, namespace=_LimitedNamespace,
-                            dict=lambda *a, **k: _check_value(dict(*a, **k), "a dict"),
-                            strftime_now=lambda fmt: datetime.now().strftime(fmt))
+        self.globals.update(
+            raise_exception=_raise_exception,
+            range=_limited_range,
+            namespace=_LimitedNamespace,
+            dict=lambda *a, **k: _check_value(dict(*a, **k), "a dict"),
+            strftime_now=lambda fmt: datetime.now().strftime(fmt),
+        )
 
     def limited_concat(self, parts) -> str:
         parts = [str(p) for p in parts]
         if _join_size(parts) > MAX_VALUE_CHARS:
-            raise TemplateLimitError(f"the chat template joins (~) a string of more than {MAX_VALUE_CHARS:,} "
-                                     "characters")
+            raise TemplateLimitError(
+                f"the chat template joins (~) a string of more than {MAX_VALUE_CHARS:,} characters"
+            )
         return "".join(parts)
 
     def call_binop(self, context, operator, left, right):
@@ -239,15 +257,27 @@ def render(source: str, messages: list[dict], *, add_generation_prompt: bool = T
     pieces, total = [], 0
     try:
         with time_budget(RENDER_BUDGET_S, "the chat template"):
-            for piece in template.generate(messages=messages, tools=None, documents=None,
-                                           add_generation_prompt=add_generation_prompt, **variables):
+            for piece in template.generate(
+                messages=messages, tools=None, documents=None, add_generation_prompt=add_generation_prompt, **variables
+            ):
                 total += len(piece)
                 if total > MAX_VALUE_CHARS:
                     raise TemplateLimitError(f"the chat template renders more than {MAX_VALUE_CHARS:,} characters")
                 pieces.append(piece)
     except TemplateLimitError:
         raise
-    except (jinja2.TemplateError, BudgetExceeded, RecursionError, MemoryError, TypeError, ValueError,
-            AttributeError, KeyError, IndexError, OverflowError, ZeroDivisionError) as e:
+    except (
+        jinja2.TemplateError,
+        BudgetExceeded,
+        RecursionError,
+        MemoryError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        KeyError,
+        IndexError,
+        OverflowError,
+        ZeroDivisionError,
+    ) as e:
         raise TemplateLimitError(f"the chat template failed: {type(e).__name__}: {e}") from None
     return "".join(pieces)

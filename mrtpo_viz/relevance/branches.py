@@ -12,6 +12,7 @@ response ids. Their rendered chat texts share a prefix (system prompt, most of t
 3. only the positions that predict response tokens reach the LM head (``logits_to_keep``): the logits that predict
    response token ``t`` sit at the position just before it, suffix index ``S_b - 1 + t``.
 """
+
 from __future__ import annotations
 
 import os
@@ -50,8 +51,10 @@ def tokenize_response(tokenizer, response: str) -> list[int]:
     """Response ids, tokenized on their own; text like ``"<|im_end|>"`` is tokenized as text, not as a special."""
     bad = unpaired_surrogate(response)
     if bad >= 0:
-        raise ValueError(f"the response holds an unpaired surrogate (\\u{ord(response[bad]):04x} at character "
-                         f"{bad}), which is not valid Unicode: remove it")
+        raise ValueError(
+            f"the response holds an unpaired surrogate (\\u{ord(response[bad]):04x} at character "
+            f"{bad}), which is not valid Unicode: remove it"
+        )
     return tokenizer(response, add_special_tokens=False, split_special_tokens=True)["input_ids"]
 
 
@@ -139,12 +142,13 @@ def suffix_logits(model, br: Branches, cache, pad_id: int, device) -> torch.Tens
     """
     ids, mask, positions, keep = _suffix_batch(br, pad_id, device)
     batch_cache = None if cache is None else expand_cache(cache, br.B)
-    logits, _ = forward(model, ids, cache=batch_cache, attention_mask=mask, position_ids=positions,
-                        logits_to_keep=keep)
+    logits, _ = forward(model, ids, cache=batch_cache, attention_mask=mask, position_ids=positions, logits_to_keep=keep)
     expected = (br.B, len(br.response_ids))
     if tuple(logits.shape[:2]) != expected:
-        raise RuntimeError(f"{type(model).__name__} ignored logits_to_keep: got logits {tuple(logits.shape)}, "
-                           f"expected {expected} positions")
+        raise RuntimeError(
+            f"{type(model).__name__} ignored logits_to_keep: got logits {tuple(logits.shape)}, "
+            f"expected {expected} positions"
+        )
     return logits
 
 
@@ -161,5 +165,5 @@ def reference_logits(model, br: Branches, device) -> torch.Tensor:
     for b in range(br.B):
         ids = torch.tensor([br.full_ids(b)], device=device)
         logits = model(input_ids=ids, use_cache=False).logits  # (1, N, V)
-        out.append(logits[0, -T - 1:-1])  # (T, V): the position before each response token
+        out.append(logits[0, -T - 1 : -1])  # (T, V): the position before each response token
     return torch.stack(out)

@@ -3,6 +3,7 @@
 The replay and the bundled policy's training data both use these functions, so the policy sees information
 blocks exactly as the replay inserts them.
 """
+
 from __future__ import annotations
 
 import string
@@ -25,24 +26,35 @@ def render_info(title: str, info: str, template: str = DEFAULT_INFO_TEMPLATE) ->
     """
     if not isinstance(template, str) or len(template) > MAX_TEMPLATE_CHARS:
         size = f"{len(template):,} characters" if isinstance(template, str) else type(template).__name__
-        raise ValueError(f"bad information template: {size}; it must be text of at most {MAX_TEMPLATE_CHARS:,} "
-                         "characters holding {title} and {info}")
+        raise ValueError(
+            f"bad information template: {size}; it must be text of at most {MAX_TEMPLATE_CHARS:,} "
+            "characters holding {title} and {info}"
+        )
     try:
         fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(template) if name is not None]
-        bad = ["{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
-               for name, spec, conv in fields if name not in ("title", "info") or spec or conv]
+        bad = [
+            "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+            for name, spec, conv in fields
+            if name not in ("title", "info") or spec or conv
+        ]
         if bad:
             raise ValueError(f"not allowed: {', '.join(bad)}")
     except (KeyError, IndexError, ValueError) as e:
         raise ValueError(f"bad information template {template!r}: use only {{title}} and {{info}} ({e})") from None
     if "info" not in {name for name, _, _ in fields}:  # such a block would replay no information at all
-        raise ValueError(f"bad information template {template!r}: it needs the field {{info}}, where each "
-                         "verifier's information goes")
+        raise ValueError(
+            f"bad information template {template!r}: it needs the field {{info}}, where each "
+            "verifier's information goes"
+        )
     return template.format(title=title, info=info)
 
 
-def with_info(messages: list[dict[str, str]], blocks: Sequence[tuple[str, str]],
-              position: str = "user_end", template: str = DEFAULT_INFO_TEMPLATE) -> list[dict[str, str]]:
+def with_info(
+    messages: list[dict[str, str]],
+    blocks: Sequence[tuple[str, str]],
+    position: str = "user_end",
+    template: str = DEFAULT_INFO_TEMPLATE,
+) -> list[dict[str, str]]:
     """Return a copy of ``messages`` with the information blocks ``(title, info)`` inserted.
 
     ``user_end`` appends the rendered blocks to the last user message; ``system`` adds them (stripped of leading

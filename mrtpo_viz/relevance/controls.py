@@ -10,6 +10,7 @@ Raw JS also follows the policy's own uncertainty where it ignores the informatio
 
 Names come from :data:`mrtpo_viz.names.CONTROLS`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,8 +23,10 @@ from .. import names
 from ..tasks.base import Example, Verifier, get_verifier
 from ..tasks.example_sources import load_examples
 
-NEUTRAL_FILLER = ("The morning was quiet and the sky over the old town stayed a pale shade of grey while a few "
-                  "people walked slowly along the river past the market. ")
+NEUTRAL_FILLER = (
+    "The morning was quiet and the sky over the old town stayed a pale shade of grey while a few "
+    "people walked slowly along the river past the market. "
+)
 """The placebo control's information: neutral text, cut to the real information's number of tokens."""
 
 
@@ -52,7 +55,9 @@ class Control:
 
 def _placebo_infos(c: ControlInput) -> list[str]:
     """Neutral text of about the same number of tokens as each information (empty stays empty)."""
-    filler_ids = c.tokenizer(NEUTRAL_FILLER * 64, add_special_tokens=False)["input_ids"]
+    # a pool of filler tokens, never fed to the model: verbose=False keeps transformers from warning that it is
+    # longer than the model's context ("(3649 > 2048) ... indexing errors")
+    filler_ids = c.tokenizer(NEUTRAL_FILLER * 64, add_special_tokens=False, verbose=False)["input_ids"]
     out = []
     for info in c.infos:
         n = len(c.tokenizer(info, add_special_tokens=False)["input_ids"]) if info else 0
@@ -75,11 +80,22 @@ def _corrupted_infos(c: ControlInput) -> list[str]:
     for v, info in zip(c.verifiers, c.infos):
         other = next((i for e in ordered for i in [_info_of(v, e)] if i not in (None, info)), None)
         if other is None:
-            other = next((i for e in ordered for name in e.verifiers if name != v.name
-                          for i in [_info_of(name, e)] if i not in (None, *c.infos)), None)
+            other = next(
+                (
+                    i
+                    for e in ordered
+                    for name in e.verifiers
+                    if name != v.name
+                    for i in [_info_of(name, e)]
+                    if i not in (None, *c.infos)
+                ),
+                None,
+            )
         if other is None:
-            raise ValueError(f"control 'corrupted': no other example of task {c.example.task!r} has a different "
-                             f"information for verifier {v.name!r}")
+            raise ValueError(
+                f"control 'corrupted': no other example of task {c.example.task!r} has a different "
+                f"information for verifier {v.name!r}"
+            )
         out.append(other)
     return out
 
@@ -104,10 +120,18 @@ def _others(raw: torch.Tensor, *_: Optional[torch.Tensor]) -> torch.Tensor:
 
 _ALL = (
     Control("none", "with vs without the information (the paper's signal)", None, lambda raw, wx, xw: raw.clone()),
-    Control("placebo", "raw minus the metric a neutral block of similar length causes, clipped at 0",
-            _placebo_infos, lambda raw, wx, xw: (raw - xw).clamp_min(0.0)),
-    Control("corrupted", "with vs another example's information of the same task", _corrupted_infos,
-            lambda raw, wx, xw: wx.clone()),
+    Control(
+        "placebo",
+        "raw minus the metric a neutral block of similar length causes, clipped at 0",
+        _placebo_infos,
+        lambda raw, wx, xw: (raw - xw).clamp_min(0.0),
+    ),
+    Control(
+        "corrupted",
+        "with vs another example's information of the same task",
+        _corrupted_infos,
+        lambda raw, wx, xw: wx.clone(),
+    ),
     Control("others", "raw minus the mean raw of the other verifiers, clipped at 0", None, _others),
 )
 CONTROL_SPECS: dict[str, Control] = {c.name: c for c in _ALL}

@@ -17,6 +17,7 @@ response, so ``sum_t w = T``):
 
 These are ours (the paper reports none); they summarize what the advantage panel shows token by token.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -75,8 +76,13 @@ class WeightDiagnostics:
     """Share of the tokens inside those spans (None likewise)."""
 
 
-def weight_diagnostics(relevance, verifiers: Sequence[str], in_span: Sequence[Optional[Sequence[bool]]],
-                       alpha: float = 1.0, gamma: float = 1.0) -> WeightDiagnostics:
+def weight_diagnostics(
+    relevance,
+    verifiers: Sequence[str],
+    in_span: Sequence[Optional[Sequence[bool]]],
+    alpha: float = 1.0,
+    gamma: float = 1.0,
+) -> WeightDiagnostics:
     """The diagnostics of MRTPO's weights for one response.
 
     Args:
@@ -94,8 +100,9 @@ def weight_diagnostics(relevance, verifiers: Sequence[str], in_span: Sequence[Op
     return WeightDiagnostics(tuple(verifiers), w, gini(w).float(), effective_token_ratio(w).float(), shares, tokens)
 
 
-def relevance_weight_diagnostics(rel: Relevance, alpha: float = 1.0, gamma: float = 1.0,
-                                 raw: bool = False) -> WeightDiagnostics:
+def relevance_weight_diagnostics(
+    rel: Relevance, alpha: float = 1.0, gamma: float = 1.0, raw: bool = False
+) -> WeightDiagnostics:
     """:func:`weight_diagnostics` of a replay: its (raw or controlled) relevance and its verifiers' spans."""
     scores = rel.raw_scores if raw else rel.scores
     return weight_diagnostics(scores, rel.verifiers, [rel.token_in_span(v) for v in rel.verifiers], alpha, gamma)
@@ -116,7 +123,11 @@ def relevance_summary(rel: Relevance, verifier: str, top: int = 5) -> dict:
     span_mass = None if in_span is None or total <= 0 else float(p[torch.tensor(in_span, dtype=torch.bool)].sum())
     order = torch.argsort(d, descending=True)[:top].tolist()
     entropy = float(-(p[p > 0] * p[p > 0].log()).sum())
-    return {"mean": float(d.mean()) if len(d) else 0.0, "max": float(d.max()) if len(d) else 0.0,
-            "span_mass": span_mass, "top10_mass": float(p.sort(descending=True).values[:n_top].sum()),
-            "effective_tokens": float(torch.tensor(entropy).exp()),
-            "top_tokens": [(rel.tokens[t], float(d[t])) for t in order]}
+    return {
+        "mean": float(d.mean()) if len(d) else 0.0,
+        "max": float(d.max()) if len(d) else 0.0,
+        "span_mass": span_mass,
+        "top10_mass": float(p.sort(descending=True).values[:n_top].sum()),
+        "effective_tokens": float(torch.tensor(entropy).exp()),
+        "top_tokens": [(rel.tokens[t], float(d[t])) for t in order],
+    }

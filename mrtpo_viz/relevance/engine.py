@@ -5,6 +5,7 @@
 All K + 1 branches (plus a control's branches, :mod:`.controls`) run as one batch over a shared prefix cache
 (:mod:`.branches`); the response ids are identical in every branch.
 """
+
 from __future__ import annotations
 
 import time
@@ -39,8 +40,7 @@ def resolve_verifiers(verifiers: Sequence[Union[str, Verifier]]) -> list[Verifie
     return out
 
 
-def resolve_infos(verifiers: list[Verifier], example: Optional[Example],
-                  infos: Optional[dict[str, str]]) -> list[str]:
+def resolve_infos(verifiers: list[Verifier], example: Optional[Example], infos: Optional[dict[str, str]]) -> list[str]:
     """Each verifier's information: ``infos[name]`` if given, else ``verifier.info(example)``."""
     infos = dict(infos or {})
     out = []
@@ -65,6 +65,7 @@ def _response_ids(policy: Policy, response) -> list[int]:
 
 def _branch_messages(messages, verifiers, infos, extra, position, template) -> list[list[dict]]:
     """[without, with_1..K, extra_1..K]; an empty information adds no block (that branch equals 'without')."""
+
     def branch(v: Verifier, info: str):
         return with_info(messages, [(v.title, info)] if info else [], position, template)
 
@@ -88,9 +89,18 @@ class ReplayPlan:
     plain tokenization but :func:`mrtpo_viz.policy.specials.encode`'s, with the typed special as text)."""
 
 
-def plan_replay(policy: Policy, example_or_prompt, response, verifiers: Sequence[Union[str, Verifier]], *,
-                infos: Optional[dict[str, str]] = None, info_position: str = "user_end", control: str = "none",
-                template: str = DEFAULT_INFO_TEMPLATE, pool: Optional[Sequence[Example]] = None) -> ReplayPlan:
+def plan_replay(
+    policy: Policy,
+    example_or_prompt,
+    response,
+    verifiers: Sequence[Union[str, Verifier]],
+    *,
+    infos: Optional[dict[str, str]] = None,
+    info_position: str = "user_end",
+    control: str = "none",
+    template: str = DEFAULT_INFO_TEMPLATE,
+    pool: Optional[Sequence[Example]] = None,
+) -> ReplayPlan:
     """Resolve verifiers and information, render every branch and split it into shared prefix + suffixes."""
     check_choice("control", control, CONTROL_NAMES)
     check_choice("info_position", info_position, INFO_POSITIONS)
@@ -119,8 +129,10 @@ def check_texts(messages: list[dict], infos: dict[str, str], template: str) -> N
             raise ValueError(f"{label} must be text, got {type(text).__name__}")
         bad = unpaired_surrogate(text)
         if bad >= 0:
-            raise ValueError(f"{label} holds an unpaired surrogate (\\u{ord(text[bad]):04x} at character {bad}), "
-                             "which is not valid Unicode: remove it")
+            raise ValueError(
+                f"{label} holds an unpaired surrogate (\\u{ord(text[bad]):04x} at character {bad}), "
+                "which is not valid Unicode: remove it"
+            )
 
 
 def check_sizes(policy: Policy, messages: list[dict], infos: list[str], response) -> None:
@@ -132,9 +144,11 @@ def check_sizes(policy: Policy, messages: list[dict], infos: list[str], response
     n_response = len(response) if isinstance(response, str) else 0
     n = sum(len(m.get("content") or "") for m in messages) + max(map(len, infos), default=0) + n_response
     if n > budget:
-        raise ValueError(f"the replay's texts have {n:,} characters (prompt, information and response); the model's "
-                         f"context window of {limit:,} tokens holds at most {budget:,} characters of this tokenizer: "
-                         "shorten the response or the information")
+        raise ValueError(
+            f"the replay's texts have {n:,} characters (prompt, information and response); the model's "
+            f"context window of {limit:,} tokens holds at most {budget:,} characters of this tokenizer: "
+            "shorten the response or the information"
+        )
 
 
 def check_context(policy: Policy, br: Branches) -> None:
@@ -142,14 +156,27 @@ def check_context(policy: Policy, br: Branches) -> None:
     limit = getattr(policy.model.config, "max_position_embeddings", None)
     longest = len(br.prefix_ids) + max(len(s) for s in br.suffix_ids) + len(br.response_ids)
     if limit and longest > limit:
-        raise ValueError(f"the replay needs {longest:,} tokens (prompt, information and response), more than the "
-                         f"model's context window of {limit:,} tokens: shorten the response or the information")
+        raise ValueError(
+            f"the replay needs {longest:,} tokens (prompt, information and response), more than the "
+            f"model's context window of {limit:,} tokens: shorten the response or the information"
+        )
 
 
-def replay(policy: Policy, example_or_prompt, response, verifiers: Sequence[Union[str, Verifier]], *,
-           infos: Optional[dict[str, str]] = None, metric: str = "js", info_position: str = "user_end",
-           control: str = "none", template: str = DEFAULT_INFO_TEMPLATE, chunk_size: Optional[int] = None,
-           topk: int = 5, pool: Optional[Sequence[Example]] = None) -> Relevance:
+def replay(
+    policy: Policy,
+    example_or_prompt,
+    response,
+    verifiers: Sequence[Union[str, Verifier]],
+    *,
+    infos: Optional[dict[str, str]] = None,
+    metric: str = "js",
+    info_position: str = "user_end",
+    control: str = "none",
+    template: str = DEFAULT_INFO_TEMPLATE,
+    chunk_size: Optional[int] = None,
+    topk: int = 5,
+    pool: Optional[Sequence[Example]] = None,
+) -> Relevance:
     """Relevance of each response token to each verifier.
 
     Args:
@@ -167,16 +194,35 @@ def replay(policy: Policy, example_or_prompt, response, verifiers: Sequence[Unio
     Returns:
         A :class:`Relevance` with ``scores`` and ``raw_scores`` of shape (K, T).
     """
-    return replay_variants(policy, example_or_prompt, response, verifiers, [(metric, control)], infos=infos,
-                           info_position=info_position, template=template, chunk_size=chunk_size, topk=topk,
-                           pool=pool)[(metric, control)]
+    return replay_variants(
+        policy,
+        example_or_prompt,
+        response,
+        verifiers,
+        [(metric, control)],
+        infos=infos,
+        info_position=info_position,
+        template=template,
+        chunk_size=chunk_size,
+        topk=topk,
+        pool=pool,
+    )[(metric, control)]
 
 
-def replay_variants(policy: Policy, example_or_prompt, response, verifiers: Sequence[Union[str, Verifier]],
-                    variants: Sequence[tuple[str, str]], *, infos: Optional[dict[str, str]] = None,
-                    info_position: str = "user_end", template: str = DEFAULT_INFO_TEMPLATE,
-                    chunk_size: Optional[int] = None, topk: int = 5,
-                    pool: Optional[Sequence[Example]] = None) -> dict[tuple[str, str], Relevance]:
+def replay_variants(
+    policy: Policy,
+    example_or_prompt,
+    response,
+    verifiers: Sequence[Union[str, Verifier]],
+    variants: Sequence[tuple[str, str]],
+    *,
+    infos: Optional[dict[str, str]] = None,
+    info_position: str = "user_end",
+    template: str = DEFAULT_INFO_TEMPLATE,
+    chunk_size: Optional[int] = None,
+    topk: int = 5,
+    pool: Optional[Sequence[Example]] = None,
+) -> dict[tuple[str, str], Relevance]:
     """Several ``(metric, control)`` replays of one response from ONE batched forward: the without and with
     branches run once for all of them, and each control's extra branches once (:func:`replay` is the case of one).
     Keywords as in :func:`replay`.
@@ -191,8 +237,20 @@ def replay_variants(policy: Policy, example_or_prompt, response, verifiers: Sequ
         raise ValueError("give at least one (metric, control) variant")
     for metric, _ in variants:
         get_metric(metric)
-    plans = {c: plan_replay(policy, example_or_prompt, response, verifiers, infos=infos, info_position=info_position,
-                            control=c, template=template, pool=pool) for c in dict.fromkeys(c for _, c in variants)}
+    plans = {
+        c: plan_replay(
+            policy,
+            example_or_prompt,
+            response,
+            verifiers,
+            infos=infos,
+            info_position=info_position,
+            control=c,
+            template=template,
+            pool=pool,
+        )
+        for c in dict.fromkeys(c for _, c in variants)
+    }
     first = next(iter(plans.values()))
     K, base = len(first.verifiers), first.branches
     prompts = [base.prefix_ids + base.suffix_ids[b] for b in range(K + 1)]
@@ -211,8 +269,8 @@ def replay_variants(policy: Policy, example_or_prompt, response, verifiers: Sequ
     for metric, c in variants:
         plan, clock = plans[c], time.perf_counter()
         row = extra_rows.get(c)
-        extra_logits = None if row is None else logits[row:row + K]  # views, not copies: (K, T, V)
-        rel = _relevance(policy, br, logits[:K + 1], extra_logits, plan, metric, chunk_size, topk)
+        extra_logits = None if row is None else logits[row : row + K]  # views, not copies: (K, T, V)
+        rel = _relevance(policy, br, logits[: K + 1], extra_logits, plan, metric, chunk_size, topk)
         rel.info_position = info_position
         own = {**timings, "metric": time.perf_counter() - clock}
         clock = time.perf_counter()
@@ -232,7 +290,7 @@ def _relevance(policy, br: Branches, logits, extra_k, plan: ReplayPlan, metric, 
     extra branches' logits (None without extra branches)."""
     vs, info_list, ctrl = plan.verifiers, plan.infos, plan.control
     K, T = len(vs), len(br.response_ids)
-    without, with_k = logits[:1], logits[1:K + 1]  # (1, T, V), (K, T, V)
+    without, with_k = logits[:1], logits[1 : K + 1]  # (1, T, V), (K, T, V)
     raw = chunked_metric(with_k, without, metric, chunk_size)  # (K, T)
     with_vs_extra = extra_vs_without = None
     if extra_k is not None:
@@ -240,14 +298,26 @@ def _relevance(policy, br: Branches, logits, extra_k, plan: ReplayPlan, metric, 
         extra_vs_without = chunked_metric(extra_k, without, metric, chunk_size)  # (K, T)
     scores = ctrl.combine(raw, with_vs_extra, extra_vs_without)
     ids = torch.tensor(br.response_ids, device=logits.device).expand(K + 1, T)  # (K + 1, T)
-    stats = token_stats(logits[:K + 1], ids, topk=topk, chunk_size=chunk_size)
+    stats = token_stats(logits[: K + 1], ids, topk=topk, chunk_size=chunk_size)
     tokens, offsets, text = display_tokens(policy.tokenizer, br.response_ids)
     top = decode_top(policy.tokenizer, stats.top_ids, stats.top_probs)  # (K + 1) x T x topk
     return Relevance(
-        tokens=tokens, token_ids=list(br.response_ids), verifiers=[v.name for v in vs], scores=scores,
-        raw_scores=raw, metric=metric, control=ctrl.name, response=text, offsets=offsets,
-        infos={v.name: i for v, i in zip(vs, info_list)}, logp_without=stats.logprob[0],
-        logp_with=stats.logprob[1:], entropy=stats.entropy[0], top_without=top[0], top_with=top[1:])
+        tokens=tokens,
+        token_ids=list(br.response_ids),
+        verifiers=[v.name for v in vs],
+        scores=scores,
+        raw_scores=raw,
+        metric=metric,
+        control=ctrl.name,
+        response=text,
+        offsets=offsets,
+        infos={v.name: i for v, i in zip(vs, info_list)},
+        logp_without=stats.logprob[0],
+        logp_with=stats.logprob[1:],
+        entropy=stats.entropy[0],
+        top_without=top[0],
+        top_with=top[1:],
+    )
 
 
 def _verifier_call(v: Verifier, doing: str, fn, *args):
@@ -258,8 +328,10 @@ def _verifier_call(v: Verifier, doing: str, fn, *args):
     except (ValueError, KeyError, FileNotFoundError):
         raise
     except (TypeError, AttributeError, IndexError, RecursionError) as e:
-        raise ValueError(f"verifier {v.name!r} cannot {doing} for this example: its meta does not have the fields "
-                         f"and types {v.name} reads ({type(e).__name__}: {str(e)[:160]})") from None
+        raise ValueError(
+            f"verifier {v.name!r} cannot {doing} for this example: its meta does not have the fields "
+            f"and types {v.name} reads ({type(e).__name__}: {str(e)[:160]})"
+        ) from None
 
 
 def _add_verdicts(rel: Relevance, vs: list[Verifier], example: Example) -> None:
@@ -269,5 +341,3 @@ def _add_verdicts(rel: Relevance, vs: list[Verifier], example: Example) -> None:
         rel.reasons[v.name] = verdict.reason
         rel.spans[v.name] = _verifier_call(v, "find its relevant spans", v.relevant_spans, rel.response, example)
     rel.example_id = example.id
-
-

@@ -1,4 +1,5 @@
 """The result record of one replay: :class:`Relevance`. Data only: no rendering here (``viz`` renders), no model."""
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,9 @@ class Relevance:
         self.raw_scores = _tensor(self.raw_scores)
         K, T = len(self.verifiers), len(self.token_ids)
         if tuple(self.scores.shape) != (K, T) or tuple(self.raw_scores.shape) != (K, T):
-            raise ValueError(f"scores must be (K={K}, T={T}), got {tuple(self.scores.shape)} "
-                             f"and {tuple(self.raw_scores.shape)}")
+            raise ValueError(
+                f"scores must be (K={K}, T={T}), got {tuple(self.scores.shape)} and {tuple(self.raw_scores.shape)}"
+            )
         for name in ("logp_without", "logp_with", "entropy"):
             v = getattr(self, name)
             if v is not None:
@@ -94,16 +96,25 @@ class Relevance:
             in_span = self.token_in_span(name)
             for t in range(self.T):
                 start, end = self.offsets[t] if self.offsets else (None, None)
-                rows.append({
-                    "position": t, "token": self.tokens[t], "token_id": self.token_ids[t], "start": start,
-                    "end": end, "verifier": name, "score": float(self.scores[k, t]),
-                    "raw_score": float(self.raw_scores[k, t]),
-                    "logp_with": None if self.logp_with is None else float(self.logp_with[k, t]),
-                    "logp_without": None if self.logp_without is None else float(self.logp_without[t]),
-                    "entropy": None if self.entropy is None else float(self.entropy[t]),
-                    "in_span": None if in_span is None else in_span[t],
-                    "reward": self.rewards.get(name), "metric": self.metric, "control": self.control,
-                })
+                rows.append(
+                    {
+                        "position": t,
+                        "token": self.tokens[t],
+                        "token_id": self.token_ids[t],
+                        "start": start,
+                        "end": end,
+                        "verifier": name,
+                        "score": float(self.scores[k, t]),
+                        "raw_score": float(self.raw_scores[k, t]),
+                        "logp_with": None if self.logp_with is None else float(self.logp_with[k, t]),
+                        "logp_without": None if self.logp_without is None else float(self.logp_without[t]),
+                        "entropy": None if self.entropy is None else float(self.entropy[t]),
+                        "in_span": None if in_span is None else in_span[t],
+                        "reward": self.rewards.get(name),
+                        "metric": self.metric,
+                        "control": self.control,
+                    }
+                )
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict[str, Any]:

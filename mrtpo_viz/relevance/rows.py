@@ -16,6 +16,7 @@ Every text must be valid Unicode (no unpaired surrogates such as JSON's ``"\\ud8
 a 57 MB line is never held whole), characters per text, verifiers per row, rows per file. Each failure is one
 ``(line number, message)`` problem; the other rows go on. A UTF-8 byte-order mark at the start is skipped.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,10 +30,22 @@ from ..guards import nesting_depth, unpaired_surrogate
 MAX_ROLLOUT_BYTES = 64 * 2**20
 """Largest rollouts file read by default (the CLI and the Python API; the app sets its own, smaller cap)."""
 Problem = tuple[int, str]
-_KINDS = {"text": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "list": (list,),
-          "choice": (str,)}
-_KIND_WORDS = {"text": "text (a string)", "integer": "a whole number", "number": "a number", "boolean": "true or false",
-               "list": "a list", "choice": "one of the choices"}
+_KINDS = {
+    "text": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "list": (list,),
+    "choice": (str,),
+}
+_KIND_WORDS = {
+    "text": "text (a string)",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "list": "a list",
+    "choice": "one of the choices",
+}
 
 
 @dataclass(frozen=True)
@@ -67,8 +80,10 @@ def _text(value: Any, what: str, limits: RowLimits, required: bool = True, cap: 
         raise ValueError(f"{what} must be a {'non-empty ' if required else ''}string, got {got}")
     bad = unpaired_surrogate(value)
     if bad >= 0:
-        raise ValueError(f"{what} holds an unpaired surrogate (\\u{ord(value[bad]):04x} at character {bad}), which is "
-                         "not valid Unicode")
+        raise ValueError(
+            f"{what} holds an unpaired surrogate (\\u{ord(value[bad]):04x} at character {bad}), which is "
+            "not valid Unicode"
+        )
     cap = limits.max_chars if cap == -1 else cap
     if cap is not None and len(value) > cap:
         raise ValueError(f"{what} has {len(value):,} characters; at most {cap:,} here")
@@ -84,8 +99,12 @@ def _prompt(value: Any, limits: RowLimits):
     for i, m in enumerate(value, 1):
         if not isinstance(m, dict) or "role" not in m or "content" not in m:
             raise ValueError(f"'prompt' message {i} must be an object with 'role' and 'content'")
-        messages.append({"role": _text(m["role"], f"'prompt' message {i} role", limits, cap=NAME_CHARS),
-                         "content": _text(m["content"], f"'prompt' message {i} content", limits, required=False)})
+        messages.append(
+            {
+                "role": _text(m["role"], f"'prompt' message {i} role", limits, cap=NAME_CHARS),
+                "content": _text(m["content"], f"'prompt' message {i} content", limits, required=False),
+            }
+        )
     if not any(m["role"] == "user" for m in messages):
         raise ValueError("'prompt' has no user message")
     return messages
@@ -110,12 +129,14 @@ def _check_arguments(meta: dict, names: list[str]) -> None:
             if arg.name not in meta or arg.kind not in _KINDS or meta[arg.name] is None:
                 continue
             value = meta[arg.name]
-            ok = isinstance(value, _KINDS[arg.kind]) and not (arg.kind in ("integer", "number")
-                                                                and isinstance(value, bool))
+            ok = isinstance(value, _KINDS[arg.kind]) and not (
+                arg.kind in ("integer", "number") and isinstance(value, bool)
+            )
             ok = ok and (arg.kind != "choice" or not arg.choices or value in arg.choices)
             if not ok:
-                raise ValueError(f"meta.{arg.name} must be {_KIND_WORDS[arg.kind]} for {name}, got "
-                                 f"{json.dumps(value)[:60]}")
+                raise ValueError(
+                    f"meta.{arg.name} must be {_KIND_WORDS[arg.kind]} for {name}, got {json.dumps(value)[:60]}"
+                )
 
 
 def check_row(row: Any, lineno: int, limits: RowLimits = RowLimits()) -> dict:
@@ -134,11 +155,15 @@ def check_row(row: Any, lineno: int, limits: RowLimits = RowLimits()) -> dict:
         raise ValueError("'meta.db_path' is not accepted in a rollouts file; name a bundled database with 'meta.db'")
     rid = row.get("id")
     if rid is not None and (isinstance(rid, bool) or not isinstance(rid, (str, int)) or len(str(rid)) > NAME_CHARS):
-        raise ValueError(f"'id' must be text or a number of at most {NAME_CHARS} characters, got "
-                         f"{type(rid).__name__}")
-    out = {"task": _text(row["task"], "'task'", limits, cap=NAME_CHARS), "prompt": _prompt(row["prompt"], limits),
-           "response": _text(row["response"], "'response'", limits), "meta": dict(meta),
-           "verifiers": _verifiers(row.get("verifiers")), "id": str(rid if rid not in (None, "") else f"line{lineno}")}
+        raise ValueError(f"'id' must be text or a number of at most {NAME_CHARS} characters, got {type(rid).__name__}")
+    out = {
+        "task": _text(row["task"], "'task'", limits, cap=NAME_CHARS),
+        "prompt": _prompt(row["prompt"], limits),
+        "response": _text(row["response"], "'response'", limits),
+        "meta": dict(meta),
+        "verifiers": _verifiers(row.get("verifiers")),
+        "id": str(rid if rid not in (None, "") else f"line{lineno}"),
+    }
     if limits.max_verifiers is not None and len(out["verifiers"]) > limits.max_verifiers:
         raise ValueError(f"{len(out['verifiers'])} verifiers; at most {limits.max_verifiers} per row here")
     _check_arguments(out["meta"], out["verifiers"] or _task_verifiers(out["task"]))
@@ -168,10 +193,16 @@ def _lines(fh, max_line_bytes: int):
 
 
 def _parse(line: str, lineno: int, limits: RowLimits) -> dict:
+    text = line.rstrip("\r\n")  # with its line break, a row cut short was reported at "column 1" of the next line
     try:
-        return check_row(json.loads(line), lineno, limits)
+        return check_row(json.loads(text), lineno, limits)
     except json.JSONDecodeError as e:
-        raise ValueError(f"not valid JSON ({e.msg} at column {e.colno})") from None
+        where = (
+            f"at the end of the line, column {e.pos + 1} (is the row split over two lines?)"
+            if e.pos >= len(text.rstrip())
+            else f"at column {e.pos + 1}"
+        )
+        raise ValueError(f"not valid JSON ({e.msg} {where})") from None
     except RecursionError:  # Python's parser gives up on very deep nesting (100,000 levels)
         raise ValueError(f"nested more than {limits.max_depth} levels deep") from None
 
@@ -191,8 +222,9 @@ def read_rows(path: str | os.PathLike, limits: RowLimits = RowLimits()) -> tuple
         raise FileNotFoundError(f"no rollouts file at {file}")
     size = file.stat().st_size
     if size > limits.max_bytes:
-        raise ValueError(f"{file.name} is {_size(size, '.1f')}; the limit is {_size(limits.max_bytes)} (split the "
-                         "file)")
+        raise ValueError(
+            f"{file.name} is {_size(size, '.1f')}; the limit is {_size(limits.max_bytes)} (split the file)"
+        )
     rows, problems, seen = [], [], set()
     with file.open(encoding="utf-8-sig", errors="replace") as fh:  # -sig: a byte-order mark is not part of row 1
         for lineno, line in _lines(fh, limits.max_line_bytes):

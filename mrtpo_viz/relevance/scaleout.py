@@ -15,6 +15,7 @@ multi-CPU mode goes through ``mpirun``); ``--multi_gpu`` starts N through ``torc
 GPU :func:`process_state` makes them a gloo group on CPU (``torchrun --nproc_per_node N -m mrtpo_viz score`` does
 the same).
 """
+
 from __future__ import annotations
 
 import os
@@ -70,6 +71,7 @@ def shard_of(state) -> Shard:
 
 # --- parts ---------------------------------------------------------------------------------------------------------
 
+
 def part_path(out: Path, shard: Shard) -> Path:
     """``scores.csv`` -> ``scores.csv.part-0-of-2.jsonl``: next to the output, so the rename stays on one disk."""
     return out.with_name(f"{out.name}.part-{shard.rank}-of-{shard.world}{PART_SUFFIX}")
@@ -89,7 +91,7 @@ def read_parts(out: Path) -> dict[Path, list[dict]]:
 
 def split_rows(todo: list, shard: Shard) -> list:
     """Rank r's share of the rows to score: ``todo[r], todo[r + N], ...`` (file order; shares differ by <= 1 row)."""
-    return todo[shard.rank::shard.world]
+    return todo[shard.rank :: shard.world]
 
 
 def merge_records(rows: list[dict], existing: list[dict], parts: Sequence[list[dict]]) -> list[dict]:
@@ -115,10 +117,20 @@ def merge_records(rows: list[dict], existing: list[dict], parts: Sequence[list[d
 
 # --- the run -------------------------------------------------------------------------------------------------------
 
-def score_sharded(policy, path: str | os.PathLike, verifiers: Optional[Sequence[str]] = None, *,
-                  out: str | os.PathLike, state, metric: str = "js", control: str = "none",
-                  info_position: str = "user_end", batch_size: int = 16,
-                  limits: RowLimits = RowLimits()) -> Iterator[ScoreProgress]:
+
+def score_sharded(
+    policy,
+    path: str | os.PathLike,
+    verifiers: Optional[Sequence[str]] = None,
+    *,
+    out: str | os.PathLike,
+    state,
+    metric: str = "js",
+    control: str = "none",
+    info_position: str = "user_end",
+    batch_size: int = 16,
+    limits: RowLimits = RowLimits(),
+) -> Iterator[ScoreProgress]:
     """:func:`score_rollouts` for one process of ``state`` (a ``PartialState``): score this rank's share into its
     part, then (rank 0) merge everything into ``out``. Yields this rank's progress after each row; the last one,
     after the merge, holds every rank's counts and problems on rank 0 (each bad line once, by line number).
@@ -135,12 +147,25 @@ def score_sharded(policy, path: str | os.PathLike, verifiers: Optional[Sequence[
     mine = split_rows(todo, shard)
     state.wait_for_everyone()  # every rank has read the parts before any rank adds to its own
     own = part_path(out, shard)
-    progress = ScoreProgress(total=len(mine), resumed=len(rows) - len(todo),
-                             problems=list(problems) if shard.is_main else [])
+    progress = ScoreProgress(
+        total=len(mine), resumed=len(rows) - len(todo), problems=list(problems) if shard.is_main else []
+    )
     yield progress
-    yield from score_rows(policy, mine, list(parts.get(own, [])), progress, verifiers, out=own, suffix=suffix,
-                          file_suffix=PART_SUFFIX, metric=metric, control=control, info_position=info_position,
-                          batch_size=batch_size, limits=limits)
+    yield from score_rows(
+        policy,
+        mine,
+        list(parts.get(own, [])),
+        progress,
+        verifiers,
+        out=own,
+        suffix=suffix,
+        file_suffix=PART_SUFFIX,
+        metric=metric,
+        control=control,
+        info_position=info_position,
+        batch_size=batch_size,
+        limits=limits,
+    )
     state.wait_for_everyone()  # every part is complete
     counts = gather_object([(progress.scored, progress.problems)])
     try:

@@ -9,6 +9,7 @@ Output: ``.jsonl`` holds one :class:`Relevance` per rollout (``Relevance.to_dict
 output is rewritten through a temporary file moved into place (:mod:`mrtpo_viz.atomic`) after every batch of rollouts,
 so a kill leaves the previous complete file; a rerun skips the ids already in it (resume).
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,25 @@ from ..atomic import atomic_path
 from .rows import MAX_ROLLOUT_BYTES, Problem, RowLimits, read_rows
 
 OUT_FORMATS = (".jsonl", ".csv", ".parquet")
-FRAME_COLUMNS = ("id", "task", "position", "token", "token_id", "start", "end", "verifier", "score", "raw_score",
-                 "logp_with", "logp_without", "entropy", "in_span", "reward", "metric", "control")
+FRAME_COLUMNS = (
+    "id",
+    "task",
+    "position",
+    "token",
+    "token_id",
+    "start",
+    "end",
+    "verifier",
+    "score",
+    "raw_score",
+    "logp_with",
+    "logp_without",
+    "entropy",
+    "in_span",
+    "reward",
+    "metric",
+    "control",
+)
 """Columns an empty table output still has (the header), so that reading it back gives an empty frame."""
 
 
@@ -44,8 +62,9 @@ class ScoreProgress:
     last_id: str = ""
 
 
-def read_rollouts(path: str | os.PathLike, max_bytes: int = MAX_ROLLOUT_BYTES,
-                  limits: Optional[RowLimits] = None) -> tuple[list[dict], list[Problem]]:
+def read_rollouts(
+    path: str | os.PathLike, max_bytes: int = MAX_ROLLOUT_BYTES, limits: Optional[RowLimits] = None
+) -> tuple[list[dict], list[Problem]]:
     """Read a rollouts JSONL file (the schema and limits of :mod:`.rows`; ``max_bytes`` sets ``limits.max_bytes``).
 
     Returns:
@@ -57,6 +76,7 @@ def read_rollouts(path: str | os.PathLike, max_bytes: int = MAX_ROLLOUT_BYTES,
 
 
 # --- output --------------------------------------------------------------------------------------------------------
+
 
 def check_out(out: Path) -> str:
     suffix = out.suffix.lower()
@@ -91,8 +111,10 @@ def read_existing(out: Path, suffix: str) -> list[dict]:
             raise ValueError("a record without an 'id'")
         return records
     except Exception as e:  # noqa: BLE001 -- a damaged file raises many kinds; all mean "cannot resume from it"
-        raise ValueError(f"the existing output {out} cannot be read ({type(e).__name__}: {str(e)[:200]}); a run "
-                         "resumes from it, so move it away or delete it to start afresh") from None
+        raise ValueError(
+            f"the existing output {out} cannot be read ({type(e).__name__}: {str(e)[:200]}); a run "
+            "resumes from it, so move it away or delete it to start afresh"
+        ) from None
 
 
 def _records(rel, row: dict, suffix: str) -> list[dict]:
@@ -119,6 +141,7 @@ def write_atomic(out: Path, records: list[dict], suffix: str) -> None:
 
 # --- scoring -------------------------------------------------------------------------------------------------------
 
+
 def _row_verifiers(row: dict, verifiers: Optional[Sequence[str]], limits: RowLimits) -> list[str]:
     from ..tasks import list_verifiers
 
@@ -126,8 +149,10 @@ def _row_verifiers(row: dict, verifiers: Optional[Sequence[str]], limits: RowLim
     if not names:
         raise ValueError(f"no verifiers for task {row['task']!r}: give 'verifiers' in the row or --verifiers")
     if limits.max_verifiers is not None and len(names) > limits.max_verifiers:
-        raise ValueError(f"{len(names)} verifiers to replay; at most {limits.max_verifiers} per row here (list the "
-                         "ones to score in the row's 'verifiers')")
+        raise ValueError(
+            f"{len(names)} verifiers to replay; at most {limits.max_verifiers} per row here (list the "
+            "ones to score in the row's 'verifiers')"
+        )
     return names
 
 
@@ -138,17 +163,27 @@ def _check_tokens(policy, example, response: str, names: list[str], limits: RowL
     if limits.max_tokens is None:
         return
     texts = [m["content"] for m in example.messages()] + [response] + [get_verifier(n).info(example) for n in names]
-    n = sum(len(policy.tokenizer(t, add_special_tokens=False, split_special_tokens=True)["input_ids"])
-            for t in texts if t)
+    n = sum(
+        len(policy.tokenizer(t, add_special_tokens=False, split_special_tokens=True)["input_ids"]) for t in texts if t
+    )
     if n > limits.max_tokens:
-        raise ValueError(f"{n:,} tokens (prompt, response and verifier information); at most {limits.max_tokens:,} "
-                         "per row here")
+        raise ValueError(
+            f"{n:,} tokens (prompt, response and verifier information); at most {limits.max_tokens:,} per row here"
+        )
 
 
-def score_rollouts(policy, path: str | os.PathLike, verifiers: Optional[Sequence[str]] = None, *,
-                   out: str | os.PathLike, metric: str = "js", control: str = "none",
-                   info_position: str = "user_end", batch_size: int = 16,
-                   limits: RowLimits = RowLimits()) -> Iterator[ScoreProgress]:
+def score_rollouts(
+    policy,
+    path: str | os.PathLike,
+    verifiers: Optional[Sequence[str]] = None,
+    *,
+    out: str | os.PathLike,
+    metric: str = "js",
+    control: str = "none",
+    info_position: str = "user_end",
+    batch_size: int = 16,
+    limits: RowLimits = RowLimits(),
+) -> Iterator[ScoreProgress]:
     """Replay every rollout of ``path`` and write the relevance to ``out``; yields progress after each rollout.
 
     Rollouts already in ``out`` (by id) are skipped. Every ``batch_size`` rollouts (and at the end) the output is
@@ -164,14 +199,38 @@ def score_rollouts(policy, path: str | os.PathLike, verifiers: Optional[Sequence
     todo = [r for r in rows if r["id"] not in have]
     progress = ScoreProgress(total=len(todo), resumed=len(rows) - len(todo), problems=problems)
     yield progress
-    yield from score_rows(policy, todo, records, progress, verifiers, out=out, suffix=suffix, metric=metric,
-                          control=control, info_position=info_position, batch_size=batch_size, limits=limits)
+    yield from score_rows(
+        policy,
+        todo,
+        records,
+        progress,
+        verifiers,
+        out=out,
+        suffix=suffix,
+        metric=metric,
+        control=control,
+        info_position=info_position,
+        batch_size=batch_size,
+        limits=limits,
+    )
 
 
-def score_rows(policy, todo: list[dict], records: list[dict], progress: ScoreProgress,
-               verifiers: Optional[Sequence[str]] = None, *, out: Path, suffix: str, metric: str = "js",
-               control: str = "none", info_position: str = "user_end", batch_size: int = 16,
-               limits: RowLimits = RowLimits(), file_suffix: Optional[str] = None) -> Iterator[ScoreProgress]:
+def score_rows(
+    policy,
+    todo: list[dict],
+    records: list[dict],
+    progress: ScoreProgress,
+    verifiers: Optional[Sequence[str]] = None,
+    *,
+    out: Path,
+    suffix: str,
+    metric: str = "js",
+    control: str = "none",
+    info_position: str = "user_end",
+    batch_size: int = 16,
+    limits: RowLimits = RowLimits(),
+    file_suffix: Optional[str] = None,
+) -> Iterator[ScoreProgress]:
     """Replay ``todo`` (rows of :func:`read_rows`) in order, appending to ``records`` (shaped for an output of
     format ``suffix``) and rewriting ``out`` (in format ``file_suffix``, default ``suffix``) atomically every
     ``batch_size`` scored rows and at the end; updates and yields ``progress`` after each row. A row that fails goes
@@ -187,16 +246,21 @@ def score_rows(policy, todo: list[dict], records: list[dict], progress: ScorePro
         try:
             names = _row_verifiers(row, verifiers, limits)
             _check_tokens(policy, example, row["response"], names, limits)
-            rel = replay(policy, example, row["response"], names, metric=metric, control=control,
-                         info_position=info_position)
+            rel = replay(
+                policy, example, row["response"], names, metric=metric, control=control, info_position=info_position
+            )
             records += _records(rel, row, suffix)
             pending += 1
             progress.scored += 1
         except (ValueError, KeyError) as e:
             progress.problems.append((row["line"], f"id {row['id']!r}: {e.args[0] if isinstance(e, KeyError) else e}"))
         except Exception as e:  # noqa: BLE001 -- one row's failure must not lose the others
-            progress.problems.append((row["line"], f"id {row['id']!r} could not be scored ({type(e).__name__}: "
-                                                   f"{str(e)[:200]}); check its fields"))
+            progress.problems.append(
+                (
+                    row["line"],
+                    f"id {row['id']!r} could not be scored ({type(e).__name__}: {str(e)[:200]}); check its fields",
+                )
+            )
         progress.done += 1
         progress.last_id = row["id"]
         if pending >= batch_size:

@@ -1,4 +1,5 @@
 """Display text of response tokens and of top predictions (no model: the tokenizer only)."""
+
 from __future__ import annotations
 
 import torch
@@ -6,7 +7,7 @@ import torch
 
 def _decode_prefixes(tokenizer, ids: list[int]) -> list[str]:
     """``decode(ids[:t + 1])`` for every t (one call to the fast backend where there is one)."""
-    prefixes = [ids[:t + 1] for t in range(len(ids))]
+    prefixes = [ids[: t + 1] for t in range(len(ids))]
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is not None:
         return backend.decode_batch(prefixes, skip_special_tokens=False)
@@ -20,12 +21,11 @@ def display_tokens(tokenizer, ids: list[int]) -> tuple[list[str], list[tuple[int
     """
     tokens, offsets, text = [], [], ""
     for now in _decode_prefixes(tokenizer, ids):
-        piece = "" if now.endswith("\ufffd") or not now.startswith(text) else now[len(text):]
+        piece = "" if now.endswith("\ufffd") or not now.startswith(text) else now[len(text) :]
         tokens.append(piece)
         offsets.append((len(text), len(text) + len(piece)))
         text += piece
     return tokens, offsets, text
-
 
 
 def _decode_each(tokenizer, ids: list[int]) -> dict[int, str]:
@@ -40,5 +40,7 @@ def _decode_each(tokenizer, ids: list[int]) -> dict[int, str]:
 def decode_top(tokenizer, top_ids: torch.Tensor, top_probs: torch.Tensor) -> list[list[list[tuple[str, float]]]]:
     """(B, T, k) ids and probs -> B x T lists of (token text, prob), most likely first."""
     text = _decode_each(tokenizer, top_ids.reshape(-1).tolist())
-    return [[[(text[i], round(p, 6)) for i, p in zip(ids, probs)] for ids, probs in zip(row_ids, row_probs)]
-            for row_ids, row_probs in zip(top_ids.tolist(), top_probs.tolist())]
+    return [
+        [[(text[i], round(p, 6)) for i, p in zip(ids, probs)] for ids, probs in zip(row_ids, row_probs)]
+        for row_ids, row_probs in zip(top_ids.tolist(), top_probs.tolist())
+    ]

@@ -10,6 +10,7 @@ a fixed token budget (little padding), the logits are computed only at response 
 tokens only, so the prompt positions need no vocabulary projection), and the run has a fixed number of steps so
 that it is deterministic for a seed.
 """
+
 from __future__ import annotations
 
 import csv
@@ -55,7 +56,10 @@ class TinyPolicyConfig:
     warmup: int = 100
     weight_decay: float = 0.01
     n_per_task: tuple[tuple[str, int], ...] = (
-        ("tool_calling", 20000), ("text_to_sql", 16000), ("instruction_following", 16000))
+        ("tool_calling", 20000),
+        ("text_to_sql", 16000),
+        ("instruction_following", 16000),
+    )
     """Generated training examples per task family (before removing test-split prompts)."""
     seed: int = 0
     threads: int = 1
@@ -82,14 +86,25 @@ def build_tokenizer(texts: list[str], vocab_size: int):
     tok = Tokenizer(models.BPE())
     # digits one by one: a number is the same token sequence in the prompt, the information and the response, so
     # the policy copies values token by token (a merged " 12" in the prompt vs "12" in JSON is harder to copy)
-    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
-                                                 pre_tokenizers.ByteLevel(add_prefix_space=False)])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    )
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[BOS, IM_START, IM_END],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=[BOS, IM_START, IM_END],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(texts, trainer)
-    wrapped = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=IM_END, pad_token=BOS,
-                                      additional_special_tokens=[IM_START], model_max_length=2048)
+    wrapped = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=BOS,
+        eos_token=IM_END,
+        pad_token=BOS,
+        additional_special_tokens=[IM_START],
+        model_max_length=2048,
+    )
     wrapped.chat_template = CHAT_TEMPLATE
     return wrapped
 
@@ -110,10 +125,18 @@ def build_model(cfg: TinyPolicyConfig, tokenizer):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
-        num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_heads,
-        max_position_embeddings=2048, tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+        vocab_size=len(tokenizer),
+        hidden_size=cfg.hidden_size,
+        intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_heads,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     model = LlamaForCausalLM(config)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
@@ -121,14 +144,15 @@ def build_model(cfg: TinyPolicyConfig, tokenizer):
     return model
 
 
-def batches(seqs: list[tuple[list[int], int]], tokens_per_batch: int, pad_id: int,
-            rng: random.Random) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+def batches(
+    seqs: list[tuple[list[int], int]], tokens_per_batch: int, pad_id: int, rng: random.Random
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Endless length-grouped batches: (input_ids (B, L), labels (B, L) with -100 on prompt and padding)."""
     while True:
         order = rng.sample(range(len(seqs)), len(seqs))
         groups = []
         for lo in range(0, len(order), 512):  # sort within windows: little padding, still shuffled
-            window = sorted(order[lo:lo + 512], key=lambda i: len(seqs[i][0]))
+            window = sorted(order[lo : lo + 512], key=lambda i: len(seqs[i][0]))
             while window:
                 L = len(seqs[window[-1]][0])
                 take = max(1, tokens_per_batch // L)
@@ -143,7 +167,7 @@ def _collate(rows: list[tuple[list[int], int]], pad_id: int) -> tuple[torch.Tens
     input_ids, _ = right_pad([ids for ids, _ in rows], pad_id)  # (B, L)
     labels = torch.full_like(input_ids, -100)  # (B, L)
     for b, (ids, n_prompt) in enumerate(rows):
-        labels[b, n_prompt:len(ids)] = torch.tensor(ids[n_prompt:])
+        labels[b, n_prompt : len(ids)] = torch.tensor(ids[n_prompt:])
     return input_ids, labels
 
 
@@ -152,10 +176,10 @@ def sft_loss(model, input_ids: torch.Tensor, labels: torch.Tensor) -> torch.Tens
 
     Right padding needs no attention mask: with causal attention no real token sees a pad.
     """
-    hidden = model.model(input_ids=input_ids).last_hidden_state    # (B, L, H)
-    target = labels[:, 1:]                                          # (B, L-1)
+    hidden = model.model(input_ids=input_ids).last_hidden_state  # (B, L, H)
+    target = labels[:, 1:]  # (B, L-1)
     keep = target != -100
-    logits = model.lm_head(hidden[:, :-1][keep])                    # (M, V)
+    logits = model.lm_head(hidden[:, :-1][keep])  # (M, V)
     return torch.nn.functional.cross_entropy(logits.float(), target[keep])
 
 
@@ -182,8 +206,14 @@ def train(model, seqs, cfg: TinyPolicyConfig, pad_id: int, log_every: int = 50, 
         opt.zero_grad(set_to_none=True)
         running.append(loss.item())
         if (step + 1) % log_every == 0 or step + 1 == cfg.steps:
-            log.append({"step": step + 1, "loss": sum(running) / len(running), "lr": lr_at(step, cfg),
-                        "seconds": round(time.time() - t0, 1)})
+            log.append(
+                {
+                    "step": step + 1,
+                    "loss": sum(running) / len(running),
+                    "lr": lr_at(step, cfg),
+                    "seconds": round(time.time() - t0, 1),
+                }
+            )
             running = []
             if on_log:
                 on_log(log[-1])
@@ -219,9 +249,15 @@ def build(cfg: TinyPolicyConfig, out: str | Path, noise: NoiseConfig = NoiseConf
         writer = csv.DictWriter(fh, fieldnames=list(log[0]))
         writer.writeheader()
         writer.writerows(log)
-    stage = {"config": asdict(cfg), "noise": asdict(noise), "n_train_examples": len(data),
-             "n_train_sequences": len(seqs), "data_seconds": round(t_data, 1),
-             "train_seconds": log[-1]["seconds"], "final_loss": log[-1]["loss"]}
+    stage = {
+        "config": asdict(cfg),
+        "noise": asdict(noise),
+        "n_train_examples": len(data),
+        "n_train_sequences": len(seqs),
+        "data_seconds": round(t_data, 1),
+        "train_seconds": log[-1]["seconds"],
+        "final_loss": log[-1]["loss"],
+    }
     info = {"stages": previous + [stage], "n_params": sum(p.numel() for p in model.parameters())}
     (out / "build_info.json").write_text(json.dumps(info, indent=1) + "\n")
     return model, tokenizer, info
@@ -266,8 +302,15 @@ def stage_settings(i: int) -> dict:
     return STAGES[min(i, len(STAGES) - 1)]
 
 
-def build_policy(out: str, *, seed: int = 0, threads: int = 1, steps: Optional[int] = None,
-                 stages: Optional[str] = None, init_from: Optional[str] = None) -> Path:
+def build_policy(
+    out: str,
+    *,
+    seed: int = 0,
+    threads: int = 1,
+    steps: Optional[int] = None,
+    stages: Optional[str] = None,
+    init_from: Optional[str] = None,
+) -> Path:
     """Build and train the tiny policy (every stage), evaluate it and write its model card; returns ``out``.
 
     Without ``steps`` it runs the whole default build (``stages``: steps per stage, default :data:`STAGE_STEPS`;
@@ -285,8 +328,10 @@ def build_policy(out: str, *, seed: int = 0, threads: int = 1, steps: Optional[i
     for n, stage_seed, source, st in plan:
         cfg = TinyPolicyConfig(seed=stage_seed, threads=threads, init_from=source, steps=n, lr=st["lr"])
         noise = NoiseConfig(max_content_edits=st["max_content_edits"])
-        print(f"stage: {n} steps, seed {stage_seed}" + (f", continuing {source}" if source else ", from scratch"),
-              flush=True)
+        print(
+            f"stage: {n} steps, seed {stage_seed}" + (f", continuing {source}" if source else ", from scratch"),
+            flush=True,
+        )
         model, tokenizer, info = build(cfg, out, noise, checkpoint_every=250)
     results = evaluate(model, tokenizer, seed=seed)
     write_model_card(Path(out), info, results, out)

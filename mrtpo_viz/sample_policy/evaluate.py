@@ -9,6 +9,7 @@ Two questions per verifier, on the ``test`` split of the sample data:
   verifier's ``relevant_spans`` cover, without and with the verifier's information. If the policy uses the
   information, p(gold) rises on exactly those tokens.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,10 @@ class EvalConfig:
     """How much of the held-out split to measure."""
 
     n_examples: tuple[tuple[str, int], ...] = (
-        ("tool_calling", 50), ("text_to_sql", 50), ("instruction_following", 100))
+        ("tool_calling", 50),
+        ("text_to_sql", 50),
+        ("instruction_following", 100),
+    )
     """Test examples per task family (the first n of the split; instruction following needs more, as each of its
     verifiers applies to a few examples only)."""
     samples: int = 4
@@ -43,20 +47,26 @@ class EvalConfig:
 def prompt_ids(tokenizer, ex: Example, verifier: Optional[str] = None) -> list[int]:
     """Chat prompt ids without information, or with one verifier's block at the end of the user message."""
     blocks = [] if verifier is None else [(get_verifier(verifier).title, get_verifier(verifier).info(ex))]
-    text = tokenizer.apply_chat_template(with_info(ex.messages(), blocks, "user_end"), tokenize=False,
-                                         add_generation_prompt=True)
+    text = tokenizer.apply_chat_template(
+        with_info(ex.messages(), blocks, "user_end"), tokenize=False, add_generation_prompt=True
+    )
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
 @torch.no_grad()
 def sample(model, tokenizer, ids: list[int], n: int, max_new_tokens: int, temperature: float = 1.0) -> list[str]:
     """``n`` completions of one prompt (no padding needed: the rows share the prompt)."""
-    x = torch.tensor([ids] * n)                                   # (n, P)
-    kw = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 else \
-        dict(do_sample=False)
-    out = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=max_new_tokens,
-                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **kw)
-    return [tokenizer.decode(row[len(ids):], skip_special_tokens=True) for row in out]
+    x = torch.tensor([ids] * n)  # (n, P)
+    kw = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 else dict(do_sample=False)
+    out = model.generate(
+        x,
+        attention_mask=torch.ones_like(x),
+        max_new_tokens=max_new_tokens,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        **kw,
+    )
+    return [tokenizer.decode(row[len(ids) :], skip_special_tokens=True) for row in out]
 
 
 def pass_rates(model, tokenizer, examples: list[Example], cfg: EvalConfig) -> dict[str, dict[str, float]]:
@@ -73,8 +83,10 @@ def pass_rates(model, tokenizer, examples: list[Example], cfg: EvalConfig) -> di
             h["without"] += [float(v.score(r, ex) >= 1.0) for r in plain]
             h["with"] += [float(v.score(r, ex) >= 1.0) for r in informed]
             h["greedy_without"] += [float(v.score(r, ex) >= 1.0) for r in greedy]
-    return {name: {k: sum(xs) / len(xs) for k, xs in h.items()} | {"n_examples": len(h["greedy_without"])}
-            for name, h in hits.items()}
+    return {
+        name: {k: sum(xs) / len(xs) for k, xs in h.items()} | {"n_examples": len(h["greedy_without"])}
+        for name, h in hits.items()
+    }
 
 
 @torch.no_grad()
@@ -82,8 +94,8 @@ def gold_logprobs(model, tokenizer, ex: Example, verifier: Optional[str] = None)
     """(T,) log-prob of each gold reference token, teacher-forced, without or with one verifier's information."""
     prompt = prompt_ids(tokenizer, ex, verifier)
     response = tokenizer(ex.reference, add_special_tokens=False)["input_ids"]
-    ids = torch.tensor([prompt + response])                        # (1, P + T)
-    logits = model(input_ids=ids).logits[0, len(prompt) - 1:-1]    # (T, V)
+    ids = torch.tensor([prompt + response])  # (1, P + T)
+    logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1]  # (T, V)
     logp = torch.log_softmax(logits.float(), dim=-1)
     return logp.gather(-1, torch.tensor(response)[:, None])[:, 0]
 
@@ -107,8 +119,14 @@ def p_gold(model, tokenizer, examples: list[Example]) -> dict[str, dict[str, flo
             a = acc.setdefault(name, {"without": [], "with": []})
             a["without"].append(base[mask])
             a["with"].append(gold_logprobs(model, tokenizer, ex, name).exp()[mask])
-    return {name: {"without": torch.cat(a["without"]).mean().item(), "with": torch.cat(a["with"]).mean().item(),
-                   "tokens": int(sum(x.numel() for x in a["with"]))} for name, a in acc.items()}
+    return {
+        name: {
+            "without": torch.cat(a["without"]).mean().item(),
+            "with": torch.cat(a["with"]).mean().item(),
+            "tokens": int(sum(x.numel() for x in a["with"])),
+        }
+        for name, a in acc.items()
+    }
 
 
 def evaluate(model, tokenizer, seed: int = 0, cfg: Optional[EvalConfig] = None) -> dict:
@@ -125,14 +143,18 @@ def evaluate(model, tokenizer, seed: int = 0, cfg: Optional[EvalConfig] = None) 
 
 # ------------------------------------------------------------------------------------------------ model card
 def _table(results: dict) -> str:
-    rows = ["| verifier | examples | pass, no info (T=1) | pass, own info (T=1) | pass, no info (greedy) "
-            "| p(gold) relevant tokens, no info | with info | tokens |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| verifier | examples | pass, no info (T=1) | pass, own info (T=1) | pass, no info (greedy) "
+        "| p(gold) relevant tokens, no info | with info | tokens |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for name in sorted(results["pass_rate"], key=lambda n: (TASKS.index(get_verifier(n).task), n)):
         r, g = results["pass_rate"][name], results["p_gold"].get(name, {})
-        pg = (f"{g['without']:.3f} | {g['with']:.3f} | {g['tokens']}" if g else "n/a | n/a | 0")
-        rows.append(f"| `{name}` | {r['n_examples']} | {r['without']:.0%} | {r['with']:.0%} | "
-                    f"{r['greedy_without']:.0%} | {pg} |")
+        pg = f"{g['without']:.3f} | {g['with']:.3f} | {g['tokens']}" if g else "n/a | n/a | 0"
+        rows.append(
+            f"| `{name}` | {r['n_examples']} | {r['without']:.0%} | {r['with']:.0%} | "
+            f"{r['greedy_without']:.0%} | {pg} |"
+        )
     return "\n".join(rows)
 
 
@@ -140,11 +162,15 @@ def _commands(stages: list[dict], out: str) -> str:
     """The one command that rebuilds these stages (from scratch when stage 1 was)."""
     first = stages[0]["config"]
     if first.get("init_from"):  # a continuation of a policy built elsewhere: one command per stage
-        return "\n".join(f"python -m mrtpo_viz make-sample-policy --steps {c['steps']} --seed {c['seed']} "
-                         f"--threads {c['threads']} --init-from {c['init_from']} --out {out}"
-                         for c in (st["config"] for st in stages))
-    return (f"python -m mrtpo_viz make-sample-policy --stages {','.join(str(st['config']['steps']) for st in stages)}"
-            f" --seed {first['seed']} --threads {first['threads']} --out {out}")
+        return "\n".join(
+            f"python -m mrtpo_viz make-sample-policy --steps {c['steps']} --seed {c['seed']} "
+            f"--threads {c['threads']} --init-from {c['init_from']} --out {out}"
+            for c in (st["config"] for st in stages)
+        )
+    return (
+        f"python -m mrtpo_viz make-sample-policy --stages {','.join(str(st['config']['steps']) for st in stages)}"
+        f" --seed {first['seed']} --threads {first['threads']} --out {out}"
+    )
 
 
 def _upto(m: int) -> str:
@@ -152,14 +178,19 @@ def _upto(m: int) -> str:
 
 
 def _stages_table(stages: list[dict]) -> str:
-    rows = ["| stage | steps | seed | tokens / batch | peak lr | training examples | values changed per content "
-            "error | data + tokenizer min | training min | final loss |", "|---:" * 10 + "|"]
+    rows = [
+        "| stage | steps | seed | tokens / batch | peak lr | training examples | values changed per content "
+        "error | data + tokenizer min | training min | final loss |",
+        "|---:" * 10 + "|",
+    ]
     for i, st in enumerate(stages, 1):
         c, n = st["config"], st["noise"]
-        rows.append(f"| {i} | {c['steps']} | {c['seed']} | {c['tokens_per_batch']} | {c['lr']:g} | "
-                    f"{st['n_train_examples']:,} | {_upto(n.get('max_content_edits', 1))} | "
-                    f"{st['data_seconds'] / 60:.1f} | "
-                    f"{st['train_seconds'] / 60:.1f} | {st['final_loss']:.3f} |")
+        rows.append(
+            f"| {i} | {c['steps']} | {c['seed']} | {c['tokens_per_batch']} | {c['lr']:g} | "
+            f"{st['n_train_examples']:,} | {_upto(n.get('max_content_edits', 1))} | "
+            f"{st['data_seconds'] / 60:.1f} | "
+            f"{st['train_seconds'] / 60:.1f} | {st['final_loss']:.3f} |"
+        )
     return "\n".join(rows)
 
 
@@ -170,15 +201,20 @@ def write_model_card(out: Path, info: dict, results: dict, out_name: str) -> Pat
     noise = {k: v for k, v in stages[-1]["noise"].items() if k != "max_content_edits"}
     size_mb = sum(f.stat().st_size for f in out.iterdir() if f.is_file() and f.suffix != ".md") / 1e6
     card = CARD.format(
-        command=_commands(stages, out_name), n_params=info["n_params"], size_mb=size_mb,
+        command=_commands(stages, out_name),
+        n_params=info["n_params"],
+        size_mb=size_mb,
         minutes=sum(st["train_seconds"] + st["data_seconds"] for st in stages) / 60,
-        machine=f"{platform.machine()} CPU, {c['threads']} thread", stages=_stages_table(stages),
+        machine=f"{platform.machine()} CPU, {c['threads']} thread",
+        stages=_stages_table(stages),
         arch=f"hidden {c['hidden_size']}, {c['num_layers']} layers, {c['num_heads']} heads, MLP "
-             f"{c['intermediate_size']}, vocabulary {c['vocab_size']}, tied embeddings, sequences up to "
-             f"{c['max_len']} tokens",
+        f"{c['intermediate_size']}, vocabulary {c['vocab_size']}, tied embeddings, sequences up to "
+        f"{c['max_len']} tokens",
         noise=", ".join(f"{k} {v}" for k, v in noise.items()),
-        table=_table(results), eval_config=json.dumps(results["eval_config"]),
-        why=WHY_STAGES if len(stages) > 1 else "")
+        table=_table(results),
+        eval_config=json.dumps(results["eval_config"]),
+        why=WHY_STAGES if len(stages) > 1 else "",
+    )
     (out / "README.md").write_text(card)
     return out / "README.md"
 

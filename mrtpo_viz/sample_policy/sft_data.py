@@ -15,6 +15,7 @@ So with an information block the policy learns to follow it (its aspect is alway
 aspect is uncertain. The verifiers themselves are the oracle: a noised target is kept only if exactly the intended
 verifiers fail (format noise may also break content checks that parse the form), otherwise the draw is retried.
 """
+
 from __future__ import annotations
 
 import json
@@ -95,8 +96,10 @@ class Pools:
                 tool.setdefault((name, k), set()).add(json.dumps(v))
             if ex.meta.get("gold_sql"):
                 sql.setdefault(ex.meta["db"], set()).update(re.findall(r"'(?:[^']|'')*'", ex.meta["gold_sql"]))
-        return cls({k: tuple(json.loads(v) for v in sorted(s)) for k, s in tool.items()},
-                   {k: tuple(sorted(s)) for k, s in sql.items()})
+        return cls(
+            {k: tuple(json.loads(v) for v in sorted(s)) for k, s in tool.items()},
+            {k: tuple(sorted(s)) for k, s in sql.items()},
+        )
 
 
 Target = tuple[str, set]
@@ -110,10 +113,10 @@ def _some(items: list, at_most: int, rng: random.Random) -> list:
 
 # ------------------------------------------------------------------------------------------------ tool calling
 TOOL_FORMAT_ERRORS: tuple[Callable[[str], str], ...] = (
-    lambda call: call,                                   # bare JSON, no tags
-    lambda call: f"```json\n{call}\n```",                # a code fence instead of the tags
-    lambda call: f"<tool_call>{call}",                   # closing tag missing
-    lambda call: f"<tool>{call}</tool>",                 # wrong tag
+    lambda call: call,  # bare JSON, no tags
+    lambda call: f"```json\n{call}\n```",  # a code fence instead of the tags
+    lambda call: f"<tool_call>{call}",  # closing tag missing
+    lambda call: f"<tool>{call}</tool>",  # wrong tag
 )
 
 
@@ -139,8 +142,7 @@ def tool_target(ex: Example, present: set, rng: random.Random, cfg: NoiseConfig,
     if rng.random() < cfg.p_nuisance:
         rng.shuffle(keys)
     seps = (",", ":") if rng.random() < cfg.p_nuisance / 2 else (", ", ": ")
-    call = json.dumps({"name": name, "arguments": {k: args[k] for k in keys}},
-                      ensure_ascii=False, separators=seps)
+    call = json.dumps({"name": name, "arguments": {k: args[k] for k in keys}}, ensure_ascii=False, separators=seps)
     text = f"<tool_call>{call}</tool_call>"
     if "tool_call.format" not in present and rng.random() < cfg.p_format:
         text, noised = rng.choice(TOOL_FORMAT_ERRORS)(call), noised | {"tool_call.format"}
@@ -149,12 +151,23 @@ def tool_target(ex: Example, present: set, rng: random.Random, cfg: NoiseConfig,
 
 # ----------------------------------------------------------------------------------------------------- SQL
 SQL_FORMAT_ERRORS: tuple[Callable[[str], str], ...] = (
-    lambda sql: sql,                                     # no fence at all
-    lambda sql: f"```\n{sql}\n```",                      # fence without the sql info string
-    lambda sql: f"```sql\n{sql}",                        # closing fence missing
+    lambda sql: sql,  # no fence at all
+    lambda sql: f"```\n{sql}\n```",  # fence without the sql info string
+    lambda sql: f"```sql\n{sql}",  # closing fence missing
 )
-SWAPS = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "=": "!=", "ASC": "DESC", "DESC": "ASC",
-         "MIN": "MAX", "MAX": "MIN", "SUM": "AVG", "AVG": "SUM"}
+SWAPS = {
+    ">": "<",
+    "<": ">",
+    ">=": "<=",
+    "<=": ">=",
+    "=": "!=",
+    "ASC": "DESC",
+    "DESC": "ASC",
+    "MIN": "MAX",
+    "MAX": "MIN",
+    "SUM": "AVG",
+    "AVG": "SUM",
+}
 
 
 def _sql_edits(sql: str, ex: Example, pools: Pools) -> list[tuple[int, int, list[str]]]:
@@ -218,7 +231,9 @@ def ifeval_target(ex: Example, present: set, rng: random.Random, cfg: NoiseConfi
 
 # ------------------------------------------------------------------------------------------------- assembling
 TARGETS: dict[str, Callable[..., Target]] = {
-    "tool_calling": tool_target, "text_to_sql": sql_target, "instruction_following": ifeval_target,
+    "tool_calling": tool_target,
+    "text_to_sql": sql_target,
+    "instruction_following": ifeval_target,
 }
 """Task family -> target builder ``(example, present, rng, cfg, pools) -> (response, noised)``."""
 

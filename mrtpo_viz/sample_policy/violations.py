@@ -5,6 +5,7 @@ word re-cased, a sentence dropped or repeated, the start or end phrase removed, 
 cannot. It reads the constraint's official IFEval kwargs (``num_words`` + ``relation``, ``end_phrase``, ...). The
 caller checks with the verifier that the result really fails.
 """
+
 from __future__ import annotations
 
 import random
@@ -37,27 +38,28 @@ def _insert_comma(text, args, rng):
 
 def _capitalize_word(text, args, rng):
     at = _pick([m.start() for m in re.finditer(r"\b[a-z]", text)], rng)
-    return None if at is None else text[:at] + text[at].upper() + text[at + 1:]
+    return None if at is None else text[:at] + text[at].upper() + text[at + 1 :]
 
 
 def _lower_word(text, args, rng):
     m = _pick(list(re.finditer(r"\b[A-Z]{2,}\b", text)), rng)
-    return None if m is None else text[:m.start()] + m.group(0).lower() + text[m.end():]
+    return None if m is None else text[: m.start()] + m.group(0).lower() + text[m.end() :]
 
 
 def _drop_sentence(text, args, rng):
     m = _pick(list(SENTENCE_RE.finditer(text))[1:-1], rng)
-    return None if m is None else text[:m.start()] + text[m.end():].lstrip(" ")
+    return None if m is None else text[: m.start()] + text[m.end() :].lstrip(" ")
 
 
 def _repeat_sentence(text, args, rng):
     sents = list(SENTENCE_RE.finditer(text))[1:-1]
     m, at = _pick(sents, rng), _pick(sents, rng)
-    return None if m is None else text[:at.end()] + " " + m.group(0).strip() + text[at.end():]
+    return None if m is None else text[: at.end()] + " " + m.group(0).strip() + text[at.end() :]
 
 
 def _cross(count: Callable[[str], int], key: str):
     """Below an ``at least`` threshold by dropping sentences, up to a ``less than`` one by repeating them."""
+
     def violate(text, args, rng):
         at_least = args.get("relation") == AT_LEAST
         change = _drop_sentence if at_least else _repeat_sentence
@@ -67,13 +69,15 @@ def _cross(count: Callable[[str], int], key: str):
             if (n < args[key]) if at_least else (n >= args[key]):
                 return text
         return None
+
     return violate
 
 
 def _drop_line(pattern: str):
     def violate(text, args, rng):
         m = _pick(list(re.finditer(pattern, text, re.M | re.I)), rng)
-        return None if m is None else text[:m.start()] + text[m.end():]
+        return None if m is None else text[: m.start()] + text[m.end() :]
+
     return violate
 
 
@@ -94,13 +98,13 @@ def _insert_forbidden(text, args, rng):
 def _drop_start(text, args, rng):
     """The opening phrase removed (compared case-insensitively, as the checker does)."""
     phrase, body = str(args.get("start_phrase", "")).strip(), text.lstrip()
-    return body[len(phrase):].lstrip() if phrase and body.lower().startswith(phrase.lower()) else None
+    return body[len(phrase) :].lstrip() if phrase and body.lower().startswith(phrase.lower()) else None
 
 
 def _drop_end(text, args, rng):
     """The closing phrase removed (compared case-insensitively, as the checker does)."""
     phrase, body = str(args.get("end_phrase", "")).strip(), text.rstrip()
-    return body[:-len(phrase)].rstrip() if phrase and body.lower().endswith(phrase.lower()) else None
+    return body[: -len(phrase)].rstrip() if phrase and body.lower().endswith(phrase.lower()) else None
 
 
 VIOLATIONS: dict[str, Callable[[str, dict, random.Random], Optional[str]]] = {

@@ -12,15 +12,38 @@
 
 Importing this package registers every family's verifiers.
 """
+
 from ..names import TASKS
-from .base import (VERIFIERS, Argument, Example, MissingArguments, Span, Verdict, Verifier, get_verifier,
-                   list_verifiers, register)
+from .base import (
+    VERIFIERS,
+    Argument,
+    Example,
+    MissingArguments,
+    Span,
+    Verdict,
+    Verifier,
+    get_verifier,
+    list_verifiers,
+    register,
+)
 from .example_sources import available_tasks, load_examples
 from . import ifeval  # noqa: E402,F401  (registers the ifeval.* verifiers)
 from . import tool_calling  # noqa: E402,F401  (registers tool_call.format, tool_call.correctness)
 from . import sql  # noqa: E402,F401  (registers sql.format, sql.execution)
-from . import slots  # noqa: E402,F401  (registers slots.part1..4, the credit study's task)
+from . import code_slots  # noqa: E402,F401  (registers slots.part1..4, the credit study's task)
 
-__all__ = ["TASKS", "VERIFIERS", "Argument", "Example", "MissingArguments", "Span", "Verdict", "Verifier",
-           "get_verifier", "list_verifiers",
-           "available_tasks", "load_examples", "register"]
+__all__ = [
+    "TASKS",
+    "VERIFIERS",
+    "Argument",
+    "Example",
+    "MissingArguments",
+    "Span",
+    "Verdict",
+    "Verifier",
+    "get_verifier",
+    "list_verifiers",
+    "available_tasks",
+    "load_examples",
+    "register",
+]

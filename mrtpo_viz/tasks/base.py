@@ -6,6 +6,7 @@ reason), says what it checks (``info``: its *verifier information*, the text the
 where it can, which character spans of the response decide its verdict (``spans``: the ground truth of the localization
 benchmark).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -50,18 +51,27 @@ class Example:
         return [dict(m) for m in self.prompt]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"task": self.task, "id": self.id, "prompt": self.prompt, "meta": self.meta,
-                "reference": self.reference, "verifiers": list(self.verifiers)}
+        return {
+            "task": self.task,
+            "id": self.id,
+            "prompt": self.prompt,
+            "meta": self.meta,
+            "reference": self.reference,
+            "verifiers": list(self.verifiers),
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Example:
         if not isinstance(d, dict) or "prompt" not in d or "task" not in d:
             raise ValueError("an example needs at least the fields 'task' and 'prompt'")
-        return cls(task=str(d["task"]), prompt=d["prompt"], meta=dict(d.get("meta") or {}),
-                   id=str(d.get("id", "")), reference=d.get("reference"),
-                   verifiers=tuple(d.get("verifiers") or ()))
-
-
+        return cls(
+            task=str(d["task"]),
+            prompt=d["prompt"],
+            meta=dict(d.get("meta") or {}),
+            id=str(d.get("id", "")),
+            reference=d.get("reference"),
+            verifiers=tuple(d.get("verifiers") or ()),
+        )
 
 
 @dataclass(frozen=True)
@@ -174,12 +184,15 @@ class Verifier:
         """The example with these argument values (e.g. typed into the app for a free prompt)."""
         unknown = sorted(set(values) - {a.name for a in self.arguments})
         if unknown:
-            raise ValueError(f"verifier {self.name!r} takes no argument(s) {unknown}; "
-                             f"it takes {[a.name for a in self.arguments]}")
+            raise ValueError(
+                f"verifier {self.name!r} takes no argument(s) {unknown}; it takes {[a.name for a in self.arguments]}"
+            )
         for a in self.arguments:  # a boolean is true or false, not a string whose truth is its length ("no")
             if a.kind == "boolean" and values.get(a.name) is not None and not isinstance(values[a.name], bool):
-                raise ValueError(f"verifier {self.name!r}: argument {a.name!r} must be true or false, got "
-                                 f"{str(values[a.name])[:40]!r}")
+                raise ValueError(
+                    f"verifier {self.name!r}: argument {a.name!r} must be true or false, got "
+                    f"{str(values[a.name])[:40]!r}"
+                )
         return (self.with_args_fn or _with_meta_args)(self, example, dict(values))
 
     @classmethod
@@ -224,6 +237,7 @@ def get_verifier(name: str) -> Verifier:
 # --- TRL reward functions in both directions ---------------------------------------------------------------------
 # TRL's ``None`` ("this reward does not apply") is a NaN score here, and NaN goes back out as ``None``.
 
+
 def _call_kwargs(fn: Callable, example: Example) -> dict[str, Any]:
     """One-row TRL columns for ``fn``: prompts, task, meta and each meta key (only the names ``fn`` accepts)."""
     columns = {f"{k}": [v] for k, v in example.meta.items()}
@@ -234,8 +248,9 @@ def _call_kwargs(fn: Callable, example: Example) -> dict[str, Any]:
     return {k: v for k, v in columns.items() if k in params}
 
 
-def verifier_from_trl(fn: TrlReward, name: str, info: Info, title: Optional[str] = None,
-                      task: str = "custom", description: str = "") -> Verifier:
+def verifier_from_trl(
+    fn: TrlReward, name: str, info: Info, title: Optional[str] = None, task: str = "custom", description: str = ""
+) -> Verifier:
     """Wrap a TRL reward function as a verifier.
 
     ``fn`` is called with a one-element ``completions`` list plus the example's columns as one-element lists
@@ -253,14 +268,22 @@ def verifier_from_trl(fn: TrlReward, name: str, info: Info, title: Optional[str]
         except Exception as e:  # noqa: BLE001 -- user code; a failure on one response is a zero with the reason
             return Verdict(0.0, f"the reward function raised {type(e).__name__}: {e}")
         if not isinstance(out, (list, tuple)) or len(out) != 1:
-            raise ValueError(f"reward function {name!r} must return a list of one value for one completion, "
-                             f"got {out!r}")
+            raise ValueError(
+                f"reward function {name!r} must return a list of one value for one completion, got {out!r}"
+            )
         if out[0] is None:
             return Verdict(math.nan, "does not apply to this example")
         return Verdict(float(out[0]), f"{name} returned {float(out[0]):g}")
 
-    return Verifier(name=name, task=task, title=title or name, description=description or f"TRL reward {name}",
-                    info_fn=info_fn, check_fn=check, trl_reward=fn)
+    return Verifier(
+        name=name,
+        task=task,
+        title=title or name,
+        description=description or f"TRL reward {name}",
+        info_fn=info_fn,
+        check_fn=check,
+        trl_reward=fn,
+    )
 
 
 def _completion_text(completion: Any) -> str:
@@ -293,6 +316,7 @@ def as_trl_reward(verifier: Verifier) -> TrlReward:
     the verifier's task), ``prompt``, ``id`` and ``meta`` (a dict or a JSON string; default: the row's other columns).
     Returns one score per completion, NaN as None. ``__name__`` is the verifier name, which TRL logs as the reward name.
     """
+
     def reward(prompts, completions, completion_ids=None, **columns) -> list[Optional[float]]:
         if len(prompts) != len(completions):
             raise ValueError(f"{len(prompts)} prompts but {len(completions)} completions")

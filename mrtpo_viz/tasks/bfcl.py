@@ -19,6 +19,7 @@ Supported: :data:`~mrtpo_viz.names.BFCL_CATEGORIES`, the categories BFCL's AST c
 others are refused with the reason (:data:`REFUSED`). Install: ``pip install mrtpo-viz[bfcl]``, or ``pip install
 bfcl-eval==2026.3.23 --no-deps`` (only its data files are read; its dependencies are API clients and models).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -35,16 +36,24 @@ from .tool_catalog import CLOSE_TAG, OPEN_TAG
 
 BFCL_EVAL_VERSION = "2026.3.23"
 """The bfcl-eval release these rules and the agreement figures were checked on (BFCL v4 data)."""
-INSTALL_HINT = (f"pip install mrtpo-viz[bfcl] (or, lighter: pip install bfcl-eval=={BFCL_EVAL_VERSION} --no-deps; "
-                "only its data files are read)")
+INSTALL_HINT = (
+    f"pip install mrtpo-viz[bfcl] (or, lighter: pip install bfcl-eval=={BFCL_EVAL_VERSION} --no-deps; "
+    "only its data files are read)"
+)
 VERIFIERS = ("tool_call.format", "tool_call.correctness")
-_JAVA_JS = ("its values are Java/JavaScript source literals given as strings, which BFCL converts with its own "
-            "parsers per declared type before checking; that has no natural form in the JSON <tool_call> format")
+_JAVA_JS = (
+    "its values are Java/JavaScript source literals given as strings, which BFCL converts with its own "
+    "parsers per declared type before checking; that has no natural form in the JSON <tool_call> format"
+)
 _MULTI_TURN = "it is multi-turn and checked by executing the calls against BFCL's simulated APIs"
 _NO_ANSWER = "it has no possible answers: a response is right when it makes {} call"
 REFUSED: dict[str, str] = {
-    "simple_java": _JAVA_JS, "simple_javascript": _JAVA_JS, "java": _JAVA_JS, "javascript": _JAVA_JS,
-    "irrelevance": _NO_ANSWER.format("no"), "live_irrelevance": _NO_ANSWER.format("no"),
+    "simple_java": _JAVA_JS,
+    "simple_javascript": _JAVA_JS,
+    "java": _JAVA_JS,
+    "javascript": _JAVA_JS,
+    "irrelevance": _NO_ANSWER.format("no"),
+    "live_irrelevance": _NO_ANSWER.format("no"),
     "live_relevance": _NO_ANSWER.format("any"),
     **{f"multi_turn_{k}": _MULTI_TURN for k in ("base", "miss_func", "miss_param", "long_context")},
     "memory": "it is agentic (memory backends) and checked on the final answer text, not on calls",
@@ -73,8 +82,10 @@ def data_dir() -> Path:
     """``bfcl_eval/data`` of the installed package."""
     folder = package_dir()
     if folder is None:
-        raise BFCLNotInstalled(f"the BFCL task family reads the data shipped with bfcl-eval, which is not installed; "
-                               f"install it with: {INSTALL_HINT}")
+        raise BFCLNotInstalled(
+            f"the BFCL task family reads the data shipped with bfcl-eval, which is not installed; "
+            f"install it with: {INSTALL_HINT}"
+        )
     return folder / "data"
 
 
@@ -83,15 +94,19 @@ def check_category(category: str) -> str:
     if category in BFCL_CATEGORIES:
         return category
     if category in REFUSED:
-        raise ValueError(f"BFCL category {category!r} is not supported: {REFUSED[category]}; "
-                         f"supported: {', '.join(BFCL_CATEGORIES)}")
+        raise ValueError(
+            f"BFCL category {category!r} is not supported: {REFUSED[category]}; supported: {', '.join(BFCL_CATEGORIES)}"
+        )
     raise ValueError(f"unknown BFCL category {category!r}; supported: {', '.join(BFCL_CATEGORIES)}")
 
 
 def data_file(folder: Path, category: str) -> Path:
     """``BFCL_v<N>_<category>.json`` in ``folder``, the highest data version N there."""
-    found = [(int(m.group(1)), p) for p in folder.glob(f"BFCL_v*_{category}.json")
-             if (m := re.fullmatch(rf"BFCL_v(\d+)_{re.escape(category)}\.json", p.name))]
+    found = [
+        (int(m.group(1)), p)
+        for p in folder.glob(f"BFCL_v*_{category}.json")
+        if (m := re.fullmatch(rf"BFCL_v(\d+)_{re.escape(category)}\.json", p.name))
+    ]
     if not found:
         raise FileNotFoundError(f"no BFCL_v*_{category}.json in {folder}; reinstall bfcl-eval: {INSTALL_HINT}")
     return max(found)[1]
@@ -103,6 +118,7 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 # --- the reference -------------------------------------------------------------------------------------------------
+
 
 def _nested_answer(answer: dict) -> dict:
     return {k: v[0] for k, v in answer.items() if isinstance(v, list) and v and v[0] != ""}
@@ -142,18 +158,26 @@ def reference_arguments(answer: dict, function: Optional[dict]) -> dict:
 def render_reference(functions: list[dict], possible_answer: list[dict]) -> str:
     """The possible answer's calls in expected order, one ``<tool_call>`` block per line."""
     by_name = {f.get("name"): f for f in functions}
-    return render_calls([(name, reference_arguments(args, by_name.get(name)))
-                         for answer in possible_answer for name, args in answer.items()])
+    return render_calls(
+        [
+            (name, reference_arguments(args, by_name.get(name)))
+            for answer in possible_answer
+            for name, args in answer.items()
+        ]
+    )
 
 
 # --- the prompt ----------------------------------------------------------------------------------------------------
 
+
 def tools_system_text(functions: list[dict]) -> str:
     """A system text that lists the functions (OpenAI tool objects, one JSON per line) and the reply format."""
     tools = "\n".join(json.dumps({"type": "function", "function": f}, ensure_ascii=False) for f in functions)
-    return ("You may call one or more of these functions:\n<tools>\n" + tools + "\n</tools>\n"
-            f'To call functions, reply with one {OPEN_TAG}{{"name": <function name>, "arguments": <JSON object>}}'
-            f"{CLOSE_TAG} block per call and nothing else.")
+    return (
+        "You may call one or more of these functions:\n<tools>\n" + tools + "\n</tools>\n"
+        f'To call functions, reply with one {OPEN_TAG}{{"name": <function name>, "arguments": <JSON object>}}'
+        f"{CLOSE_TAG} block per call and nothing else."
+    )
 
 
 def prompt_messages(question: list, functions: list[dict], tools_in_prompt: bool = True) -> list[dict]:
@@ -173,8 +197,14 @@ def make_example(row: dict, ground_truth: list[dict], category: str, tools_in_pr
     """One BFCL row (and its possible answer) as an Example of task ``bfcl``."""
     functions = row["function"] if isinstance(row["function"], list) else [row["function"]]
     meta = {"category": category, "bfcl_id": row["id"], "functions": functions, "possible_answer": ground_truth}
-    return Example(task=BFCL_TASK, prompt=prompt_messages(row["question"], functions, tools_in_prompt), meta=meta,
-                   id=f"bfcl-{row['id']}", reference=render_reference(functions, ground_truth), verifiers=VERIFIERS)
+    return Example(
+        task=BFCL_TASK,
+        prompt=prompt_messages(row["question"], functions, tools_in_prompt),
+        meta=meta,
+        id=f"bfcl-{row['id']}",
+        reference=render_reference(functions, ground_truth),
+        verifiers=VERIFIERS,
+    )
 
 
 def reference_is_consistent(example: Example) -> bool:
@@ -184,8 +214,14 @@ def reference_is_consistent(example: Example) -> bool:
     return check_format(ref, example).score == 1.0 and check_correctness(ref, example).score == 1.0
 
 
-def load_bfcl(category: str = BFCL_CATEGORIES[0], *, limit: Optional[int] = None, tools_in_prompt: bool = True,
-              root: Optional[Path] = None, consistent_only: bool = False) -> list[Example]:
+def load_bfcl(
+    category: str = BFCL_CATEGORIES[0],
+    *,
+    limit: Optional[int] = None,
+    tools_in_prompt: bool = True,
+    root: Optional[Path] = None,
+    consistent_only: bool = False,
+) -> list[Example]:
     """The examples of one BFCL category, in file order.
 
     Args:
@@ -201,7 +237,7 @@ def load_bfcl(category: str = BFCL_CATEGORIES[0], *, limit: Optional[int] = None
     base = Path(root) if root is not None else data_dir()
     rows = _read_jsonl(data_file(base, category))
     answers = {r["id"]: r["ground_truth"] for r in _read_jsonl(data_file(base / "possible_answer", category))}
-    rows = rows if limit is None else rows[:max(int(limit), 0)]
+    rows = rows if limit is None else rows[: max(int(limit), 0)]
     missing = [r["id"] for r in rows if r["id"] not in answers]
     if missing:
         raise ValueError(f"{len(missing)} rows of BFCL {category} have no possible answer (first: {missing[0]})")

@@ -4,6 +4,7 @@ The data (task examples, SQLite databases, sample rollouts, the tiny policy) shi
 ``mrtpo_viz/sample_data/``; nothing here depends on the working directory or on a source checkout. (The repository
 keeps a ``sample_data`` link at its top level for browsing.)
 """
+
 from __future__ import annotations
 
 from importlib.resources import files

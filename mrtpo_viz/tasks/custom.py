@@ -7,6 +7,7 @@
   bounded cache as every other user-supplied pattern): counted repeats are capped one by one and by their product,
   fuzzy matching is refused, and the compile itself runs under ``COMPILE_BUDGET_S``.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,13 @@ import regex
 
 from .base import Example, Span, Verdict, Verifier, as_trl_reward, verifier_from_trl  # noqa: F401 (re-exported)
 from .patterns import (  # noqa: F401 (MAX_REPEAT, MAX_REPEAT_PRODUCT, check_pattern re-exported)
-    MAX_PATTERN_CHARS, MAX_REPEAT, MAX_REPEAT_PRODUCT, BoundedCache, check_pattern, compile_regex)
+    MAX_PATTERN_CHARS,
+    MAX_REPEAT,
+    MAX_REPEAT_PRODUCT,
+    BoundedCache,
+    check_pattern,
+    compile_regex,
+)
 
 
 # ---------------------------------------------------------------------------------------------- declarative
@@ -111,6 +118,7 @@ def _regex_check(spec: DeclarativeSpec, must: bool) -> Callable[[str, Example], 
         if bool(spans) == must:
             return Verdict(1.0, f"the pattern {'matches' if must else 'does not match'}")
         return Verdict(0.0, "the pattern does not match" if must else f"the pattern matches {len(spans)} time(s)")
+
     return check
 
 
@@ -121,18 +129,24 @@ def _regex_spans(spec: DeclarativeSpec) -> Callable[[str, Example], Optional[lis
     def spans(response: str, example: Example) -> Optional[list[Span]]:
         found = _matches(pattern, response)
         return None if found is None else [s for s in found if s[1] > s[0]]
+
     return spans
 
 
 def _keyword_patterns(spec: DeclarativeSpec) -> list[regex.Pattern]:
     if len(spec.keywords) > MAX_KEYWORDS:  # before anything is built for them
         raise ValueError(f"verifier {spec.name!r}: {len(spec.keywords):,} keywords; at most {MAX_KEYWORDS}")
-    if not spec.keywords or any(not isinstance(k, str) or not k.strip() or len(k) > MAX_PATTERN_CHARS
-                                for k in spec.keywords):
-        raise ValueError(f"verifier {spec.name!r}: keywords must be a non-empty list of non-empty words "
-                         f"(each at most {MAX_PATTERN_CHARS} characters)")
-    return [compile_regex(rf"(?<!\w){regex.escape(k.strip())}(?!\w)", regex.IGNORECASE, checked=False)
-            for k in spec.keywords]
+    if not spec.keywords or any(
+        not isinstance(k, str) or not k.strip() or len(k) > MAX_PATTERN_CHARS for k in spec.keywords
+    ):
+        raise ValueError(
+            f"verifier {spec.name!r}: keywords must be a non-empty list of non-empty words "
+            f"(each at most {MAX_PATTERN_CHARS} characters)"
+        )
+    return [
+        compile_regex(rf"(?<!\w){regex.escape(k.strip())}(?!\w)", regex.IGNORECASE, checked=False)
+        for k in spec.keywords
+    ]
 
 
 def _keywords_check(spec: DeclarativeSpec) -> Callable[[str, Example], Verdict]:
@@ -143,6 +157,7 @@ def _keywords_check(spec: DeclarativeSpec) -> Callable[[str, Example], Verdict]:
         found = len(patterns) - len(missing)
         why = f"{found} of {len(patterns)} keywords present" + (f"; missing: {', '.join(missing)}" if missing else "")
         return Verdict(found / len(patterns), short(why))
+
     return check
 
 
@@ -161,8 +176,23 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
 }
-SCHEMA_KEYWORDS = frozenset({"type", "properties", "required", "enum", "items", "additionalProperties", "minimum",
-                             "maximum", "minItems", "maxItems", "title", "description", "$schema"})
+SCHEMA_KEYWORDS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "enum",
+        "items",
+        "additionalProperties",
+        "minimum",
+        "maximum",
+        "minItems",
+        "maxItems",
+        "title",
+        "description",
+        "$schema",
+    }
+)
 
 
 MAX_KEYWORDS = 100
@@ -181,7 +211,7 @@ MAX_REASON_CHARS = 300
 
 def short(text: str, limit: int = MAX_REASON_CHARS) -> str:
     """``text`` cut to ``limit`` characters (with "..." where cut)."""
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_schema(schema: Any, path: str = "$") -> None:
@@ -195,8 +225,9 @@ def check_schema(schema: Any, path: str = "$") -> None:
         if nodes > MAX_SCHEMA_NODES:
             raise ValueError(f"the schema has more than {MAX_SCHEMA_NODES} sub-schemas; at most {MAX_SCHEMA_NODES}")
         if depth > MAX_SCHEMA_DEPTH:
-            raise ValueError(f"the schema nests sub-schemas deeper than {MAX_SCHEMA_DEPTH} levels "
-                             f"(at {short(where, 80)})")
+            raise ValueError(
+                f"the schema nests sub-schemas deeper than {MAX_SCHEMA_DEPTH} levels (at {short(where, 80)})"
+            )
         _check_node(node, short(where, 80))
         stack.extend((sub, f"{where}.{key}", depth + 1) for key, sub in node.get("properties", {}).items())
         if "items" in node:
@@ -209,19 +240,29 @@ def _check_node(schema: Any, path: str) -> None:
         raise ValueError(f"schema at {path} must be an object, got {type(schema).__name__}")
     unknown = set(schema) - SCHEMA_KEYWORDS
     if unknown:
-        raise ValueError(f"schema at {path} uses unsupported keywords {short(str(sorted(unknown)), 120)}; "
-                         f"supported: {sorted(SCHEMA_KEYWORDS)}")
+        raise ValueError(
+            f"schema at {path} uses unsupported keywords {short(str(sorted(unknown)), 120)}; "
+            f"supported: {sorted(SCHEMA_KEYWORDS)}"
+        )
     types = schema.get("type", [])
     if not isinstance(types, (str, list)):
         raise ValueError(f"schema at {path}: 'type' must be a type name or a list of them")
     for t in [types] if isinstance(types, str) else types:
         if not isinstance(t, str) or t not in _JSON_TYPES:
             raise ValueError(f"schema at {path}: unknown type {short(repr(t), 60)}; known: {list(_JSON_TYPES)}")
-    expected = {"properties": (dict, "an object of sub-schemas"), "required": (list, "a list of key names"),
-                "enum": (list, "a list of values"), "additionalProperties": (bool, "true or false"),
-                "minimum": ((int, float), "a number"), "maximum": ((int, float), "a number"),
-                "minItems": (int, "a whole number"), "maxItems": (int, "a whole number"),
-                "title": (str, "text"), "description": (str, "text"), "$schema": (str, "text")}
+    expected = {
+        "properties": (dict, "an object of sub-schemas"),
+        "required": (list, "a list of key names"),
+        "enum": (list, "a list of values"),
+        "additionalProperties": (bool, "true or false"),
+        "minimum": ((int, float), "a number"),
+        "maximum": ((int, float), "a number"),
+        "minItems": (int, "a whole number"),
+        "maxItems": (int, "a whole number"),
+        "title": (str, "text"),
+        "description": (str, "text"),
+        "$schema": (str, "text"),
+    }
     for key, (kind, what) in expected.items():
         if key in schema and (not isinstance(schema[key], kind) or isinstance(schema[key], bool) and kind is not bool):
             raise ValueError(f"schema at {path}: {key!r} must be {what}, got {type(schema[key]).__name__}")
@@ -254,8 +295,9 @@ def schema_errors(value: Any, schema: dict, path: str = "$") -> list[str]:
             errors += schema_errors(value[k], sub, f"{path}.{k}") if k in value else []
     if isinstance(value, list):
         if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", math.inf):
-            errors.append(f"{path} has {len(value)} items, outside [{schema.get('minItems', 0)}, "
-                          f"{schema.get('maxItems', 'inf')}]")
+            errors.append(
+                f"{path} has {len(value)} items, outside [{schema.get('minItems', 0)}, {schema.get('maxItems', 'inf')}]"
+            )
         for i, item in enumerate(value):
             errors += schema_errors(item, schema["items"], f"{path}[{i}]") if "items" in schema else []
     return errors
@@ -285,6 +327,7 @@ def _json_check(spec: DeclarativeSpec) -> Callable[[str, Example], Verdict]:
             return Verdict(0.0, f"not valid JSON ({getattr(e, 'msg', 'nested too deeply')})")
         errors = schema_errors(value, spec.schema)
         return Verdict(0.0, short("; ".join(errors[:3]))) if errors else Verdict(1.0, "valid JSON that fits the schema")
+
     return check
 
 
@@ -301,10 +344,14 @@ def _json_spans(spec: DeclarativeSpec) -> Callable[[str, Example], list[Span]]:
 
     def spans(response: str, example: Example) -> list[Span]:
         text, start = json_text(response)
-        found = sorted(m.span() for k in keys
-                       for m in compile_regex(regex.escape(json.dumps(k)), checked=False).finditer(response)
-                       if start <= m.start() < start + len(text))
+        found = sorted(
+            m.span()
+            for k in keys
+            for m in compile_regex(regex.escape(json.dumps(k)), checked=False).finditer(response)
+            if start <= m.start() < start + len(text)
+        )
         return found or ([(start, start + len(text))] if text else [])
+
     return spans
 
 
@@ -331,6 +378,12 @@ DECLARATIVE_KINDS: dict[str, _KindImpl] = {
 def build_declarative(spec: DeclarativeSpec) -> Verifier:
     """A verifier (task ``custom``) from a declarative spec."""
     impl = DECLARATIVE_KINDS[spec.kind]
-    return Verifier(name=spec.name, task="custom", title=spec.title,
-                    description=f"Declarative {spec.kind} verifier: {spec.info}",
-                    info_fn=lambda example: spec.info, check_fn=impl.check(spec), spans_fn=impl.spans(spec))
+    return Verifier(
+        name=spec.name,
+        task="custom",
+        title=spec.title,
+        description=f"Declarative {spec.kind} verifier: {spec.info}",
+        info_fn=lambda example: spec.info,
+        check_fn=impl.check(spec),
+        spans_fn=impl.spans(spec),
+    )

@@ -5,6 +5,7 @@ Each JSONL row is an :meth:`Example.from_dict` object with a ``split`` field (``
 IFEval-format row (``prompt``, ``instruction_id_list``, ``kwargs``, optional ``key``; RLVR-style ``messages`` +
 ``ground_truth`` too), read as it is by :func:`.ifeval.row_format.example_from_row`.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,14 @@ def available_tasks() -> list[str]:
     return list(TASKS) + ([BFCL_TASK] if installed() else [])
 
 
-def load_examples(task: str, split: str = "test", path: str | Path | None = None, *,
-                  category: str | None = None, limit: int | None = None) -> list[Example]:
+def load_examples(
+    task: str,
+    split: str = "test",
+    path: str | Path | None = None,
+    *,
+    category: str | None = None,
+    limit: int | None = None,
+) -> list[Example]:
     """Load the sample examples of a task family.
 
     Args:
@@ -54,12 +61,17 @@ def load_examples(task: str, split: str = "test", path: str | Path | None = None
         raise ValueError(f"unknown task family {task!r}; known: {', '.join(known)}{hint}")
     file = Path(path) if path is not None else task_file(task)
     if not file.is_file():
-        raise FileNotFoundError(f"no examples file at the path given ({file.name!r})" if path is not None else
-                                f"no examples file {file.name!r} in the installed package (its sample data is "
-                                "missing): reinstall mrtpo-viz")
+        raise FileNotFoundError(
+            f"no examples file at the path given ({file.name!r})"
+            if path is not None
+            else f"no examples file {file.name!r} in the installed package (its sample data is "
+            "missing): reinstall mrtpo-viz"
+        )
     if file.stat().st_size > MAX_FILE_BYTES:
-        raise ValueError(f"{file.name} is {file.stat().st_size / 2**20:.0f} MiB; an examples file here has at most "
-                         f"{MAX_FILE_BYTES // 2**20} MiB: split it")
+        raise ValueError(
+            f"{file.name} is {file.stat().st_size / 2**20:.0f} MiB; an examples file here has at most "
+            f"{MAX_FILE_BYTES // 2**20} MiB: split it"
+        )
     out = []
     with file.open(encoding="utf-8-sig") as fh:  # a byte-order mark on line 1 is skipped
         for lineno, line in _lines(fh, file.name):
@@ -116,4 +128,4 @@ def _short(err: BaseException, limit: int = 300) -> str:
         text = f"nested deeper than {MAX_DEPTH} levels"
     elif isinstance(err, MemoryError):
         text = "too large to read"
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

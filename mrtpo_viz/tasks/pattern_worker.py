@@ -6,6 +6,7 @@ line on stdout (``{"result": ...}`` or ``{"error": reason}``). ``re`` has no tim
 this process when an answer is late, and its address space is capped so that a huge match state fails here with
 MemoryError instead of growing the server.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,6 +22,7 @@ MAX_SPANS = 100_000
 def _limit_memory() -> None:
     try:
         import resource
+
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
     except (ImportError, ValueError, OSError):  # pragma: no cover - not on this platform
         pass

@@ -21,6 +21,7 @@ IFEval files alike.
   (:mod:`.pattern_worker`, the pool of the SQL sandbox) that is killed when it has not answered within
   ``MATCH_BUDGET_S``: a catastrophic pattern raises :class:`PatternTimeout`, the core is freed.
 """
+
 from __future__ import annotations
 
 import collections
@@ -75,12 +76,15 @@ def _repeat_product(pattern: str) -> int:
     for m in _COUNTED.finditer(pattern):
         count = max(int(n) for n in (m.group(1) or "0", m.group(2) or "0"))
         if count > MAX_REPEAT:
-            raise ValueError(f"the repeat {m.group()[:40]} counts to {count:,}; at most {MAX_REPEAT:,} (use + or * "
-                             "for 'any number')")
+            raise ValueError(
+                f"the repeat {m.group()[:40]} counts to {count:,}; at most {MAX_REPEAT:,} (use + or * for 'any number')"
+            )
         product *= max(count, 1)
         if product > MAX_REPEAT_PRODUCT:
-            raise ValueError(f"the pattern's counted repeats multiply to more than {MAX_REPEAT_PRODUCT:,} "
-                             "(nested or many {m,n}); use fewer or smaller counts")
+            raise ValueError(
+                f"the pattern's counted repeats multiply to more than {MAX_REPEAT_PRODUCT:,} "
+                "(nested or many {m,n}); use fewer or smaller counts"
+            )
     return product
 
 
@@ -100,6 +104,7 @@ def check_pattern(pattern: str) -> None:
 
 
 # --- the bounded cache ---------------------------------------------------------------------------------------------
+
 
 class BoundedCache:
     """LRU of compiled patterns, bounded in entries and in estimated bytes; thread-safe."""
@@ -169,8 +174,9 @@ def _compile(engine: str, pattern: str, flags: int, checked: bool, budget_s: Opt
     return compiled
 
 
-def compile_regex(pattern: str, flags: int = 0, *, checked: bool = True,
-                  budget_s: Optional[float] = None) -> regex.Pattern:
+def compile_regex(
+    pattern: str, flags: int = 0, *, checked: bool = True, budget_s: Optional[float] = None
+) -> regex.Pattern:
     """A user pattern on the ``regex`` engine (custom verifiers), checked, compiled under ``budget_s`` (default
     ``COMPILE_BUDGET_S``) and cached; ValueError says why not. ``checked=False`` only for ``regex.escape``'d text."""
     return _compile("regex", pattern, flags, checked, budget_s)
@@ -227,7 +233,7 @@ def _repeat_ways(av, flags: int, text: str, settles: bool) -> float:
         return 1.0
     if inner == 1:
         return hi - lo + 1.0
-    return inner ** hi if hi * math.log2(inner) < 200 else math.inf
+    return inner**hi if hi * math.log2(inner) < 200 else math.inf
 
 
 def _branches(items, flags: int, text: str, top: bool = False) -> float:
@@ -290,6 +296,7 @@ def _pool():
 
             from . import pattern_worker
             from .sandbox import MAX_WORKERS, _Pool
+
             _POOL = _Pool(MAX_WORKERS, pattern_worker.__file__)
             atexit.register(_POOL.close)
         return _POOL
@@ -323,8 +330,9 @@ def re_run(op: str, pattern: str, text: str, flags: int = 0):
         return _inline(op, rx, text)
     answer = _pool().run({"op": op, "pattern": pattern, "flags": flags, "text": text}, MATCH_BUDGET_S)
     if answer is None:
-        raise PatternTimeout(f"the pattern {pattern[:80]!r} took longer than {MATCH_BUDGET_S:g} s on this "
-                             "response and was stopped")
+        raise PatternTimeout(
+            f"the pattern {pattern[:80]!r} took longer than {MATCH_BUDGET_S:g} s on this response and was stopped"
+        )
     if "error" in answer:
         raise PatternError(f"the pattern {pattern[:80]!r} could not run on this response: {answer['error']}")
     result = answer["result"]

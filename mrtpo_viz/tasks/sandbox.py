@@ -15,6 +15,7 @@ Layers, each enough on its own for some attacks and together for all we test:
 
 :func:`run_query` never raises for a bad query: it returns a :class:`QueryResult` with ``error`` set.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -61,8 +62,13 @@ class _Worker:
     """One ``python -I -S <script>`` process (by default ``sql_worker.py``) and its pipes."""
 
     def __init__(self, script: str = sql_worker.__file__):
-        self.proc = subprocess.Popen([sys.executable, "-I", "-S", script], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", script],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+        )
         self.buffer = b""
         if self.read_line(time.monotonic() + START_TIMEOUT_S) != b"ready":
             self.kill()
@@ -146,8 +152,15 @@ def _decode(value):
     return bytes.fromhex(value["$bytes"]) if isinstance(value, dict) else value
 
 
-def run_query(db_path: str | Path, sql: str, *, max_steps: int = 2_000_000, max_rows: int = 1000,
-              timeout_s: float = 1.0, max_bytes: int = MAX_RESULT_BYTES) -> QueryResult:
+def run_query(
+    db_path: str | Path,
+    sql: str,
+    *,
+    max_steps: int = 2_000_000,
+    max_rows: int = 1000,
+    timeout_s: float = 1.0,
+    max_bytes: int = MAX_RESULT_BYTES,
+) -> QueryResult:
     """Run one untrusted statement read-only, in a worker process that is killed if it overruns.
 
     Args:
@@ -163,8 +176,14 @@ def run_query(db_path: str | Path, sql: str, *, max_steps: int = 2_000_000, max_
     path = _check_path(db_path)
     if not isinstance(sql, str) or not sql.strip():
         return QueryResult(None, "empty query")
-    request = {"db": str(path.resolve()), "sql": sql, "max_steps": max_steps, "max_rows": max_rows,
-               "max_bytes": max_bytes, "timeout_s": timeout_s}
+    request = {
+        "db": str(path.resolve()),
+        "sql": sql,
+        "max_steps": max_steps,
+        "max_rows": max_rows,
+        "max_bytes": max_bytes,
+        "timeout_s": timeout_s,
+    }
     answer = _POOL.run(request, timeout_s + KILL_GRACE_S)
     if answer is None:
         return QueryResult(None, sql_worker.BUDGET_MESSAGE)
@@ -178,8 +197,12 @@ def _schema_cached(path: str, _mtime_ns: int) -> dict[str, tuple[str, ...]]:
     """The schema of ``path``; ``_mtime_ns`` is only part of the cache key (a rewritten file is read again)."""
     conn = sql_worker.connect(path)
     try:
-        tables = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
         return {t: tuple(r[1] for r in conn.execute("SELECT * FROM pragma_table_info(?)", (t,))) for t in tables}
     finally:
         conn.close()

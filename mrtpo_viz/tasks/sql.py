@@ -25,6 +25,7 @@ Relevant spans (character ``[start, end)`` offsets in the response):
   database (each part of ``table.column``), string and number literals, and aggregate function names. Keywords,
   punctuation and comments are left out. ``None`` when the response has no fenced block.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,16 +43,20 @@ FENCE = "```"
 _DB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A bundled database's name (``meta['db']``): no path separators, no dots."""
 AGGREGATES = frozenset({"count", "sum", "avg", "min", "max", "total", "group_concat"})
-_VERBS = frozenset({"select", "insert", "update", "delete", "replace", "values", "create", "drop", "pragma",
-                    "attach", "alter"})
-_TOKEN = re.compile(r"""
+_VERBS = frozenset(
+    {"select", "insert", "update", "delete", "replace", "values", "create", "drop", "pragma", "attach", "alter"}
+)
+_TOKEN = re.compile(
+    r"""
     (?P<comment>--[^\n]*|/\*.*?(?:\*/|\Z))
   | (?P<string>'(?:[^']|'')*(?:'|\Z))
   | (?P<ident>"(?:[^"]|"")*(?:"|\Z)|`[^`]*(?:`|\Z)|\[[^\]]*(?:\]|\Z))
   | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
   | (?P<punct>\S)
-""", re.VERBOSE | re.DOTALL)
+""",
+    re.VERBOSE | re.DOTALL,
+)
 
 
 class Token(NamedTuple):
@@ -169,8 +174,10 @@ def format_spans(response: str, example: Example) -> list[Span]:
 
 
 def format_info(example: Example) -> str:
-    return ("Answer with exactly one SQL query inside a single fenced code block that opens with ```sql and "
-            "closes with ```. The block holds one SELECT statement (WITH ... SELECT is fine) and nothing else.")
+    return (
+        "Answer with exactly one SQL query inside a single fenced code block that opens with ```sql and "
+        "closes with ```. The block holds one SELECT statement (WITH ... SELECT is fine) and nothing else."
+    )
 
 
 # ------------------------------------------------------------------------------------------ sql.execution
@@ -190,8 +197,9 @@ def _no_database(example: Example, path: Path) -> str:
     """What a missing database is called, without the folder it was looked for in."""
     if example.meta.get("db_path"):
         return f"no SQLite database file {path.name[:80]!r} (meta['db_path'])"
-    return (f"no bundled database {str(example.meta.get('db'))[:80]!r}; the bundled ones are "
-            f"{', '.join(BUNDLED_DATABASES)}")
+    return (
+        f"no bundled database {str(example.meta.get('db'))[:80]!r}; the bundled ones are {', '.join(BUNDLED_DATABASES)}"
+    )
 
 
 def _norm(v: Any) -> Any:
@@ -259,8 +267,10 @@ def gold_rows(example: Example) -> tuple:
     if rows is None:
         res = run_query(path, gold, max_rows=GOLD_MAX_ROWS)
         if not res.ok:
-            raise ValueError(f"the gold query fails on the {example.meta.get('db') or path.stem} database: "
-                             f"{res.error} ({gold[:200]})")
+            raise ValueError(
+                f"the gold query fails on the {example.meta.get('db') or path.stem} database: "
+                f"{res.error} ({gold[:200]})"
+            )
         rows = res.rows
         _GOLD_CACHE.put(key, rows)
     return rows
@@ -277,8 +287,11 @@ def compare_rows(got, want, ordered: bool) -> Verdict:
     if Counter(got) == Counter(want):
         return Verdict(0.0, f"right rows in the wrong order ({len(want)} rows)")
     missing, extra = Counter(want) - Counter(got), Counter(got) - Counter(want)
-    return Verdict(0.0, f"wrong result: {len(got)} rows, expected {len(want)} "
-                        f"({sum(missing.values())} expected rows missing, {sum(extra.values())} extra)")
+    return Verdict(
+        0.0,
+        f"wrong result: {len(got)} rows, expected {len(want)} "
+        f"({sum(missing.values())} expected rows missing, {sum(extra.values())} extra)",
+    )
 
 
 def check_execution(response: str, example: Example) -> Verdict:
@@ -314,30 +327,62 @@ def execution_info(example: Example, max_rows: int = 3) -> str:
     order = "in this order" if example.meta.get("ordered") else "in any order"
     count = f"{len(rows)} row" + ("" if len(rows) == 1 else "s")
     first = f": {shown}" if rows else ""
-    return (f"The query runs on the {example.meta.get('db', 'given')} database and must return the same rows, "
-            f"{order}, as the gold query {example.meta['gold_sql']}. It returns {count}{first}.")
+    return (
+        f"The query runs on the {example.meta.get('db', 'given')} database and must return the same rows, "
+        f"{order}, as the gold query {example.meta['gold_sql']}. It returns {count}{first}."
+    )
 
 
 BUNDLED_DATABASES = tuple(sorted(p.stem for p in (SAMPLE_DATA / "databases").glob("*.sqlite")))
 """Names of the bundled databases: the choices of ``meta["db"]``."""
 EXECUTION_ARGUMENTS = (
-    Argument("db", "database", kind="choice", choices=BUNDLED_DATABASES,
-             description="the bundled database the query runs on, e.g. shop"),
-    Argument("gold_sql", "gold SQL", description="the reference query whose rows the response must return, e.g. "
-                                                 "SELECT name FROM products WHERE price > 20"),
-    Argument("ordered", "order matters", kind="boolean", required=False,
-             description="compare the rows in order (true when the gold query has ORDER BY); default false"),
+    Argument(
+        "db",
+        "database",
+        kind="choice",
+        choices=BUNDLED_DATABASES,
+        description="the bundled database the query runs on, e.g. shop",
+    ),
+    Argument(
+        "gold_sql",
+        "gold SQL",
+        description="the reference query whose rows the response must return, e.g. "
+        "SELECT name FROM products WHERE price > 20",
+    ),
+    Argument(
+        "ordered",
+        "order matters",
+        kind="boolean",
+        required=False,
+        description="compare the rows in order (true when the gold query has ORDER BY); default false",
+    ),
 )
 """What ``sql.execution`` reads from ``example.meta`` (``sql.format`` reads nothing)."""
 
-SQL_FORMAT = register(Verifier(
-    name="sql.format", task="text_to_sql", title="SQL format",
-    description="1 if the response holds exactly one ```sql fenced block with a single SELECT statement, else 0.",
-    info_fn=format_info, check_fn=check_format, spans_fn=format_spans), replace=True)
+SQL_FORMAT = register(
+    Verifier(
+        name="sql.format",
+        task="text_to_sql",
+        title="SQL format",
+        description="1 if the response holds exactly one ```sql fenced block with a single SELECT statement, else 0.",
+        info_fn=format_info,
+        check_fn=check_format,
+        spans_fn=format_spans,
+    ),
+    replace=True,
+)
 
-SQL_EXECUTION = register(Verifier(
-    name="sql.execution", task="text_to_sql", title="SQL execution",
-    description="1 if the query's result rows equal the gold query's (order compared only when the gold orders), "
-                "run read-only in a sandbox; else 0.",
-    info_fn=execution_info, check_fn=check_execution, spans_fn=execution_spans, arguments=EXECUTION_ARGUMENTS),
-    replace=True)
+SQL_EXECUTION = register(
+    Verifier(
+        name="sql.execution",
+        task="text_to_sql",
+        title="SQL execution",
+        description="1 if the query's result rows equal the gold query's (order compared only when the gold orders), "
+        "run read-only in a sandbox; else 0.",
+        info_fn=execution_info,
+        check_fn=check_execution,
+        spans_fn=execution_spans,
+        arguments=EXECUTION_ARGUMENTS,
+    ),
+    replace=True,
+)

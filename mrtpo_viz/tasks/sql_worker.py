@@ -14,6 +14,7 @@ handler enforces a step and time budget, and the rows fetched are capped by coun
 Protocol: one JSON request per line on stdin, one JSON answer per line on stdout (bytes values as
 ``{"$bytes": hex}``); the process says ``ready`` once at start. It ends when stdin closes.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,12 +24,48 @@ import sys
 import time
 from pathlib import Path
 
-SAFE_FUNCTIONS = frozenset({
-    "count", "sum", "avg", "min", "max", "total", "group_concat", "string_agg",
-    "abs", "round", "lower", "upper", "length", "substr", "substring", "trim", "ltrim", "rtrim", "replace",
-    "instr", "coalesce", "ifnull", "nullif", "iif", "typeof", "like", "glob",
-    "date", "time", "datetime", "julianday", "strftime", "unixepoch", "sign", "quote", "hex", "char", "unicode",
-})
+SAFE_FUNCTIONS = frozenset(
+    {
+        "count",
+        "sum",
+        "avg",
+        "min",
+        "max",
+        "total",
+        "group_concat",
+        "string_agg",
+        "abs",
+        "round",
+        "lower",
+        "upper",
+        "length",
+        "substr",
+        "substring",
+        "trim",
+        "ltrim",
+        "rtrim",
+        "replace",
+        "instr",
+        "coalesce",
+        "ifnull",
+        "nullif",
+        "iif",
+        "typeof",
+        "like",
+        "glob",
+        "date",
+        "time",
+        "datetime",
+        "julianday",
+        "strftime",
+        "unixepoch",
+        "sign",
+        "quote",
+        "hex",
+        "char",
+        "unicode",
+    }
+)
 """Functions a query may call. Everything else (load_extension, randomblob, zeroblob, readfile, writefile,
 random, printf whose width allocates before any limit applies, sqlite_* introspection, ...) is denied."""
 
@@ -42,16 +79,36 @@ STEPS_PER_CALL = 1000
 """The progress handler runs every this many virtual-machine instructions."""
 
 _READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, getattr(sqlite3, "SQLITE_RECURSIVE", 33)})
-_ACTION_NAMES = {getattr(sqlite3, n): n[len("SQLITE_"):] for n in dir(sqlite3) if n.startswith((
-    "SQLITE_CREATE_", "SQLITE_DROP_", "SQLITE_INSERT", "SQLITE_UPDATE", "SQLITE_DELETE", "SQLITE_PRAGMA",
-    "SQLITE_ATTACH", "SQLITE_DETACH", "SQLITE_ALTER_TABLE", "SQLITE_TRANSACTION", "SQLITE_ANALYZE",
-    "SQLITE_REINDEX", "SQLITE_SAVEPOINT", "SQLITE_FUNCTION", "SQLITE_CREATE_VTABLE"))}
+_ACTION_NAMES = {
+    getattr(sqlite3, n): n[len("SQLITE_") :]
+    for n in dir(sqlite3)
+    if n.startswith(
+        (
+            "SQLITE_CREATE_",
+            "SQLITE_DROP_",
+            "SQLITE_INSERT",
+            "SQLITE_UPDATE",
+            "SQLITE_DELETE",
+            "SQLITE_PRAGMA",
+            "SQLITE_ATTACH",
+            "SQLITE_DETACH",
+            "SQLITE_ALTER_TABLE",
+            "SQLITE_TRANSACTION",
+            "SQLITE_ANALYZE",
+            "SQLITE_REINDEX",
+            "SQLITE_SAVEPOINT",
+            "SQLITE_FUNCTION",
+            "SQLITE_CREATE_VTABLE",
+        )
+    )
+}
 _PRAGMA_FUNCTION = re.compile(r"\bpragma_\w+", re.IGNORECASE)
 BUDGET_MESSAGE = "the query ran past its step or time budget and was stopped"
 
 
 def _make_authorizer(denied: list[str]):
     """Permit reads only (for ``SQLITE_FUNCTION`` the function name is ``arg2``); note each denial in ``denied``."""
+
     def authorize(action: int, arg1, arg2, _dbname, _source) -> int:  # sqlite3's five-argument callback
         if action in _READ_ACTIONS:
             return sqlite3.SQLITE_OK
@@ -60,6 +117,7 @@ def _make_authorizer(denied: list[str]):
         what = _ACTION_NAMES.get(action, f"action {action}")
         denied.append(" ".join(str(a) for a in (what, arg2 if action == sqlite3.SQLITE_FUNCTION else arg1) if a))
         return sqlite3.SQLITE_DENY
+
     return authorize
 
 
@@ -128,8 +186,10 @@ def explain(err: sqlite3.Error, denied: list[str], out_of_budget: bool, sql: str
         return f"a LIKE or GLOB pattern is longer than {MAX_PATTERN_BYTES:,} bytes"
     pragma = _PRAGMA_FUNCTION.search(sql)
     if pragma:  # SQLite asks to change the schema for a table-valued pragma: say what was really refused
-        return (f"only reading is allowed; denied: PRAGMA function {pragma.group().lower()} (table-valued "
-                "pragmas are refused; read the tables themselves)")
+        return (
+            f"only reading is allowed; denied: PRAGMA function {pragma.group().lower()} (table-valued "
+            "pragmas are refused; read the tables themselves)"
+        )
     if denied or "not authorized" in msg or "authorization denied" in msg:
         return f"only reading is allowed; denied: {denied[0] if denied else 'a non-read statement'}"
     if "one statement at a time" in msg:
@@ -144,8 +204,14 @@ def _encode(value):
 def answer(request: dict) -> dict:
     """One request (``db``, ``sql`` and the budgets) -> its answer, never raising."""
     try:
-        out = execute(request["db"], request["sql"], int(request["max_steps"]), int(request["max_rows"]),
-                      int(request["max_bytes"]), float(request["timeout_s"]))
+        out = execute(
+            request["db"],
+            request["sql"],
+            int(request["max_steps"]),
+            int(request["max_rows"]),
+            int(request["max_bytes"]),
+            float(request["timeout_s"]),
+        )
     except Exception as e:  # noqa: BLE001 -- the worker must answer every request
         return {"error": f"the query cannot run: {type(e).__name__}: {e}"}
     if "rows" in out:

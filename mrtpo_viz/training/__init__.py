@@ -6,6 +6,7 @@
 - :mod:`.checkpoints`: atomic checkpoints and the metrics CSV; :mod:`.report`: statistics over runs;
   :mod:`.compare`: several methods x seeds.
 """
+
 from .config import TrainConfig
 from .loop import train
 from .metrics import StepMetrics

@@ -10,6 +10,7 @@ Every file goes to a temporary name first and is moved into place in one step (:
 POSIX); a checkpoint folder is complete before ``LATEST`` names it, and older folders are removed only after that. A run
 killed at any moment therefore resumes from the last complete checkpoint; temporary leftovers are ignored.
 """
+
 from __future__ import annotations
 
 import csv
@@ -45,6 +46,7 @@ class Resumed:
 
 # --- checkpoints ---------------------------------------------------------------------------------------------------
 
+
 def save_checkpoint(out_dir: Path, model, optimizer, steps_done: int, config: Any, keep: int = 2) -> Path:
     """Save model, optimizer, torch RNG and step count as ``checkpoints/step-{steps_done:06d}`` and point LATEST at it.
 
@@ -55,8 +57,10 @@ def save_checkpoint(out_dir: Path, model, optimizer, steps_done: int, config: An
 
     bad = _non_finite(model)
     if bad:
-        raise CheckpointError(f"not saving step {steps_done}: the weight {bad} holds NaN or infinite values "
-                              f"(the previous checkpoint in {Path(out_dir) / CHECKPOINTS} is kept)")
+        raise CheckpointError(
+            f"not saving step {steps_done}: the weight {bad} holds NaN or infinite values "
+            f"(the previous checkpoint in {Path(out_dir) / CHECKPOINTS} is kept)"
+        )
     root = Path(out_dir) / CHECKPOINTS
     root.mkdir(parents=True, exist_ok=True)
     name = f"step-{steps_done:06d}"
@@ -64,8 +68,15 @@ def save_checkpoint(out_dir: Path, model, optimizer, steps_done: int, config: An
     with atomic_path(final) as tmp:  # the folder is written whole, then moved into place
         tmp.mkdir()
         save_model(model, str(tmp / "model.safetensors"))  # handles tied weights
-        torch.save({"optimizer": optimizer.state_dict(), "rng": torch.get_rng_state(), "steps_done": steps_done,
-                    "config": asdict(config)}, tmp / "state.pt")
+        torch.save(
+            {
+                "optimizer": optimizer.state_dict(),
+                "rng": torch.get_rng_state(),
+                "steps_done": steps_done,
+                "config": asdict(config),
+            },
+            tmp / "state.pt",
+        )
         shutil.rmtree(final, ignore_errors=True)
     write_text(root / LATEST, name)
     for old in sorted(p for p in root.glob("step-*") if p.is_dir())[:-keep]:
@@ -82,8 +93,9 @@ def latest_checkpoint(out_dir: Optional[Path]) -> Optional[Path]:
         return None
     folder = pointer.parent / pointer.read_text(encoding="utf-8").strip()
     if not folder.is_dir():
-        raise CheckpointError(f"{pointer} names {folder.name!r}, which does not exist; delete "
-                              f"{pointer.parent} to start the run afresh")
+        raise CheckpointError(
+            f"{pointer} names {folder.name!r}, which does not exist; delete {pointer.parent} to start the run afresh"
+        )
     return folder
 
 
@@ -100,20 +112,24 @@ def load_checkpoint(folder: Path, model, optimizer, config: Any) -> Resumed:
         _check_same_run(state.get("config", {}), asdict(config), folder)
         missing, unexpected = load_model(model, str(folder / "model.safetensors"), strict=False)
         if unexpected or [m for m in missing if not _is_tied(model, m)]:
-            raise CheckpointError(f"{folder}: the weights do not fit the model (missing {missing[:3]}, "
-                                  f"unexpected {unexpected[:3]})")
+            raise CheckpointError(
+                f"{folder}: the weights do not fit the model (missing {missing[:3]}, unexpected {unexpected[:3]})"
+            )
         bad = _non_finite(model)
         if bad:
-            raise CheckpointError(f"checkpoint {folder} holds NaN or infinite values in the weight {bad}; it cannot "
-                                  f"be resumed: {_way_out(folder)}")
+            raise CheckpointError(
+                f"checkpoint {folder} holds NaN or infinite values in the weight {bad}; it cannot "
+                f"be resumed: {_way_out(folder)}"
+            )
         optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["rng"])
         return Resumed(steps_done=int(state["steps_done"]), folder=folder)
     except CheckpointError:
         raise
     except Exception as e:  # truncated or garbled files raise many kinds of errors; all mean "corrupted"
-        raise CheckpointError(f"checkpoint {folder} is corrupted or incomplete ({type(e).__name__}: {e}); "
-                              f"{_way_out(folder)}") from None
+        raise CheckpointError(
+            f"checkpoint {folder} is corrupted or incomplete ({type(e).__name__}: {e}); {_way_out(folder)}"
+        ) from None
 
 
 def _non_finite(model) -> Optional[str]:
@@ -147,6 +163,7 @@ def _check_same_run(saved: dict, current: dict, folder: Path) -> None:
 
 
 # --- metrics CSV ---------------------------------------------------------------------------------------------------
+
 
 class MetricsLog:
     """The run's metrics CSV: rows kept in memory, the whole file rewritten atomically on each ``flush``."""

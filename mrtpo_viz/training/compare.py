@@ -4,6 +4,7 @@ Each run trains its own copy of the policy in ``OUT/<variant>-seed<s>/`` (metric
 an interrupted comparison resumes where it stopped); the CLI then writes the combined ``OUT/metrics.csv``,
 ``curves.html``, ``curves.png`` (with matplotlib) and ``summary.{md,json}`` (statistics: :mod:`.report`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,8 +18,16 @@ from .loop import train
 from .report import parse_variant, variant_label
 
 
-def run_variants(base: TrainConfig, variants: Sequence[str], seeds: Sequence[int], out: Path, *,
-                 examples=None, policy=None, on_step: Optional[Callable] = None):
+def run_variants(
+    base: TrainConfig,
+    variants: Sequence[str],
+    seeds: Sequence[int],
+    out: Path,
+    *,
+    examples=None,
+    policy=None,
+    on_step: Optional[Callable] = None,
+):
     """Train every variant with every seed; returns the combined metrics frame (with ``variant`` and ``seed``).
 
     Args:

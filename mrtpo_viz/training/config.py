@@ -1,5 +1,6 @@
 """One training run's settings: :class:`TrainConfig`. Names (methods, controls, metrics, info positions, tasks) come
 from :mod:`mrtpo_viz.names`; the CLI's ``train`` options are generated from this dataclass's fields and docstrings."""
+
 from __future__ import annotations
 
 import math
@@ -68,8 +69,9 @@ class TrainConfig:
         names.check_choice("control", self.control, names.CONTROLS)
         names.check_choice("metric", self.metric, names.METRICS)
         names.check_choice("info_position", self.info_position, names.INFO_POSITIONS)
-        object.__setattr__(self, "reward_weights", tuple((str(k), float(w)) for k, w in dict(self.reward_weights)
-                                                         .items()))
+        object.__setattr__(
+            self, "reward_weights", tuple((str(k), float(w)) for k, w in dict(self.reward_weights).items())
+        )
         _check_ranges(self)
 
 
@@ -87,13 +89,23 @@ def _finite(*values: float) -> bool:
 
 
 def _check_ranges(c: TrainConfig) -> None:
-    floats = {"lr": c.lr, "clip_eps": c.clip_eps, "temperature": c.temperature, "top_p": c.top_p, "alpha": c.alpha,
-              "gamma": c.gamma, "kl_coef": c.kl_coef, "max_grad_norm": c.max_grad_norm}
+    floats = {
+        "lr": c.lr,
+        "clip_eps": c.clip_eps,
+        "temperature": c.temperature,
+        "top_p": c.top_p,
+        "alpha": c.alpha,
+        "gamma": c.gamma,
+        "kl_coef": c.kl_coef,
+        "max_grad_norm": c.max_grad_norm,
+    }
     floats.update({f"reward_weights[{k}]": w for k, w in dict(c.reward_weights).items()})
     bad = [f"{name}={value!r}" for name, value in floats.items() if not _finite(value)]
     if bad:
-        raise ValueError(f"settings must be finite numbers: {', '.join(bad)} (a NaN or infinite setting makes every "
-                         "weight NaN after one step)")
+        raise ValueError(
+            f"settings must be finite numbers: {', '.join(bad)} (a NaN or infinite setting makes every "
+            "weight NaN after one step)"
+        )
     rules = [
         (c.group_size >= 2, f"group_size must be at least 2 (group advantages need 2 samples), got {c.group_size}"),
         (c.prompts_per_step >= 1, f"prompts_per_step must be at least 1, got {c.prompts_per_step}"),
@@ -101,10 +113,13 @@ def _check_ranges(c: TrainConfig) -> None:
         (0 < c.lr <= MAX_LR, f"lr must lie in (0, {MAX_LR:g}], got {c.lr}"),
         (0 < c.clip_eps < 1, f"clip_eps must lie in (0, 1), got {c.clip_eps}"),
         (c.max_new_tokens >= 1, f"max_new_tokens must be at least 1, got {c.max_new_tokens}"),
-        (MIN_TEMPERATURE <= c.temperature <= MAX_TEMPERATURE, f"temperature must lie in [{MIN_TEMPERATURE:g}, "
-                                                               f"{MAX_TEMPERATURE:g}] for policy-gradient training "
-                                                               f"(the loss divides the logits by it), got "
-                                                               f"{c.temperature}"),
+        (
+            MIN_TEMPERATURE <= c.temperature <= MAX_TEMPERATURE,
+            f"temperature must lie in [{MIN_TEMPERATURE:g}, "
+            f"{MAX_TEMPERATURE:g}] for policy-gradient training "
+            f"(the loss divides the logits by it), got "
+            f"{c.temperature}",
+        ),
         (0 < c.top_p <= 1, f"top_p must lie in (0, 1], got {c.top_p}"),
         (0 <= c.alpha <= 1, f"alpha must lie in [0, 1], got {c.alpha}"),
         (0 <= c.gamma <= MAX_GAMMA, f"gamma must lie in [0, {MAX_GAMMA:g}], got {c.gamma}"),
@@ -117,5 +132,3 @@ def _check_ranges(c: TrainConfig) -> None:
     for ok, message in rules:
         if not ok:
             raise ValueError(message)
-
-

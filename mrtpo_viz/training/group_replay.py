@@ -8,6 +8,7 @@ responses, so this is about half the work of one replay per completion. The scor
 completion (the control combination is the replay module's own), without the display columns (top-k, entropy)
 that training does not need.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -29,8 +30,9 @@ def _tile_cache(cache, G: int):
     return map_cache(cache, lambda t: t.repeat(G, 1, 1, 1))
 
 
-def branch_logits_for_group(model, br: Branches, responses: list[list[int]], pad_id: int,
-                            device, prefix=None) -> torch.Tensor:
+def branch_logits_for_group(
+    model, br: Branches, responses: list[list[int]], pad_id: int, device, prefix=None
+) -> torch.Tensor:
     """Logits predicting each of G responses in each of B branches, in three passes of growing batch.
 
     1. the shared prefix, once (1 row); 2. the B branch suffixes (rest of prompt with its information), right-
@@ -51,28 +53,46 @@ def branch_logits_for_group(model, br: Branches, responses: list[list[int]], pad
     lengths = sfx_mask.sum(-1)  # (B,)
     attn = torch.cat([torch.ones((B, P), dtype=torch.long), sfx_mask], dim=1)  # (B, P + Ls)
     positions = (P + torch.arange(sfx.shape[1])).expand(B, -1)  # (B, Ls)
-    first, branch_cache = forward(model, sfx.to(device), cache=None if prefix is None else expand_cache(prefix, B),
-                                  attention_mask=attn.to(device), position_ids=positions.to(device),
-                                  logits_to_keep=(lengths - 1)[:, None].to(device))  # (B, 1, V)
+    first, branch_cache = forward(
+        model,
+        sfx.to(device),
+        cache=None if prefix is None else expand_cache(prefix, B),
+        attention_mask=attn.to(device),
+        position_ids=positions.to(device),
+        logits_to_keep=(lengths - 1)[:, None].to(device),
+    )  # (B, 1, V)
     T = max(len(r) for r in responses)
     first = first[None].expand(G, -1, -1, -1)  # (G, B, 1, V)
     if T == 1:
         return first, None
     resp, resp_mask = right_pad([list(r[:-1]) or [pad_id] for r in responses], pad_id)  # (G, T - 1)
-    resp, resp_mask = resp[:, :T - 1], resp_mask[:, :T - 1]
+    resp, resp_mask = resp[:, : T - 1], resp_mask[:, : T - 1]
     attn = torch.cat([attn.repeat(G, 1), resp_mask.repeat_interleave(B, 0)], dim=1)  # (G * B, P + Ls + T - 1)
     positions = P + lengths.repeat(G)[:, None] + torch.arange(T - 1)  # (G * B, T - 1)
-    rest, _ = forward(model, resp.repeat_interleave(B, 0).to(device), cache=_tile_cache(branch_cache, G),
-                      attention_mask=attn.to(device), position_ids=positions.to(device))  # (G * B, T - 1, V)
+    rest, _ = forward(
+        model,
+        resp.repeat_interleave(B, 0).to(device),
+        cache=_tile_cache(branch_cache, G),
+        attention_mask=attn.to(device),
+        position_ids=positions.to(device),
+    )  # (G * B, T - 1, V)
     return first, rest.reshape(G, B, T - 1, -1)  # (G, B, 1, V), (G, B, T - 1, V)
 
 
 @torch.no_grad()
-def group_relevance(policy, example: Example, responses: Sequence[Sequence[int]], verifiers: Sequence[str], *,
-                    metric: str = "js", control: str = "none", info_position: str = "user_end",
-                    pool: Optional[Sequence[Example]] = None,
-                    without: Optional[tuple[Sequence[int], torch.Tensor]] = None,
-                    prompt_cache: Optional[tuple[Sequence[int], object]] = None) -> torch.Tensor:
+def group_relevance(
+    policy,
+    example: Example,
+    responses: Sequence[Sequence[int]],
+    verifiers: Sequence[str],
+    *,
+    metric: str = "js",
+    control: str = "none",
+    info_position: str = "user_end",
+    pool: Optional[Sequence[Example]] = None,
+    without: Optional[tuple[Sequence[int], torch.Tensor]] = None,
+    prompt_cache: Optional[tuple[Sequence[int], object]] = None,
+) -> torch.Tensor:
     """Relevance of G responses (exact token ids) to K verifiers of one prompt.
 
     Args:
@@ -87,8 +107,9 @@ def group_relevance(policy, example: Example, responses: Sequence[Sequence[int]]
     Returns:
         (G, K, T) scores after the control, T the longest response; 0 on padding.
     """
-    plan = plan_replay(policy, example, list(responses[0]), verifiers, info_position=info_position,
-                       control=control, pool=pool)
+    plan = plan_replay(
+        policy, example, list(responses[0]), verifiers, info_position=info_position, control=control, pool=pool
+    )
     br, ctrl = plan.branches, CONTROL_SPECS[control]
     G, K, B = len(responses), len(plan.verifiers), plan.branches.B
     T = max(len(r) for r in responses)
@@ -99,8 +120,12 @@ def group_relevance(policy, example: Example, responses: Sequence[Sequence[int]]
         known = without[1][:, None, :T].to(policy.device, torch.float32)  # (G, 1, T, V)
         br = Branches(br.prefix_ids, br.suffix_ids[1:], br.response_ids)
     prefix = None
-    if prompt_cache is not None and br.prefix_ids and list(prompt_cache[0][:len(br.prefix_ids)]) == br.prefix_ids \
-            and cache_length(prompt_cache[1]) >= len(br.prefix_ids):
+    if (
+        prompt_cache is not None
+        and br.prefix_ids
+        and list(prompt_cache[0][: len(br.prefix_ids)]) == br.prefix_ids
+        and cache_length(prompt_cache[1]) >= len(br.prefix_ids)
+    ):
         prefix = cropped_cache(prompt_cache[1], len(br.prefix_ids))
     pieces = branch_logits_for_group(policy.model, br, rows, pad, policy.device, prefix=prefix)
     # each piece (G, B', T_piece, V), branches [without (unless known), with_1..K, extra_1..K]
@@ -115,10 +140,10 @@ def group_relevance(policy, example: Example, responses: Sequence[Sequence[int]]
             t0 = t1
         return torch.cat(out, dim=-1)
 
-    raw = over_positions(lambda lg, wo: chunked_metric(lg[:, w:w + K], wo, metric))  # (G, K, T)
+    raw = over_positions(lambda lg, wo: chunked_metric(lg[:, w : w + K], wo, metric))  # (G, K, T)
     if B > K + 1:
-        with_extra = over_positions(lambda lg, wo: chunked_metric(lg[:, w:w + K], lg[:, w + K:], metric))
-        extra_without = over_positions(lambda lg, wo: chunked_metric(lg[:, w + K:], wo, metric))
+        with_extra = over_positions(lambda lg, wo: chunked_metric(lg[:, w : w + K], lg[:, w + K :], metric))
+        extra_without = over_positions(lambda lg, wo: chunked_metric(lg[:, w + K :], wo, metric))
         scores = torch.stack([ctrl.combine(raw[g], with_extra[g], extra_without[g]) for g in range(G)])
     else:
         scores = torch.stack([ctrl.combine(raw[g], None, None) for g in range(G)])  # (G, K, T)

@@ -16,6 +16,7 @@ Departures from TRL's ``GRPOTrainer``, where the paper is silent or for a small 
   advantages on its share (batch statistics per process; TRL gathers them), and DDP averages the gradients.
   Rewards in the metrics are gathered from all processes.
 """
+
 from __future__ import annotations
 
 import copy
@@ -36,6 +37,7 @@ from .metrics import StepMetrics
 
 
 # --- the run's state -----------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Run:
@@ -117,8 +119,10 @@ def setup_run(config: TrainConfig, examples: Optional[Sequence[Example]] = None,
     torch.manual_seed(config.seed)
     accelerator = Accelerator()
     if config.prompts_per_step % accelerator.num_processes:
-        raise ValueError(f"prompts_per_step={config.prompts_per_step} must be a multiple of the "
-                         f"{accelerator.num_processes} processes")
+        raise ValueError(
+            f"prompts_per_step={config.prompts_per_step} must be a multiple of the "
+            f"{accelerator.num_processes} processes"
+        )
     examples, verifiers, weights = _prompts_and_rewards(config, examples)
     own = _own_policy(config, policy, accelerator.device)
     optimizer = torch.optim.AdamW(own.model.parameters(), lr=config.lr, weight_decay=0.0)
@@ -133,6 +137,7 @@ def setup_run(config: TrainConfig, examples: Optional[Sequence[Example]] = None,
 
 
 # --- one step ------------------------------------------------------------------------------------------------------
+
 
 @contextmanager
 def _timed(times: dict[str, float], phase: str):
@@ -149,20 +154,29 @@ def train_step(run: Run, step: int) -> StepMetrics:
     cfg, method, times = run.config, ADVANTAGE_METHODS[run.config.method], {}
     examples, seeds = run.prompts_for(step)
     with _timed(times, "sample"):
-        rollouts = sample_rollouts(run.policy, examples, cfg.group_size, seeds=seeds,
-                                   max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p)
+        rollouts = sample_rollouts(
+            run.policy,
+            examples,
+            cfg.group_size,
+            seeds=seeds,
+            max_new_tokens=cfg.max_new_tokens,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+        )
     with _timed(times, "score"):
         rewards = rollout_rewards(rollouts, run.verifiers)  # (N, G, K)
     with _timed(times, "forward"):  # the training forward comes first: its logits are the replay's no-info branch
-        logp, logits = token_logprobs(run.model, rollouts, run.policy.pad_id, run.accelerator.device, cfg.temperature,
-                                      return_logits=True)  # (N * G, T), (N * G, T, V)
+        logp, logits = token_logprobs(
+            run.model, rollouts, run.policy.pad_id, run.accelerator.device, cfg.temperature, return_logits=True
+        )  # (N * G, T), (N * G, T, V)
     with _timed(times, "replay"):  # the policy before the update, no grad
         relevance, entropy = token_inputs(run, method, rollouts, logits, step)
     del logits
     mask = rollouts.mask()  # (N, G, T)
     with _timed(times, "advantages"):
-        adv = method(rewards, mask, relevance, weights=run.weights, alpha=cfg.alpha, gamma=cfg.gamma,
-                     entropy=entropy)  # (N, G, T)
+        adv = method(
+            rewards, mask, relevance, weights=run.weights, alpha=cfg.alpha, gamma=cfg.gamma, entropy=entropy
+        )  # (N, G, T)
     with _timed(times, "update"):
         losses = update_policy(run, rollouts, adv, mask, logp)
     times["update"] += times.pop("forward")  # the forward is part of the update's cost (PHASES)
@@ -179,8 +193,16 @@ def token_inputs(run: Run, method, rollouts, logits: torch.Tensor, step: int = 0
 
     cfg = run.config
     if method.needs == "relevance":
-        return rollout_relevance(run.policy, rollouts, run.verifiers, metric=cfg.metric, control=cfg.control,
-                                 info_position=cfg.info_position, pool=run.examples, without_logits=logits), None
+        return rollout_relevance(
+            run.policy,
+            rollouts,
+            run.verifiers,
+            metric=cfg.metric,
+            control=cfg.control,
+            info_position=cfg.info_position,
+            pool=run.examples,
+            without_logits=logits,
+        ), None
     if method.needs == "spans":
         return span_masks(rollouts, run.verifiers, run.policy.tokenizer), None
     if method.needs == "placebo":
@@ -193,8 +215,9 @@ def token_inputs(run: Run, method, rollouts, logits: torch.Tensor, step: int = 0
     return None, None
 
 
-def update_policy(run: Run, rollouts, adv: torch.Tensor, mask: torch.Tensor,
-                  logp: Optional[torch.Tensor] = None) -> dict[str, float]:
+def update_policy(
+    run: Run, rollouts, adv: torch.Tensor, mask: torch.Tensor, logp: Optional[torch.Tensor] = None
+) -> dict[str, float]:
     """One AdamW step on the token-level clipped surrogate, token-mean over the batch.
 
     Args:
@@ -227,8 +250,12 @@ def update_policy(run: Run, rollouts, adv: torch.Tensor, mask: torch.Tensor,
     run.optimizer.step()
     _refuse_non_finite(all(bool(torch.isfinite(p).all()) for p in run.model.parameters()), "the weights", cfg)
     clipped = ((ratio - 1).abs() > cfg.clip_eps).float()
-    return {"loss": float(loss.detach()), "kl": float(kl.detach()), "clip_frac": float(_masked_mean(clipped, mask)),
-            "grad_norm": float(norm)}
+    return {
+        "loss": float(loss.detach()),
+        "kl": float(kl.detach()),
+        "clip_frac": float(_masked_mean(clipped, mask)),
+        "grad_norm": float(norm),
+    }
 
 
 class TrainingDiverged(ValueError):
@@ -239,8 +266,10 @@ def _refuse_non_finite(ok, what: str, cfg: TrainConfig) -> None:
     """Stop the run when ``what`` is not finite: nothing of this step reaches a checkpoint or the metrics."""
     if not bool(ok):
         where = f"; the last checkpoint in {cfg.out_dir} is intact" if cfg.out_dir else ""
-        raise TrainingDiverged(f"this step made {what} NaN or infinite (lr={cfg.lr:g}, max_grad_norm="
-                               f"{cfg.max_grad_norm:g}): lower the learning rate or clip the gradients{where}")
+        raise TrainingDiverged(
+            f"this step made {what} NaN or infinite (lr={cfg.lr:g}, max_grad_norm="
+            f"{cfg.max_grad_norm:g}): lower the learning rate or clip the gradients{where}"
+        )
 
 
 def _masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -259,6 +288,7 @@ def _k3_kl(run: Run, rollouts, logp: torch.Tensor, pad: int) -> torch.Tensor:
 
 
 # --- the loop ------------------------------------------------------------------------------------------------------
+
 
 def train(config: TrainConfig, *, examples: Optional[Sequence[Example]] = None, policy=None) -> Iterator[StepMetrics]:
     """Train a private copy of the policy; yields one ``StepMetrics`` per finished step.

@@ -4,6 +4,7 @@ lengths, advantages, relevance.
 Shapes: rewards (N, G, K) with NaN where a verifier does not apply, mask (N, G, T), advantages (N, G, T),
 relevance (N, G, K, T).
 """
+
 from __future__ import annotations
 
 import math
@@ -90,8 +91,9 @@ def advantage_stats(adv: torch.Tensor, mask: torch.Tensor) -> tuple[float, float
     return float(valid.mean()), std, float(valid.abs().max())
 
 
-def relevance_stats(relevance: Optional[torch.Tensor], rewards: torch.Tensor,
-                    mask: torch.Tensor) -> tuple[float, float]:
+def relevance_stats(
+    relevance: Optional[torch.Tensor], rewards: torch.Tensor, mask: torch.Tensor
+) -> tuple[float, float]:
     """Mean relevance over valid tokens of applicable verifiers, and the share of each response's relevance mass
     on its top 10% of tokens (averaged over (completion, verifier) rows with any relevance). NaN without relevance.
     """
@@ -111,9 +113,17 @@ def relevance_stats(relevance: Optional[torch.Tensor], rewards: torch.Tensor,
     return mean, share
 
 
-def step_metrics(run, step: int, rollouts, rewards: torch.Tensor, mask: torch.Tensor, adv: torch.Tensor,
-                 relevance: Optional[torch.Tensor], losses: dict[str, float],
-                 times: dict[str, float]) -> StepMetrics:
+def step_metrics(
+    run,
+    step: int,
+    rollouts,
+    rewards: torch.Tensor,
+    mask: torch.Tensor,
+    adv: torch.Tensor,
+    relevance: Optional[torch.Tensor],
+    losses: dict[str, float],
+    times: dict[str, float],
+) -> StepMetrics:
     """The StepMetrics record; rewards, all-pass and lengths are gathered over all processes."""
     from .rollouts import sample_display
 
@@ -123,11 +133,23 @@ def step_metrics(run, step: int, rollouts, rewards: torch.Tensor, mask: torch.Te
     adv_mean, adv_std, adv_absmax = advantage_stats(adv, mask)
     rel_mean, rel_top = relevance_stats(relevance, rewards, mask)
     return StepMetrics(
-        step=step, method=cfg.method, seed=cfg.seed, task=cfg.task,
-        rewards=reward_means(all_rewards, run.verifiers), all_pass=all_pass_rate(all_rewards),
-        mean_length=float(lengths.float().mean()), adv_mean=adv_mean, adv_std=adv_std, adv_absmax=adv_absmax,
-        relevance_mean=rel_mean, relevance_top10_mass=rel_top, loss=losses["loss"], kl=losses["kl"],
-        clip_frac=losses["clip_frac"], grad_norm=losses.get("grad_norm", 0.0), truncated=rollouts.truncated_rate(),
+        step=step,
+        method=cfg.method,
+        seed=cfg.seed,
+        task=cfg.task,
+        rewards=reward_means(all_rewards, run.verifiers),
+        all_pass=all_pass_rate(all_rewards),
+        mean_length=float(lengths.float().mean()),
+        adv_mean=adv_mean,
+        adv_std=adv_std,
+        adv_absmax=adv_absmax,
+        relevance_mean=rel_mean,
+        relevance_top10_mass=rel_top,
+        loss=losses["loss"],
+        kl=losses["kl"],
+        clip_frac=losses["clip_frac"],
+        grad_norm=losses.get("grad_norm", 0.0),
+        truncated=rollouts.truncated_rate(),
         times={p: round(t, 4) for p, t in times.items()},
         sample=sample_display(rollouts, rewards, adv, run.verifiers, run.policy.tokenizer, relevance),
     )

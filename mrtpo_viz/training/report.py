@@ -8,6 +8,7 @@ raw relevance of the paper).
 reaches the threshold. The default threshold is half-way from the mean starting reward (first ``window`` steps,
 all runs) to the best final reward of any variant (last ``window`` steps): a level every method can be timed to.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,13 +42,17 @@ def reward_columns(df: pd.DataFrame) -> list[str]:
 
 def curve_stats(df: pd.DataFrame, col: str, window: int = 1) -> pd.DataFrame:
     """Per variant and step: mean, min and max over seeds of ``col`` (smoothed per run by a trailing mean)."""
-    smooth = (df.sort_values("step").groupby(["variant", "seed"])[col]
-              .transform(lambda s: s.rolling(window, min_periods=1).mean()))
+    smooth = (
+        df.sort_values("step")
+        .groupby(["variant", "seed"])[col]
+        .transform(lambda s: s.rolling(window, min_periods=1).mean())
+    )
     frame = df.assign(value=smooth)
     return frame.groupby(["variant", "step"])["value"].agg(["mean", "min", "max", "count"]).reset_index()
 
 
 # --- summary -------------------------------------------------------------------------------------------------------
+
 
 def default_threshold(df: pd.DataFrame, col: str = "reward/mean", window: int = 5) -> float:
     """Half-way from the mean starting reward to the best variant's final reward."""
@@ -78,30 +83,50 @@ def summarize(df: pd.DataFrame, threshold: Optional[float] = None, window: int =
         h = hits[hits["variant"] == variant]["steps"]
         times = df[df["variant"] == variant][[c for c in df.columns if c.startswith("time/")]].mean()
         variants[variant] = {
-            "final": {c: {"mean": float(per_seed[c].mean()), "std": float(per_seed[c].std(ddof=0)),
-                          "min": float(per_seed[c].min()), "max": float(per_seed[c].max())} for c in per_seed},
-            "steps_to_threshold": {"mean": float(h.mean()) if h.notna().any() else None,
-                                   "per_seed": [None if math.isnan(x) else int(x) for x in h],
-                                   "reached": int(h.notna().sum()), "runs": int(len(h))},
+            "final": {
+                c: {
+                    "mean": float(per_seed[c].mean()),
+                    "std": float(per_seed[c].std(ddof=0)),
+                    "min": float(per_seed[c].min()),
+                    "max": float(per_seed[c].max()),
+                }
+                for c in per_seed
+            },
+            "steps_to_threshold": {
+                "mean": float(h.mean()) if h.notna().any() else None,
+                "per_seed": [None if math.isnan(x) else int(x) for x in h],
+                "reached": int(h.notna().sum()),
+                "runs": int(len(h)),
+            },
             "seconds_per_step": {c.removeprefix("time/"): float(t) for c, t in times.items()},
             "step_seconds": float(times.sum()),
         }
-    return {"threshold": threshold, "window": window, "steps": int(df["step"].max()) + 1,
-            "seeds": int(df["seed"].nunique()), "variants": variants}
+    return {
+        "threshold": threshold,
+        "window": window,
+        "steps": int(df["step"].max()) + 1,
+        "seeds": int(df["seed"].nunique()),
+        "variants": variants,
+    }
 
 
 def summary_markdown(summary: dict) -> str:
     """The summary as markdown tables: final rewards and steps to threshold; time per step."""
-    lines = [f"Threshold: mean reward {summary['threshold']:.3f} (trailing mean over {summary['window']} steps); "
-             f"{summary['steps']} steps, {summary['seeds']} seed(s). Final = mean of the last {summary['window']} "
-             "steps; ± = std over seeds.", "",
-             "| variant | final mean reward | final all-pass | steps to threshold (mean; per seed) | s/step |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"Threshold: mean reward {summary['threshold']:.3f} (trailing mean over {summary['window']} steps); "
+        f"{summary['steps']} steps, {summary['seeds']} seed(s). Final = mean of the last {summary['window']} "
+        "steps; ± = std over seeds.",
+        "",
+        "| variant | final mean reward | final all-pass | steps to threshold (mean; per seed) | s/step |",
+        "|---|---|---|---|---|",
+    ]
     for name, v in summary["variants"].items():
         fm, ap, st = v["final"].get("reward/mean", {}), v["final"].get("all_pass", {}), v["steps_to_threshold"]
         reached = "; ".join("—" if s is None else str(s) for s in st["per_seed"])
         mean = "not reached" if st["mean"] is None else f"{st['mean']:.1f}"
-        lines.append(f"| {name} | {fm.get('mean', math.nan):.3f} ± {fm.get('std', math.nan):.3f} | "
-                     f"{ap.get('mean', math.nan):.3f} ± {ap.get('std', math.nan):.3f} | {mean} ({reached}) | "
-                     f"{v['step_seconds']:.2f} |")
+        lines.append(
+            f"| {name} | {fm.get('mean', math.nan):.3f} ± {fm.get('std', math.nan):.3f} | "
+            f"{ap.get('mean', math.nan):.3f} ± {ap.get('std', math.nan):.3f} | {mean} ({reached}) | "
+            f"{v['step_seconds']:.2f} |"
+        )
     return "\n".join(lines) + "\n"

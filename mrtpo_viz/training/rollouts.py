@@ -5,6 +5,7 @@ task's examples; NaN reward where one does not apply), ``T`` response tokens (th
 masked). A completion's training tokens are its generated ids plus the end-of-sequence token when it stopped on
 its own (so the policy also learns when to stop, as in TRL); a completion cut at ``max_new_tokens`` has none.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -67,14 +68,29 @@ def union_verifiers(examples: Sequence[Example]) -> list[str]:
     return names
 
 
-def sample_rollouts(policy, examples: Sequence[Example], G: int, *, seeds: Sequence[int], max_new_tokens: int,
-                    temperature: float, top_p: float) -> Rollouts:
+def sample_rollouts(
+    policy,
+    examples: Sequence[Example],
+    G: int,
+    *,
+    seeds: Sequence[int],
+    max_new_tokens: int,
+    temperature: float,
+    top_p: float,
+) -> Rollouts:
     """G completions per prompt from ``policy`` (no grad), seeded per prompt."""
     eos = _eos_id(policy)
     texts, prompt_ids, response_ids, caches, cut = [], [], [], [], []
     for ex, seed in zip(examples, seeds):
-        group, cache = policy.generate_group(ex, G, max_new_tokens=max_new_tokens, temperature=temperature,
-                                             top_p=top_p, seed=seed, return_prompt_cache=True)
+        group, cache = policy.generate_group(
+            ex,
+            G,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            return_prompt_cache=True,
+        )
         texts.append([c.text for c in group])
         prompt_ids.append(list(group[0].prompt_ids))
         response_ids.append([c.token_ids + ([eos] if len(c.token_ids) < max_new_tokens else []) for c in group])
@@ -109,9 +125,17 @@ def rollout_rewards(rollouts: Rollouts, verifiers: Sequence[str]) -> torch.Tenso
     return rewards
 
 
-def rollout_relevance(policy, rollouts: Rollouts, verifiers: Sequence[str], *, metric: str, control: str,
-                      info_position: str, pool: Optional[Sequence[Example]] = None,
-                      without_logits: Optional[torch.Tensor] = None) -> torch.Tensor:
+def rollout_relevance(
+    policy,
+    rollouts: Rollouts,
+    verifiers: Sequence[str],
+    *,
+    metric: str,
+    control: str,
+    info_position: str,
+    pool: Optional[Sequence[Example]] = None,
+    without_logits: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
     """Relevance of every completion's tokens to every verifier that applies to its prompt.
 
     Each completion is replayed on its exact training ids with the policy as it sampled them (before the
@@ -130,13 +154,23 @@ def rollout_relevance(policy, rollouts: Rollouts, verifiers: Sequence[str], *, m
     for i, ex in enumerate(rollouts.examples):
         names = [n for n in verifiers if n in ex.verifiers]
         rows = [verifiers.index(n) for n in names]
-        without = None if without_logits is None else \
-            (rollouts.prompt_ids[i], without_logits[i * G:(i + 1) * G])  # (G, T, V)
+        without = (
+            None if without_logits is None else (rollouts.prompt_ids[i], without_logits[i * G : (i + 1) * G])
+        )  # (G, T, V)
         cached = None if not rollouts.prompt_caches else (rollouts.prompt_ids[i], rollouts.prompt_caches[i])
-        scores = group_relevance(policy, ex, rollouts.response_ids[i], names, metric=metric, control=control,
-                                 info_position=info_position, pool=pool, without=without,
-                                 prompt_cache=cached)  # (G, K_i, T_i)
-        relevance[i][:, rows, :scores.shape[-1]] = scores[..., :T]
+        scores = group_relevance(
+            policy,
+            ex,
+            rollouts.response_ids[i],
+            names,
+            metric=metric,
+            control=control,
+            info_position=info_position,
+            pool=pool,
+            without=without,
+            prompt_cache=cached,
+        )  # (G, K_i, T_i)
+        relevance[i][:, rows, : scores.shape[-1]] = scores[..., :T]
     return relevance
 
 
@@ -181,8 +215,9 @@ def padded_batch(rollouts: Rollouts, pad_id: int, device) -> tuple[torch.Tensor,
     return tuple(x.to(device) for x in (ids, attn, keep, targets))
 
 
-def token_logprobs(model, rollouts: Rollouts, pad_id: int, device, temperature: float = 1.0,
-                   return_logits: bool = False):
+def token_logprobs(
+    model, rollouts: Rollouts, pad_id: int, device, temperature: float = 1.0, return_logits: bool = False
+):
     """Log-probs of the response tokens under ``model`` (with grad), logits divided by the sampling temperature.
 
     Returns:
@@ -196,8 +231,14 @@ def token_logprobs(model, rollouts: Rollouts, pad_id: int, device, temperature: 
     return (logp, logits.detach()) if return_logits else logp
 
 
-def sample_display(rollouts: Rollouts, rewards: torch.Tensor, adv: torch.Tensor, verifiers: Sequence[str],
-                   tokenizer, relevance: Optional[torch.Tensor] = None) -> dict:
+def sample_display(
+    rollouts: Rollouts,
+    rewards: torch.Tensor,
+    adv: torch.Tensor,
+    verifiers: Sequence[str],
+    tokenizer,
+    relevance: Optional[torch.Tensor] = None,
+) -> dict:
     """One completion for display: the one with the largest token advantage (most to learn from).
 
     Args:
@@ -213,8 +254,16 @@ def sample_display(rollouts: Rollouts, rewards: torch.Tensor, adv: torch.Tensor,
     ids = rollouts.response_ids[i][g]
     applies = ~torch.isnan(rewards[i, g])  # (K,)
     r = {n: float(rewards[i, g, k]) for k, n in enumerate(verifiers) if applies[k]}
-    rel = {} if relevance is None else \
-        {n: relevance[i, g, k, :len(ids)].tolist() for k, n in enumerate(verifiers) if applies[k]}
-    return {"prompt": rollouts.examples[i].messages()[-1]["content"], "text": rollouts.texts[i][g],
-            "tokens": display_tokens(tokenizer, ids)[0], "adv": adv[i, g, :len(ids)].tolist(), "rewards": r,
-            "relevance": rel}
+    rel = (
+        {}
+        if relevance is None
+        else {n: relevance[i, g, k, : len(ids)].tolist() for k, n in enumerate(verifiers) if applies[k]}
+    )
+    return {
+        "prompt": rollouts.examples[i].messages()[-1]["content"],
+        "text": rollouts.texts[i][g],
+        "tokens": display_tokens(tokenizer, ids)[0],
+        "adv": adv[i, g, : len(ids)].tolist(),
+        "rewards": r,
+        "relevance": rel,
+    }

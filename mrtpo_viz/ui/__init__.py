@@ -12,6 +12,7 @@ Besides the tabs' endpoints, ``/token_relevance`` and ``/score_response`` (:mod:
 ``MRTPO_MCP=1`` they are served as MCP tools (Gradio's MCP server at ``/gradio_api/mcp/``). Gradio's run history
 (every result saved in the browser's storage, which slowed each update as it grew) is off.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,7 +30,7 @@ def build_app():
     from ..settings import default_checkpoint
     from .ab_tab import build_ab_tab
     from .downloads import DOWNLOAD_TTL_S
-    from .policy_choice import MODEL, checkpoint_choices, load_status
+    from .policy_choice import MODEL, checkpoint_choices, load_status, picked_status
     from .method_tab import build_method_tab
     from .relevance_layout import build_relevance_tab
     from .rollouts_tab import build_rollouts_tab
@@ -38,12 +39,20 @@ def build_app():
     from .training_tab import build_training_tab
 
     with gr.Blocks(title="mrtpo-viz", delete_cache=(DOWNLOAD_TTL_S, DOWNLOAD_TTL_S)) as demo:
-        gr.Markdown("# mrtpo-viz\nWhich tokens of a response does each verifiable reward depend on? Replay the "
-                    "policy's own response with and without each verifier's information and compare the next-token "
-                    "distributions (MRTPO's relevance).", elem_classes=["mrtpo-header"])
+        gr.Markdown(
+            "# mrtpo-viz\nWhich tokens of a response does each verifiable reward depend on? Replay the "
+            "policy's own response with and without each verifier's information and compare the next-token "
+            "distributions (MRTPO's relevance).",
+            elem_classes=["mrtpo-header"],
+        )
         with gr.Row(elem_classes=["mrtpo-model-row"]):
-            checkpoint = gr.Dropdown(checkpoint_choices(), value=default_checkpoint(), allow_custom_value=True,
-                                     label="Checkpoint (bundled policy, a local folder or a hub id)", scale=3)
+            checkpoint = gr.Dropdown(
+                checkpoint_choices(),
+                value=default_checkpoint(),
+                allow_custom_value=True,
+                label="Checkpoint (bundled policy, a local folder or a hub id)",
+                scale=3,
+            )
             load_btn = gr.Button("Load", scale=0, min_width=80)
             model_status = gr.Markdown("Checkpoint not loaded yet.", elem_id="model-status", min_width=240)
         with gr.Tabs():
@@ -59,10 +68,12 @@ def build_app():
                 build_training_tab(checkpoint)
             with gr.Tab("Method", id="method"):
                 build_method_tab()
-        load_btn.click(load_status, checkpoint, model_status, api_name="load_checkpoint", concurrency_id=MODEL,
-                       concurrency_limit=1)
-        demo.load(load_status, checkpoint, model_status, api_name=False, concurrency_id=MODEL,
-                  concurrency_limit=1)
+        load_btn.click(
+            load_status, checkpoint, model_status, api_name="load_checkpoint", concurrency_id=MODEL, concurrency_limit=1
+        )
+        # a picked checkpoint is not claimed as loaded: the line says what is picked until Load (or a replay)
+        checkpoint.input(picked_status, checkpoint, model_status, api_name=False, queue=False)
+        demo.load(load_status, checkpoint, model_status, api_name=False, concurrency_id=MODEL, concurrency_limit=1)
         for tool in TOOLS:
             gr.api(tool, api_name=tool.__name__, concurrency_id=MODEL, concurrency_limit=1)
     for fn in demo.fns.values():  # an agent sees the two tools, not the tabs' endpoints
@@ -87,10 +98,14 @@ def launch_options() -> dict:
     mcp = settings.mcp
     if mcp and importlib.util.find_spec("mcp") is None:
         raise SettingsError("MRTPO_MCP=1 needs the mcp package (pip install mcp); unset it to serve without MCP")
-    return {"theme": gr.themes.Soft(primary_hue="indigo", secondary_hue="amber"),
-            "css": STYLE.read_text(encoding="utf-8"), "run_history": False, "mcp_server": mcp,
-            # uploads over MRTPO_MAX_UPLOAD_MB are refused while they stream in (413), before Gradio stores them
-            "max_file_size": settings.max_upload_bytes}
+    return {
+        "theme": gr.themes.Soft(primary_hue="indigo", secondary_hue="amber"),
+        "css": STYLE.read_text(encoding="utf-8"),
+        "run_history": False,
+        "mcp_server": mcp,
+        # uploads over MRTPO_MAX_UPLOAD_MB are refused while they stream in (413), before Gradio stores them
+        "max_file_size": settings.max_upload_bytes,
+    }
 
 
 def launch(host: str | None = None, port: int | None = None, **kw):
@@ -105,5 +120,8 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     from .zerogpu import preload
 
     preload(lambda: get_policy(default_checkpoint()))  # ZeroGPU: the weights go to CUDA now, not in a request
-    return demo.launch(server_name=host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                       server_port=port or int(os.environ.get("GRADIO_SERVER_PORT", "7860")), **options)
+    return demo.launch(
+        server_name=host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+        server_port=port or int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+        **options,
+    )

@@ -5,6 +5,7 @@ difference, and summary numbers (relevance mass on the verifier's relevant spans
 tokens). A verifier that needs input (a free prompt without its arguments) is still replayed against the two typed
 texts, but not scored.
 """
+
 from __future__ import annotations
 
 import gradio as gr
@@ -19,13 +20,16 @@ from .errors import readable
 from .example_picker import FREE_PROMPT, example_choices, first_example, get_example, prompt_text, with_prompt
 from .input_limits import check_text, check_token_count, limits
 from .policy_choice import MODEL, get_policy
+from .result_state import stale_status
 from .relevance_tab import task_examples
 from .token_component import token_view, view_value
 from .zerogpu import gpu
 
 SUMMARY_ROWS = (
-    ("mean", "mean relevance"), ("max", "max relevance"),
-    ("span_mass", "share on the verifier's relevant spans"), ("top10_mass", "share on the top 10% of tokens"),
+    ("mean", "mean relevance"),
+    ("max", "max relevance"),
+    ("span_mass", "share on the verifier's relevant spans"),
+    ("top10_mass", "share on the top 10% of tokens"),
     ("effective_tokens", "effective number of tokens (exp entropy)"),
 )
 SUMMARY_HEADERS = ["measure", "A", "B"]
@@ -71,27 +75,57 @@ def compare(checkpoint, task, index, prompt, response, verifier, info_a, info_b,
     caps = limits()
     response = check_text("response", response, caps.max_chars)
     get_verifier(verifier)
-    infos = [check_text(f"information {ab}", text, caps.max_info_chars, required=False)
-             for ab, text in (("A", info_a), ("B", info_b))]
+    infos = [
+        check_text(f"information {ab}", text, caps.max_info_chars, required=False)
+        for ab, text in (("A", info_a), ("B", info_b))
+    ]
     ex, needs = with_typed_args(ex, [verifier], [])
     target = ex if not needs else ex.messages()  # needs input: replayed against the typed texts, not scored
     policy = get_policy(checkpoint)
     check_token_count(policy, prompt_text(ex), response, max(infos, key=len))
-    rel_a, rel_b = (replay(policy, target, response, [verifier], infos={verifier: info}, metric=metric,
-                           info_position=position, control=control) for info in infos)
+    rel_a, rel_b = (
+        replay(
+            policy,
+            target,
+            response,
+            [verifier],
+            infos={verifier: info},
+            metric=metric,
+            info_position=position,
+            control=control,
+        )
+        for info in infos
+    )
     vmax = max(float(rel_a.scores.max()), float(rel_b.scores.max())) if rel_a.T else 0.0
-    status = f"Compared two information texts for `{verifier}` over {rel_a.T} tokens ({metric}, control {control})."
+    status = (
+        f"Compared two information texts for `{verifier}` over {rel_a.T} tokens with `{policy.name}` "
+        f"({metric}, control {control})."
+    )
     if needs:
         status += f" Not scored: `{verifier}` needs input ({', '.join(needs[verifier])}); pick an example to score it."
-    return (view_value(viz.relevance_payload(rel_a, vmax=vmax, title=_title(infos[0]))),
-            view_value(viz.relevance_payload(rel_b, vmax=vmax, title=_title(infos[1]))),
-            viz.difference_heatmap(rel_a, rel_b, verifier), _summary(rel_a, rel_b, verifier), status)
+    return (
+        view_value(viz.relevance_payload(rel_a, vmax=vmax, title=_title(infos[0]))),
+        view_value(viz.relevance_payload(rel_b, vmax=vmax, title=_title(infos[1]))),
+        viz.difference_heatmap(rel_a, rel_b, verifier),
+        _summary(rel_a, rel_b, verifier),
+        status,
+    )
+
+
+def ab_stale(status: str):
+    """An input of a comparison changed: a comparison's status line is marked stale (none shown: no change)."""
+    return stale_status(status, "Compare") if (status or "").startswith("Compared") else gr.update()
 
 
 def ab_cleared():
     """The results emptied after the task or the example changed."""
-    return (None, None, viz.placeholder_figure("Press Compare: A, B and B - A per token"),
-            pd.DataFrame(columns=SUMMARY_HEADERS), "Inputs changed: the earlier comparison was cleared.")
+    return (
+        None,
+        None,
+        viz.placeholder_figure("Press Compare: A, B and B - A per token"),
+        pd.DataFrame(columns=SUMMARY_HEADERS),
+        "Inputs changed: the earlier comparison was cleared.",
+    )
 
 
 def _start_values(task: str, choices) -> dict:
@@ -100,8 +134,14 @@ def _start_values(task: str, choices) -> dict:
     ex = get_example(task, index)
     name = ex.verifiers[0] if ex.verifiers and index != FREE_PROMPT else list_verifiers(task)[0]
     a, b = ab_infos(task, index, name)
-    return {"example": index, "prompt": prompt_text(ex), "response": ex.reference or "", "verifier": name,
-            "a": a, "b": b}
+    return {
+        "example": index,
+        "prompt": prompt_text(ex),
+        "response": ex.reference or "",
+        "verifier": name,
+        "a": a,
+        "b": b,
+    }
 
 
 def build_ab_tab(checkpoint: gr.components.Component) -> None:
@@ -110,12 +150,17 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
         with gr.Column(scale=2, min_width=360):
             with gr.Row():
                 task = gr.Dropdown(available_tasks(), value=TASKS[0], label="Task family", elem_id="ab-task")
-                example = gr.Dropdown(example_choices(TASKS[0]), value=start["example"], label="Example (test split)",
-                                      elem_id="ab-example")
+                example = gr.Dropdown(
+                    example_choices(TASKS[0]),
+                    value=start["example"],
+                    label="Example (test split)",
+                    elem_id="ab-example",
+                )
             prompt = gr.Textbox(start["prompt"], label="Prompt", lines=3, max_lines=10)
             response = gr.Textbox(start["response"], label="Response", lines=3, max_lines=10)
-            verifier = gr.Dropdown(list_verifiers(TASKS[0]), value=start["verifier"], label="Verifier",
-                                   elem_id="ab-verifier")
+            verifier = gr.Dropdown(
+                list_verifiers(TASKS[0]), value=start["verifier"], label="Verifier", elem_id="ab-verifier"
+            )
             info_a = gr.Textbox(start["a"], label="Information A", lines=4, max_lines=12, elem_id="info-a")
             info_b = gr.Textbox(start["b"], label="Information B", lines=4, max_lines=12, elem_id="info-b")
             with gr.Row():
@@ -124,22 +169,50 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
                 control = gr.Dropdown(list(CONTROLS), value="none", label="control")
             run_btn = gr.Button("Compare A and B", variant="primary", elem_id="ab-btn")
         with gr.Column(scale=3, min_width=480):
-            status = gr.Markdown("Pick an example, edit the two information texts, press **Compare**.",
-                                 elem_id="ab-status")
-            with gr.Row(equal_height=False):
-                view_a = token_view(heading="A", elem_id="ab-tokens-a", placeholder="Press Compare.")
-                view_b = token_view(heading="B", elem_id="ab-tokens-b", placeholder="Press Compare.")
-            diff = gr.Plot(viz.placeholder_figure("Press Compare: A, B and B - A per token"), label="A, B and B - A",
-                           elem_id="ab-diff")
-            summary = gr.Dataframe(pd.DataFrame(columns=SUMMARY_HEADERS), label="summary", interactive=False,
-                                   wrap=True, column_widths=["34%", "33%", "33%"], elem_id="ab-summary")
+            status = gr.Markdown(
+                "Pick an example, edit the two information texts, press **Compare**.", elem_id="ab-status"
+            )
+            with gr.Row(equal_height=False, elem_classes=["mrtpo-ab-views"]):
+                # a pin in one view pins the same position in the other; on a phone B goes under A
+                view_a = token_view(heading="A", elem_id="ab-tokens-a", placeholder="Press Compare.", link="ab")
+                view_b = token_view(heading="B", elem_id="ab-tokens-b", placeholder="Press Compare.", link="ab")
+            diff = gr.Plot(
+                viz.placeholder_figure("Press Compare: A, B and B - A per token"),
+                label="A, B and B - A",
+                elem_id="ab-diff",
+            )
+            summary = gr.Dataframe(
+                pd.DataFrame(columns=SUMMARY_HEADERS),
+                label="summary",
+                interactive=False,
+                wrap=True,
+                column_widths=["34%", "33%", "33%"],
+                elem_id="ab-summary",
+            )
     results = [view_a, view_b, diff, summary, status]
     # the example index often stays the same across tasks, so example.change would not fire: refill explicitly
-    task.change(task_examples, task, example, api_name=False
-                ).success(ab_cleared, None, results, api_name=False
-                          ).success(ab_example, [task, example], [prompt, response, verifier], api_name=False)
-    example.change(ab_cleared, None, results, api_name=False
-                   ).then(ab_example, [task, example], [prompt, response, verifier], api_name="ab_example")
+    task.change(task_examples, task, example, api_name=False).success(
+        ab_cleared, None, results, api_name=False
+    ).success(ab_example, [task, example], [prompt, response, verifier], api_name=False)
+    example.change(ab_cleared, None, results, api_name=False).then(
+        ab_example, [task, example], [prompt, response, verifier], api_name="ab_example"
+    )
     verifier.change(ab_infos, [task, example, verifier], [info_a, info_b], api_name=False)
-    run_btn.click(compare, [checkpoint, task, example, prompt, response, verifier, info_a, info_b, position, metric,
-                            control], results, api_name="ab", concurrency_id=MODEL, concurrency_limit=1)
+    gr.on(
+        [x.change for x in (prompt, response, verifier, info_a, info_b, position, metric, control)]
+        + [checkpoint.input],
+        ab_stale,
+        status,
+        status,
+        api_name=False,
+        queue=False,
+        show_progress="hidden",
+    )
+    run_btn.click(
+        compare,
+        [checkpoint, task, example, prompt, response, verifier, info_a, info_b, position, metric, control],
+        results,
+        api_name="ab",
+        concurrency_id=MODEL,
+        concurrency_limit=1,
+    )

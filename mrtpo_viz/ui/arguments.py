@@ -7,6 +7,7 @@ replayed. Each field is a text box (``FIELDS`` per verifier); its label names th
 allowed values. An argument-less verifier still goes through ``with_args(example, {})`` (an ``ifeval`` constraint
 then gets its entry in the example, so ``lowercase`` scores on a free prompt).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,14 @@ _TRUE, _FALSE = {"true", "yes", "1", "on"}, {"false", "no", "0", "off"}
 
 def field_label(v: Verifier, arg: Argument) -> str:
     """``sql.execution: database (one of company, school, shop)``; ``(optional)`` where it is not required."""
-    kind = {"choice": f"one of {', '.join(arg.choices)}", "boolean": "true / false", "list": "comma-separated",
-            "json": "JSON", "integer": "a whole number", "number": "a number"}.get(arg.kind, "")
+    kind = {
+        "choice": f"one of {', '.join(arg.choices)}",
+        "boolean": "true / false",
+        "list": "comma-separated",
+        "json": "JSON",
+        "integer": "a whole number",
+        "number": "a number",
+    }.get(arg.kind, "")
     extra = [x for x in (kind, "" if arg.required else "optional") if x]
     return f"{v.name}: {arg.title}" + (f" ({'; '.join(extra)})" if extra else "")
 
@@ -57,7 +64,9 @@ def parse_value(v: Verifier, arg: Argument, text: str) -> Any:
             return json.loads(text)
         if arg.kind == "list":
             return json.loads(text) if text.startswith("[") else [x.strip() for x in text.split(",") if x.strip()]
-    except ValueError:  # json.JSONDecodeError is one too
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{where} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except ValueError:
         want = {"integer": "a whole number", "number": "a number"}.get(arg.kind, "valid JSON")
         raise ValueError(f"{where} must be {want}, got {text!r}") from None
     if arg.kind == "boolean":
@@ -84,11 +93,12 @@ def typed_values(v: Verifier, texts: Sequence[str]) -> dict[str, Any]:
 
 def slot_texts(fields: Sequence[str], k: int) -> list[str]:
     """The texts of verifier box ``k``'s fields from all boxes' fields (``FIELDS`` each, box after box)."""
-    return list(fields[k * FIELDS:(k + 1) * FIELDS])
+    return list(fields[k * FIELDS : (k + 1) * FIELDS])
 
 
-def with_values(example: Example, names: Sequence[str], values: dict[str, dict[str, Any]],
-                customs: Optional[dict] = None) -> tuple[Example, dict]:
+def with_values(
+    example: Example, names: Sequence[str], values: dict[str, dict[str, Any]], customs: Optional[dict] = None
+) -> tuple[Example, dict]:
     """The example with each verifier's values (``values[name]``: argument -> value), and the verifiers that still
     lack required arguments: ``{name: [missing argument titles]}``. ``customs``: the session's custom verifiers.
 
@@ -105,11 +115,13 @@ def with_values(example: Example, names: Sequence[str], values: dict[str, dict[s
     return example, needs
 
 
-def with_typed_args(example: Example, names: Sequence[str], fields: Sequence[str],
-                    customs: Optional[dict] = None) -> tuple[Example, dict]:
+def with_typed_args(
+    example: Example, names: Sequence[str], fields: Sequence[str], customs: Optional[dict] = None
+) -> tuple[Example, dict]:
     """:func:`with_values` from the boxes' field texts (box ``k`` holds ``names[k]``; no fields: no values)."""
-    values = ({n: typed_values(resolve(n, customs), slot_texts(fields, k)) for k, n in enumerate(names)}
-              if fields else {})
+    values = (
+        {n: typed_values(resolve(n, customs), slot_texts(fields, k)) for k, n in enumerate(names)} if fields else {}
+    )
     return with_values(example, names, values, customs)
 
 
@@ -132,7 +144,7 @@ def not_ready_reason(v: Verifier, example: Example, limit: int = 300) -> Optiona
         v.info(example)
     except MissingArguments as e:
         text = str(e).removeprefix(f"{v.name} needs input: ")
-        return text if len(text) <= limit else text[:limit - 3] + "..."
+        return text if len(text) <= limit else text[: limit - 3] + "..."
     return None
 
 
@@ -142,6 +154,13 @@ def field_updates(name: Optional[str], example: Example, customs: Optional[dict]
     v = resolve(name, customs) if name else None
     args = list(v.arguments[:FIELDS]) if v is not None else []
     have = v.args(example) if v is not None else {}
-    shown = [gr.update(visible=True, label=field_label(v, a), value=show_value(a, have.get(a.name)),
-                       placeholder=a.description or a.title) for a in args]
+    shown = [
+        gr.update(
+            visible=True,
+            label=field_label(v, a),
+            value=show_value(a, have.get(a.name)),
+            placeholder=a.description or a.title,
+        )
+        for a in args
+    ]
     return shown + [gr.update(visible=False, value="") for _ in range(FIELDS - len(args))]

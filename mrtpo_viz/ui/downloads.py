@@ -1,5 +1,6 @@
 """Files the app hands out for download: one folder per download under one root per app process, old ones
 removed (here, and in Gradio's cache through ``gr.Blocks(delete_cache)``)."""
+
 from __future__ import annotations
 
 import os
@@ -51,7 +52,7 @@ def remove_stale_download_roots(tmp: Path) -> list[Path]:
     _swept.append(os.getpid())
     gone = []
     for old in tmp.glob(f"{DOWNLOAD_ROOT_PREFIX}*"):
-        pid = old.name[len(DOWNLOAD_ROOT_PREFIX):]
+        pid = old.name[len(DOWNLOAD_ROOT_PREFIX) :]
         if old.is_dir() and pid.isdigit() and int(pid) != os.getpid() and not psutil.pid_exists(int(pid)):
             shutil.rmtree(old, ignore_errors=True)
             gone.append(old)

@@ -1,4 +1,5 @@
 """Readable errors: any exception of a handler becomes a ``gr.Error`` with a message a user can act on."""
+
 from __future__ import annotations
 
 import functools
@@ -26,7 +27,7 @@ def _message(err: BaseException) -> str:
     else:
         text = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
     text = str(text) or type(err).__name__
-    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS - 3] + "..."
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
 def readable(fn):
@@ -35,6 +36,7 @@ def readable(fn):
     Works for plain functions and generators; expected errors (bad input, missing files) keep their message,
     anything else is logged and reported by type and message.
     """
+
     def convert(err: Exception) -> gr.Error:
         if isinstance(err, gr.Error):
             return err
@@ -43,12 +45,14 @@ def readable(fn):
         return gr.Error(_message(err), print_exception=False)
 
     if inspect.isgeneratorfunction(fn):
+
         @functools.wraps(fn)
         def gen_wrapper(*args, **kwargs):
             try:
                 yield from fn(*args, **kwargs)
             except Exception as err:
                 raise convert(err) from None
+
         return gen_wrapper
 
     @functools.wraps(fn)
@@ -57,4 +61,5 @@ def readable(fn):
             return fn(*args, **kwargs)
         except Exception as err:
             raise convert(err) from None
+
     return wrapper

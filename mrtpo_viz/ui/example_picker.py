@@ -1,4 +1,5 @@
 """The example pickers: a task family's test examples, a free prompt, and the prompt box's text."""
+
 from __future__ import annotations
 
 import dataclasses

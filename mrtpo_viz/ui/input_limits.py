@@ -1,5 +1,6 @@
 """Caps on user input, so one request cannot hold the shared model for minutes: the operator settings
 (``MRTPO_*``, :mod:`mrtpo_viz.settings`) read per request, and the checks that apply them."""
+
 from __future__ import annotations
 
 from ..settings import Settings, get_settings
@@ -31,9 +32,12 @@ def check_text(label: str, text: str | None, max_chars: int, required: bool = Tr
 
 def check_token_count(policy, *texts: str) -> None:
     """Refuse a request whose texts (prompt, response, verifier information) exceed ``limits().max_tokens``."""
-    n = sum(len(policy.tokenizer(t, add_special_tokens=False, split_special_tokens=True)["input_ids"])
-            for t in texts if t)  # typed specials count as the text they are replayed as
+    n = sum(
+        len(policy.tokenizer(t, add_special_tokens=False, split_special_tokens=True)["input_ids"]) for t in texts if t
+    )  # typed specials count as the text they are replayed as
     cap = limits().max_tokens
     if n > cap:
-        raise ValueError(f"The request has {n:,} tokens (prompt, response and verifier information); at most "
-                         f"{cap:,} are replayed here (MRTPO_MAX_TOKENS).")
+        raise ValueError(
+            f"The request has {n:,} tokens (prompt, response and verifier information); at most "
+            f"{cap:,} are replayed here (MRTPO_MAX_TOKENS)."
+        )

@@ -1,5 +1,6 @@
 """Method tab: the formulas the app computes, marked as our reading of the paper, and the convergence study's
 result ("Does token credit help?") from ``benchmarks/results/convergence.json`` when that file is present."""
+
 from __future__ import annotations
 
 import json

@@ -2,7 +2,10 @@
 
 Nothing here loads a model at import time; ``get_policy`` loads on first use (``load_policy`` caches per
 process)."""
+
 from __future__ import annotations
+
+from typing import Optional
 
 from ..settings import default_checkpoint, get_settings, load_allowed_policy
 from ..tasks.bundled_data import BUNDLED_POLICIES
@@ -42,3 +45,8 @@ def load_status(checkpoint: str | None) -> str:
     except Exception as err:  # the status line is the error report here
         return f"**Checkpoint not loaded:** {_message(err)}"
     return f"**Loaded** `{checkpoint}`: {policy.describe()}"
+
+
+def picked_status(checkpoint: Optional[str]) -> str:
+    """The model line after the checkpoint picker changed: nothing is loaded until Load or the next model call."""
+    return f"Picked `{(checkpoint or '').strip()}`: not loaded yet (**Load**, or the next replay loads it)."

@@ -1,8 +1,11 @@
 """The Token relevance tab's layout and wiring (its handlers: :mod:`.relevance_tab`).
 
-Results never stay beside inputs they do not belong to: a task or example change clears them; Generate locks the
-Replay button until the new response is in the box (a Replay queued behind Generate would replay the old one).
+Results never stay beside inputs they do not belong to: a task or example change clears them; any other input that
+changes a result (the checkpoint, prompt, response, verifier ticks, information, arguments, position, metric,
+control, template) marks them stale (:func:`~mrtpo_viz.ui.result_state.mark_stale`); Generate locks the Replay button
+until the new response is in the box (a Replay queued behind Generate would replay the old one).
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -18,11 +21,24 @@ from .arguments import FIELDS
 from .example_picker import example_choices, first_example, get_example, prompt_text
 from .input_limits import MAX_VERIFIERS, limits
 from .policy_choice import MODEL
+from .result_state import mark_stale
 from .custom_verifiers import KIND_CHOICES, add_custom
-from .relevance_tab import (RELEVANCE_SOURCES, VERDICT_HEADERS, GROUP_NOTE, advantages, cleared,
-                            derive_info, downloads, generate, info_boxes, pick_example, replay_response,
-                            reselect_info_boxes,
-                            sample_group, task_examples)
+from .relevance_tab import (
+    RELEVANCE_SOURCES,
+    VERDICT_HEADERS,
+    GROUP_NOTE,
+    advantages,
+    cleared,
+    derive_info,
+    downloads,
+    generate,
+    info_boxes,
+    pick_example,
+    replay_response,
+    reselect_info_boxes,
+    sample_group,
+    task_examples,
+)
 from .token_component import token_view
 
 
@@ -52,8 +68,14 @@ def _start_values(task: str, choices) -> dict:
     chosen = list(ex.verifiers)[:MAX_VERIFIERS]
     out = info_boxes(task, index, chosen)
     plain = lambda u: {k: v for k, v in u.items() if k != "__type__"}  # noqa: E731  (an update as constructor args)
-    return {"index": index, "prompt": prompt_text(ex), "response": ex.reference or "", "chosen": chosen,
-            "infos": [plain(u) for u in out[:MAX_VERIFIERS]], "fields": [plain(u) for u in out[MAX_VERIFIERS:-1]]}
+    return {
+        "index": index,
+        "prompt": prompt_text(ex),
+        "response": ex.reference or "",
+        "chosen": chosen,
+        "infos": [plain(u) for u in out[:MAX_VERIFIERS]],
+        "fields": [plain(u) for u in out[MAX_VERIFIERS:-1]],
+    }
 
 
 def _inputs_column(start: dict):
@@ -62,10 +84,20 @@ def _inputs_column(start: dict):
     with gr.Row():
         c["task"] = gr.Dropdown(available_tasks(), value=TASKS[0], label="Task family")
         c["example"] = gr.Dropdown(example_choices(TASKS[0]), value=start["index"], label="Example (test split)")
-    c["prompt"] = gr.Textbox(start["prompt"], label="Prompt (edit it, or pick the free prompt at the end of the "
-                             "examples)", lines=4, max_lines=12, elem_id="prompt-box")
-    c["response"] = gr.Textbox(start["response"], label="Response (generate one, or paste / edit)", lines=4,
-                               max_lines=12, elem_id="response-box")
+    c["prompt"] = gr.Textbox(
+        start["prompt"],
+        label="Prompt (edit it, or pick the free prompt at the end of the examples)",
+        lines=4,
+        max_lines=12,
+        elem_id="prompt-box",
+    )
+    c["response"] = gr.Textbox(
+        start["response"],
+        label="Response (generate one, or paste / edit)",
+        lines=4,
+        max_lines=12,
+        elem_id="response-box",
+    )
     with gr.Row():
         c["gen_btn"] = gr.Button("Generate", variant="secondary", elem_id="generate-btn")
         c["replay_btn"] = gr.Button("Replay", variant="primary", elem_id="replay-btn")
@@ -74,24 +106,35 @@ def _inputs_column(start: dict):
         c["top_p"] = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="top_p")
         c["max_new"] = gr.Slider(8, limits().max_new_tokens, value=128, step=8, label="max new tokens")
         c["seed"] = gr.Number(0, precision=0, label="seed")
-    c["verifiers"] = gr.CheckboxGroup(list_verifiers(TASKS[0]), value=start["chosen"], elem_id="verifier-choice",
-                                      label=f"Verifiers (at most {MAX_VERIFIERS} at once)")
+    c["verifiers"] = gr.CheckboxGroup(
+        list_verifiers(TASKS[0]),
+        value=start["chosen"],
+        elem_id="verifier-choice",
+        label=f"Verifiers (at most {MAX_VERIFIERS} at once)",
+    )
     c.update(_custom_form())
-    with gr.Accordion("Verifier information and arguments (editable; an empty information box takes the "
-                      "verifier's own)", open=True):
-        c["infos"], c["fields"] = [], []
+    with gr.Accordion(
+        "Verifier information and arguments (editable; an empty information box takes the verifier's own)", open=True
+    ):
+        c["infos"], c["fields"], c["field_msgs"] = [], [], []
         for k in range(MAX_VERIFIERS):
             c["infos"].append(gr.Textbox(**start["infos"][k], lines=2, max_lines=8, elem_classes=["mrtpo-info"]))
-            c["fields"] += [gr.Textbox(**start["fields"][k * FIELDS + j], lines=1, max_lines=4,
-                                       elem_classes=["mrtpo-arg"]) for j in range(FIELDS)]
+            c["fields"] += [
+                gr.Textbox(**start["fields"][k * FIELDS + j], lines=1, max_lines=4, elem_classes=["mrtpo-arg"])
+                for j in range(FIELDS)
+            ]
+            c["field_msgs"].append(
+                gr.Markdown("", visible=False, elem_id=f"field-msg-{k}", elem_classes=["mrtpo-field-msg"])
+            )
         c["reset_btn"] = gr.Button("Reset information and arguments to the example's", size="sm")
     with gr.Row():
         c["position"] = gr.Radio(list(INFO_POSITIONS), value=INFO_POSITIONS[0], label="information position")
         c["metric"] = gr.Dropdown(list(METRICS), value="js", label="metric")
         c["control"] = gr.Dropdown(list(CONTROLS), value="none", label="control")
     with gr.Accordion("Information block template", open=False):
-        c["template"] = gr.Textbox(DEFAULT_INFO_TEMPLATE, label="template ({title} and {info}; {info} is required)",
-                                   lines=2)
+        c["template"] = gr.Textbox(
+            DEFAULT_INFO_TEMPLATE, label="template ({title} and {info}; {info} is required)", lines=2
+        )
     return c
 
 
@@ -103,14 +146,20 @@ def _custom_form() -> dict:
             f["c_name"] = gr.Textbox("custom.no_apology", label="name (custom.<word>)", elem_id="custom-name")
             f["c_title"] = gr.Textbox("No apology", label="title")
             f["c_kind"] = gr.Dropdown(KIND_CHOICES, value="regex_must_not", label="kind", elem_id="custom-kind")
-        f["c_info"] = gr.Textbox("The response must not apologize.", label="information (what it checks, in words)",
-                                 lines=2, elem_id="custom-info")
+        f["c_info"] = gr.Textbox(
+            "The response must not apologize.",
+            label="information (what it checks, in words)",
+            lines=2,
+            elem_id="custom-info",
+        )
         with gr.Row():
-            f["c_pattern"] = gr.Textbox(r"\b(sorry|apologi[sz]e)\b", label="regex (regex kinds)",
-                                        elem_id="custom-pattern")
+            f["c_pattern"] = gr.Textbox(
+                r"\b(sorry|apologi[sz]e)\b", label="regex (regex kinds)", elem_id="custom-pattern"
+            )
             f["c_case"] = gr.Checkbox(True, label="ignore case")
-        f["c_keywords"] = gr.Textbox("", label="keywords, comma-separated (keywords: the share present)",
-                                     elem_id="custom-keywords")
+        f["c_keywords"] = gr.Textbox(
+            "", label="keywords, comma-separated (keywords: the share present)", elem_id="custom-keywords"
+        )
         f["c_schema"] = gr.Code("", language="json", label="JSON schema (json_schema)", elem_id="custom-schema")
         f["c_add"] = gr.Button("Add and choose it", size="sm", elem_id="custom-add")
         f["c_status"] = gr.Markdown(elem_id="custom-status")
@@ -120,26 +169,43 @@ def _custom_form() -> dict:
 def _results_column():
     """The right column's components, by name."""
     r = {}
-    r["status"] = gr.Markdown("Pick an example and press **Replay**.", elem_classes=["mrtpo-status"],
-                              elem_id="relevance-status")
+    r["status"] = gr.Markdown(
+        "Pick an example and press **Replay**.", elem_classes=["mrtpo-status"], elem_id="relevance-status"
+    )
     with gr.Row():
         r["view"] = token_view(elem_id="relevance-tokens")
         r["raw_view"] = token_view(heading="raw (no control)", visible=False, elem_id="relevance-tokens-raw")
-    with gr.Row(equal_height=False):
-        r["heatmap"] = gr.Plot(viz.placeholder_figure("Press Replay: one row per verifier, one column per token"),
-                               label="verifiers x tokens", elem_id="relevance-heatmap", scale=3)
-        with gr.Column(scale=2, min_width=300):
-            gr.Markdown("**MRTPO weight diagnostics** (alpha, gamma and relevance from the advantage panel)")
-            r["weights"] = gr.Markdown("Replay a response to see how concentrated each verifier's credit is.",
-                                       elem_id="weight-diagnostics", elem_classes=["mrtpo-weights"])
+    # the heatmap takes the column's whole width (beside the diagnostics it was ~200 px of cells); the
+    # diagnostics table follows under it and scrolls sideways when many verifiers make it wide
+    r["heatmap"] = gr.Plot(
+        viz.placeholder_figure("Press Replay: one row per verifier, one column per token"),
+        label="verifiers x tokens",
+        elem_id="relevance-heatmap",
+    )
+    gr.Markdown("**MRTPO weight diagnostics** (alpha, gamma and relevance from the advantage panel)")
+    r["weights"] = gr.Markdown(
+        "Replay a response to see how concentrated each verifier's credit is.",
+        elem_id="weight-diagnostics",
+        elem_classes=["mrtpo-weights", "mrtpo-table"],
+    )
     r["raw_heatmap"] = gr.Plot(label="raw relevance (no control)", visible=False)
-    r["verdicts"] = gr.Dataframe(pd.DataFrame(columns=VERDICT_HEADERS), label="verifier scores and reasons",
-                                 interactive=False, wrap=True, column_widths=["21%", "10%", "39%", "15%", "15%"],
-                                 elem_id="verdicts")
+    r["verdicts"] = gr.Dataframe(
+        pd.DataFrame(columns=VERDICT_HEADERS),
+        label="verifier scores and reasons",
+        interactive=False,
+        wrap=True,  # px: on a phone the table scrolls, no header breaks per letter
+        column_widths=["170px", "70px", "250px", "105px", "105px"],
+        elem_id="verdicts",
+    )
     with gr.Accordion("Advantages: GDPO vs MRTPO for a group", open=True):
         gr.Markdown(GROUP_NOTE)
-        r["rewards"] = gr.Dataframe(pd.DataFrame(columns=["response"]), label="group rewards (G x K)",
-                                    interactive=True, wrap=True, elem_id="group-rewards")
+        r["rewards"] = gr.Dataframe(
+            pd.DataFrame(columns=["response"]),
+            label="group rewards (G x K)",
+            interactive=True,
+            wrap=True,
+            elem_id="group-rewards",
+        )
         with gr.Row():
             r["alpha"] = gr.Slider(0.0, 1.0, value=1.0, step=0.05, label="alpha", elem_id="alpha")
             r["gamma"] = gr.Slider(0.0, 4.0, value=1.0, step=0.1, label="gamma", elem_id="gamma")
@@ -147,8 +213,11 @@ def _results_column():
         with gr.Row():
             r["G"] = gr.Slider(2, 8, value=4, step=1, label="group size G")
             r["sample_btn"] = gr.Button("Sample a group with the policy", size="sm")
-        r["adv_plot"] = gr.Plot(viz.placeholder_figure("Replay a response: per-token GDPO and MRTPO advantages"),
-                                label="per-token advantage", elem_id="advantage-bars")
+        r["adv_plot"] = gr.Plot(
+            viz.placeholder_figure("Replay a response: per-token GDPO and MRTPO advantages"),
+            label="per-token advantage",
+            elem_id="advantage-bars",
+        )
         r["adv_text"] = gr.Markdown()
     with gr.Row():
         r["csv_file"] = gr.DownloadButton("Download CSV (per-token table)", value=None, interactive=False)
@@ -169,51 +238,138 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
     customs = gr.State({})  # this session's custom verifiers: name -> declarative spec
     task, example, verifiers, infos, fields = c["task"], c["example"], c["verifiers"], c["infos"], c["fields"]
     boxes = [*infos, *fields, shown]
-    results = [rel_state, r["view"], r["raw_view"], r["heatmap"], r["raw_heatmap"], r["verdicts"], r["rewards"],
-               r["status"], r["adv_plot"], r["adv_text"], r["weights"], r["csv_file"], r["json_file"]]
+    results = [
+        rel_state,
+        r["view"],
+        r["raw_view"],
+        r["heatmap"],
+        r["raw_heatmap"],
+        r["verdicts"],
+        r["rewards"],
+        r["status"],
+        r["adv_plot"],
+        r["adv_text"],
+        r["weights"],
+        r["csv_file"],
+        r["json_file"],
+    ]
     picked = [c["prompt"], c["response"], verifiers]
 
     # the example index often stays the same across tasks, so example.change would not fire: refill explicitly
-    task.change(task_examples, task, example, api_name="task_examples"
-                ).success(cleared, task, results, api_name=False
-                          ).success(pick_example, [task, example, customs], picked, api_name=False
-                                    ).success(info_boxes, [task, example, verifiers, customs], boxes, api_name=False)
-    example.change(cleared, task, results, api_name=False
-                   ).then(pick_example, [task, example, customs], picked, api_name="pick_example"
-                          ).success(info_boxes, [task, example, verifiers, customs], boxes, api_name=False)
+    task.change(task_examples, task, example, api_name="task_examples").success(
+        cleared, task, results, api_name=False
+    ).success(pick_example, [task, example, customs], picked, api_name=False).success(
+        info_boxes, [task, example, verifiers, customs], boxes, api_name=False
+    )
+    example.change(cleared, task, results, api_name=False).then(
+        pick_example, [task, example, customs], picked, api_name="pick_example"
+    ).success(info_boxes, [task, example, verifiers, customs], boxes, api_name=False)
     reselect = [task, example, verifiers, shown, customs, *infos, *fields]
     verifiers.input(reselect_info_boxes, reselect, [*boxes, verifiers], api_name=False)
     form = [c[k] for k in ("c_name", "c_title", "c_info", "c_kind", "c_pattern", "c_keywords", "c_schema", "c_case")]
-    c["c_add"].click(add_custom, [customs, task, verifiers, *form], [customs, verifiers, c["c_status"]],
-                     api_name="add_verifier"
-                     ).success(reselect_info_boxes, reselect, [*boxes, verifiers], api_name=False)
+    c["c_add"].click(
+        add_custom, [customs, task, verifiers, *form], [customs, verifiers, c["c_status"]], api_name="add_verifier"
+    ).success(reselect_info_boxes, reselect, [*boxes, verifiers], api_name=False)
     for k in range(MAX_VERIFIERS):
-        own = fields[k * FIELDS:(k + 1) * FIELDS]
-        gr.on([t for f in own for t in (f.blur, f.submit)], partial(derive_info, k),
-              [task, example, shown, customs, *own], infos[k], api_name=False, queue=False)
+        own = fields[k * FIELDS : (k + 1) * FIELDS]
+        gr.on(
+            [t for f in own for t in (f.blur, f.submit)],
+            partial(derive_info, k),
+            [task, example, shown, customs, *own],
+            [infos[k], c["field_msgs"][k]],
+            api_name=False,
+            queue=False,
+        )
     c["reset_btn"].click(info_boxes, [task, example, verifiers, customs], boxes, api_name=False)
     c["gen_btn"].click(lock_buttons, None, [c["gen_btn"], c["replay_btn"]], queue=False, api_name=False).then(
-        generate, [checkpoint, task, example, c["prompt"], c["temperature"], c["top_p"], c["max_new"], c["seed"]],
-        [c["response"], r["status"]], api_name="generate", concurrency_id=MODEL, concurrency_limit=1).then(
-        unlock_buttons, None, [c["gen_btn"], c["replay_btn"]], queue=False, api_name=False)
-    adv_in, adv_out = [rel_state, r["rewards"], r["alpha"], r["gamma"], r["source"]], \
-        [r["adv_plot"], r["adv_text"], r["weights"], r["view"]]
+        generate,
+        [checkpoint, task, example, c["prompt"], c["temperature"], c["top_p"], c["max_new"], c["seed"]],
+        [c["response"], r["status"]],
+        api_name="generate",
+        concurrency_id=MODEL,
+        concurrency_limit=1,
+    ).then(unlock_buttons, None, [c["gen_btn"], c["replay_btn"]], queue=False, api_name=False)
+    # every input that changes a result: the results stay, their status line says they are stale
+    affecting = [
+        c["prompt"],
+        c["response"],
+        verifiers,
+        *infos,
+        *fields,
+        c["position"],
+        c["metric"],
+        c["control"],
+        c["template"],
+    ]
+    gr.on(
+        [x.change for x in affecting] + [checkpoint.input],
+        mark_stale,
+        [rel_state, r["status"]],
+        r["status"],
+        api_name=False,
+        queue=False,
+        show_progress="hidden",
+    )
+    adv_in, adv_out = (
+        [rel_state, r["rewards"], r["alpha"], r["gamma"], r["source"]],
+        [r["adv_plot"], r["adv_text"], r["weights"], r["view"]],
+    )
     c["replay_btn"].click(
-        replay_response, [checkpoint, task, example, c["prompt"], c["response"], verifiers, c["position"],
-                          c["metric"], c["control"], c["template"], customs, *infos, *fields],
-        results[:8], api_name="replay", concurrency_id=MODEL, concurrency_limit=1,
+        replay_response,
+        [
+            checkpoint,
+            task,
+            example,
+            c["prompt"],
+            c["response"],
+            verifiers,
+            c["position"],
+            c["metric"],
+            c["control"],
+            c["template"],
+            customs,
+            *infos,
+            *fields,
+        ],
+        results[:8],
+        api_name="replay",
+        concurrency_id=MODEL,
+        concurrency_limit=1,
         # one progress overlay (on the token view), not ten: each animated overlay costs the browser CPU that, on
         # a small machine, the replay itself needs (profile in benchmarks/results/ui_latency.md)
         show_progress_on=r["view"],
-    ).success(None, js=AFTER_HEATMAP, api_name=False
-              ).success(advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden"
-                        ).success(downloads, rel_state, [r["csv_file"], r["json_file"]], api_name="downloads",
-                                  show_progress="hidden")
+    ).success(None, js=AFTER_HEATMAP, api_name=False).success(
+        advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden"
+    ).success(downloads, rel_state, [r["csv_file"], r["json_file"]], api_name="downloads", show_progress="hidden")
     # .change, not .release: typing a value into a slider's number box and pressing Enter redraws too
-    gr.on([r["alpha"].change, r["gamma"].change, r["source"].change, r["rewards"].input], advantages, adv_in,
-          adv_out, api_name=False, trigger_mode="always_last", show_progress="hidden")
-    r["sample_btn"].click(sample_group, [checkpoint, rel_state, task, example, c["prompt"], r["G"],
-                                         c["temperature"], c["top_p"], c["max_new"], c["seed"], customs, shown,
-                                         *fields],
-                          r["rewards"], api_name="sample_group", concurrency_id=MODEL, concurrency_limit=1
-                          ).success(advantages, adv_in, adv_out, api_name=False, show_progress="hidden")
+    gr.on(
+        [r["alpha"].change, r["gamma"].change, r["source"].change, r["rewards"].input],
+        advantages,
+        adv_in,
+        adv_out,
+        api_name=False,
+        trigger_mode="always_last",
+        show_progress="hidden",
+    )
+    r["sample_btn"].click(
+        sample_group,
+        [
+            checkpoint,
+            rel_state,
+            task,
+            example,
+            c["prompt"],
+            r["G"],
+            c["temperature"],
+            c["top_p"],
+            c["max_new"],
+            c["seed"],
+            customs,
+            shown,
+            *fields,
+        ],
+        r["rewards"],
+        api_name="sample_group",
+        concurrency_id=MODEL,
+        concurrency_limit=1,
+    ).success(advantages, adv_in, adv_out, api_name=False, show_progress="hidden")

@@ -8,6 +8,7 @@ Each verifier box holds the verifier's information and one field per argument it
 (:mod:`.arguments`); a verifier whose required arguments are empty "needs input": it is neither scored nor replayed.
 An empty information box takes the verifier's own information for its arguments.
 """
+
 from __future__ import annotations
 
 import gradio as gr
@@ -17,8 +18,16 @@ from .. import viz
 from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
 from ..relevance.diagnostics import relevance_weight_diagnostics
 from ..viz.advantages import MAX_GROUP
-from .arguments import (FIELDS, field_updates, information, not_ready_reason, slot_texts, typed_values,
-                        with_typed_args)
+from .arguments import (
+    API_HINT,
+    FIELDS,
+    field_updates,
+    information,
+    not_ready_reason,
+    slot_texts,
+    typed_values,
+    with_typed_args,
+)
 from .custom_verifiers import resolve, task_choices
 from .downloads import download_folder
 from .errors import readable
@@ -35,6 +44,7 @@ GROUP_NOTE = "Type the group's rewards (row 1 is the replayed response) or sampl
 
 
 # ----------------------------------------------------------------------------------------------- inputs
+
 
 @readable
 def pick_example(task: str, index, customs=None):
@@ -55,8 +65,13 @@ def _box(name: str, example, customs=None) -> dict:
     v = resolve(name, customs)
     example, needs = with_typed_args(example, [name], [], customs)
     text = information(v, example)
-    label = f"{name}: {v.title}" + (f" · needs input: {', '.join(needs[name])}" if name in needs else
-                                     f" · needs input: {_refused(name, example, customs)}" if text is None else "")
+    label = f"{name}: {v.title}" + (
+        f" · needs input: {', '.join(needs[name])}"
+        if name in needs
+        else f" · needs input: {_refused(name, example, customs)}"
+        if text is None
+        else ""
+    )
     return gr.update(visible=True, label=label, value=text or "")
 
 
@@ -101,15 +116,26 @@ def reselect_info_boxes(task: str, index, verifiers: list[str], shown: list[str]
     return [*out, gr.update(value=verifiers)]
 
 
+def field_message(text: str = "") -> dict:
+    """The message under a verifier box's fields: what is wrong with a field's value, where (hidden when empty)."""
+    return gr.update(value=f"**⚠ {text}**" if text else "", visible=bool(text))
+
+
 @readable
 def derive_info(k: int, task: str, index, shown: list[str], customs, *fields: str):
-    """After box ``k``'s fields change: its information derived from the typed values (or "needs input")."""
+    """After box ``k``'s fields change: its information derived from the typed values (or "needs input"), and the
+    message under the fields. A value that does not parse (JSON with its line and column) is reported there, in
+    place: the information box and everything else stay as they were."""
     names = list(shown or [])
     if k >= len(names):
-        return gr.update()
+        return gr.update(), field_message()
     v = resolve(names[k], customs)
-    ex = v.with_args(get_example(task, index), typed_values(v, fields))
-    return _box(names[k], ex, customs)
+    try:
+        values = typed_values(v, fields)
+    except ValueError as e:
+        return gr.update(), field_message(str(e).removesuffix(API_HINT))
+    ex = v.with_args(get_example(task, index), values)
+    return _box(names[k], ex, customs), field_message()
 
 
 @gpu("replay")
@@ -120,11 +146,14 @@ def generate(checkpoint, task, index, prompt, temperature, top_p, max_new_tokens
     policy = get_policy(checkpoint)
     n = min(int(max_new_tokens), limits().max_new_tokens)
     out = policy.generate(ex, max_new_tokens=n, temperature=float(temperature), top_p=float(top_p), seed=int(seed))
-    return out.text, (f"Generated {len(out.token_ids)} tokens with `{policy.name}`. Press **Replay** to see their "
-                      "relevance (the results below, if any, are for the previous response).")
+    return (
+        out.text,
+        f"Generated {len(out.token_ids)} tokens with `{policy.name}`. Press **Replay** to see their relevance.",
+    )
 
 
 # ----------------------------------------------------------------------------------------------- replay
+
 
 def _chosen(verifiers, customs) -> list[str]:
     names = list(verifiers or [])
@@ -140,8 +169,10 @@ def _chosen(verifiers, customs) -> list[str]:
 def _infos(example, names: list[str], texts, customs) -> dict[str, str]:
     """Each ready verifier's information: its box's text, or (box left empty) its own for the example."""
     cap, texts = limits().max_info_chars, list(texts) + [""] * len(names)  # an API call may give fewer boxes
-    return {n: check_text(f"information for {n}", t, cap, required=False) or information(resolve(n, customs), example)
-            for n, t in zip(names, texts)}
+    return {
+        n: check_text(f"information for {n}", t, cap, required=False) or information(resolve(n, customs), example)
+        for n, t in zip(names, texts)
+    }
 
 
 @readable
@@ -162,26 +193,36 @@ def downloads(rel):
 def default_group(rel) -> pd.DataFrame:
     """A group of four: the replayed response (its real rewards) and three contrasting ones, so every reward varies."""
     K = rel.K
-    rows = [[rel.rewards.get(n, 0.0) for n in rel.verifiers], [0.0] * K, [1.0] * K,
-            [float(k % 2 == 0) for k in range(K)]]
+    rows = [
+        [rel.rewards.get(n, 0.0) for n in rel.verifiers],
+        [0.0] * K,
+        [1.0] * K,
+        [float(k % 2 == 0) for k in range(K)],
+    ]
     frame = pd.DataFrame(rows, columns=rel.verifiers)
     frame.insert(0, "response", ["replayed", "2", "3", "4"])
     return frame
 
 
 def _status(rel, policy, needs: dict) -> str:
-    text = (f"Replayed {rel.T} tokens against {rel.K} verifier(s) with `{policy.name}` "
-            f"({rel.metric}, control {rel.control}).")
+    text = (
+        f"Replayed {rel.T} tokens with `{policy.name}` against {', '.join(f'`{n}`' for n in rel.verifiers)} "
+        f"({rel.metric}, control {rel.control})."
+    )
     if needs:
-        text += " **Needs input** (not scored, not replayed): " + "; ".join(
-            f"`{n}` ({', '.join(m)})" for n, m in needs.items()) + "."
+        text += (
+            " **Needs input** (not scored, not replayed): "
+            + "; ".join(f"`{n}` ({', '.join(m)})" for n, m in needs.items())
+            + "."
+        )
     return text
 
 
 @gpu("replay")
 @readable
-def replay_response(checkpoint, task, index, prompt, response, verifiers, position, metric, control, template,
-                    customs, *texts):
+def replay_response(
+    checkpoint, task, index, prompt, response, verifiers, position, metric, control, template, customs, *texts
+):
     """Replay the response with and without each ready verifier's information; render the token view, heatmaps,
     verdicts. ``customs``: the session's custom verifiers (a state, not an API parameter); ``texts``: the
     ``MAX_VERIFIERS`` information boxes, then their argument fields (optional)."""
@@ -195,23 +236,41 @@ def replay_response(checkpoint, task, index, prompt, response, verifiers, positi
     needs.update({n: [_refused(n, ex, customs)] for n in names if infos[n] is None and n not in needs})
     ready = [n for n in names if n not in needs]
     if not ready:
-        raise ValueError("Every chosen verifier needs input: " + "; ".join(
-            f"{n} needs {', '.join(m)}" for n, m in needs.items()) + ". Fill its fields (or pick an example).")
+        raise ValueError(
+            "Every chosen verifier needs input: "
+            + "; ".join(f"{n} needs {', '.join(m)}" for n, m in needs.items())
+            + ". Fill its fields (or pick an example)."
+        )
     infos = {n: infos[n] for n in ready}
     policy = get_policy(checkpoint)
     check_token_count(policy, prompt_text(ex), response, *infos.values())
-    rel = replay(policy, ex, response, [resolve(n, customs) for n in ready], infos=infos, metric=metric,
-                 info_position=position,
-                 control=control, template=template or DEFAULT_INFO_TEMPLATE)
+    rel = replay(
+        policy,
+        ex,
+        response,
+        [resolve(n, customs) for n in ready],
+        infos=infos,
+        metric=metric,
+        info_position=position,
+        control=control,
+        template=template or DEFAULT_INFO_TEMPLATE,
+    )
     show_raw = rel.control != "none"
     # the raw views are only rendered when they differ from the controlled ones (control != none)
-    raw_view = gr.update(value=view_value(viz.relevance_payload(rel, raw=True)) if show_raw else None,
-                         visible=show_raw, adv=None)
+    raw_view = gr.update(
+        value=view_value(viz.relevance_payload(rel, raw=True)) if show_raw else None, visible=show_raw, adv=None
+    )
     raw_heat = gr.update(value=viz.relevance_heatmap(rel, raw=True) if show_raw else None, visible=show_raw)
-    return (rel, gr.update(value=view_value(viz.relevance_payload(rel)), adv=None), raw_view,
-            viz.relevance_heatmap(rel),
-            raw_heat, pd.DataFrame(viz.verdict_rows(rel, needs), columns=VERDICT_HEADERS), default_group(rel),
-            _status(rel, policy, needs))
+    return (
+        rel,
+        gr.update(value=view_value(viz.relevance_payload(rel)), adv=None),
+        raw_view,
+        viz.relevance_heatmap(rel),
+        raw_heat,
+        pd.DataFrame(viz.verdict_rows(rel, needs), columns=VERDICT_HEADERS),
+        default_group(rel),
+        _status(rel, policy, needs),
+    )
 
 
 def _group_rewards(frame: pd.DataFrame, verifiers: list[str]):
@@ -246,19 +305,22 @@ def advantages(rel, rewards, alpha, gamma, source):
     diag = relevance_weight_diagnostics(rel, float(alpha), float(gamma), raw=source == "raw")
     per_reward = "; ".join(f"{n} {viz.fmt_sig(a, signed=True)}" for n, a in zip(rel.verifiers, br.per_reward[0]))
     group = ", ".join(viz.fmt_sig(a, signed=True) for a in br.group_gdpo)
-    text = (f"**Replayed response** (row 1): GDPO advantage {br.gdpo:+.3f}; per-reward `Ahat_k`: {per_reward}.  \n"
-            f"Group GDPO advantages: {group}. MRTPO token advantages range {viz.fmt_sig(br.mrtpo.min(), signed=True)}"
-            f" .. {viz.fmt_sig(br.mrtpo.max(), signed=True)}, mean {viz.fmt_sig(br.mrtpo.mean(), signed=True)} "
-            f"(= GDPO's, by construction). Relevance used: {source}.")
+    text = (
+        f"**Replayed response** (row 1): GDPO advantage {viz.fmt_sig(br.gdpo, signed=True)}; "
+        f"per-reward `Ahat_k`: {per_reward}.  \n"
+        f"Group GDPO advantages: {group}. MRTPO token advantages range {viz.fmt_sig(br.mrtpo.min(), signed=True)}"
+        f" .. {viz.fmt_sig(br.mrtpo.max(), signed=True)}, mean {viz.fmt_sig(br.mrtpo.mean(), signed=True)} "
+        f"(= GDPO's, by construction). Relevance used: {source}."
+    )
     adv = advantages_json({"GDPO": br.gdpo, "MRTPO": br.mrtpo}, rel.T)
-    return (viz.advantage_bars(rel.tokens, rel.verifiers, br), text,
-            viz.weight_markdown(diag), gr.update(adv=adv))
+    return (viz.advantage_bars(rel.tokens, rel.verifiers, br), text, viz.weight_markdown(diag), gr.update(adv=adv))
 
 
 @gpu("replay")
 @readable
-def sample_group(checkpoint, rel, task, index, prompt, G, temperature, top_p, max_new_tokens, seed, customs=None,
-                 shown=None, *fields):
+def sample_group(
+    checkpoint, rel, task, index, prompt, G, temperature, top_p, max_new_tokens, seed, customs=None, shown=None, *fields
+):
     """Sample G-1 more responses, score them with the replayed verifiers; the replayed response stays row 1.
     ``shown`` and ``fields``: the verifiers of the boxes and their argument fields (a free prompt's values)."""
     if rel is None:
@@ -266,8 +328,14 @@ def sample_group(checkpoint, rel, task, index, prompt, G, temperature, top_p, ma
     ex = with_prompt(get_example(task, index), prompt)
     ex, _ = with_typed_args(ex, list(shown or rel.verifiers), fields if shown else [], customs)
     policy = get_policy(checkpoint)
-    outs = policy.generate_group(ex, int(G) - 1, max_new_tokens=min(int(max_new_tokens), limits().max_new_tokens),
-                                 temperature=float(temperature), top_p=float(top_p), seed=int(seed))
+    outs = policy.generate_group(
+        ex,
+        int(G) - 1,
+        max_new_tokens=min(int(max_new_tokens), limits().max_new_tokens),
+        temperature=float(temperature),
+        top_p=float(top_p),
+        seed=int(seed),
+    )
     rows = [[rel.rewards.get(n, 0.0) for n in rel.verifiers]]
     rows += [[viz.round_sig(resolve(n, customs).score(c.text, ex)) for n in rel.verifiers] for c in outs]
     frame = pd.DataFrame(rows, columns=rel.verifiers)
@@ -280,9 +348,18 @@ def cleared(task: str):
     """Every result output emptied after the task or the example changed (they were for other inputs): the outputs
     of :func:`replay_response`, then the advantage chart, its text, the weight diagnostics and the downloads."""
     empty = gr.update(value=None, interactive=False)
-    return (None, gr.update(value=None, adv=None), gr.update(value=None, visible=False),
-            viz.placeholder_figure("Press Replay: one row per verifier, one column per token"),
-            gr.update(value=None, visible=False), pd.DataFrame(columns=VERDICT_HEADERS), pd.DataFrame(),
-            f"Inputs changed (task `{task}`): the earlier results were cleared. Press **Replay**.",
-            viz.placeholder_figure("Replay a response: per-token GDPO and MRTPO advantages"), "", "", empty, empty)
-
+    return (
+        None,
+        gr.update(value=None, adv=None),
+        gr.update(value=None, visible=False),
+        viz.placeholder_figure("Press Replay: one row per verifier, one column per token"),
+        gr.update(value=None, visible=False),
+        pd.DataFrame(columns=VERDICT_HEADERS),
+        pd.DataFrame(),
+        f"Inputs changed (task `{task}`): the earlier results were cleared. Press **Replay**.",
+        viz.placeholder_figure("Replay a response: per-token GDPO and MRTPO advantages"),
+        "",
+        "",
+        empty,
+        empty,
+    )

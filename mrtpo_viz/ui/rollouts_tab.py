@@ -3,8 +3,10 @@ download.
 
 The scoring is :func:`mrtpo_viz.relevance.scoring.score_rollouts` (the CLI's ``score``); this tab streams its
 progress and renders the written table with :mod:`mrtpo_viz.viz`. A run starts by clearing the previous run's
-views, and Stop says where it stopped, so no progress line ever sits above another run's charts.
+views. Stop sets the session's :class:`~mrtpo_viz.ui.result_state.StopFlag` (no Gradio cancel, which would leave an
+error badge on every output); the generator checks it after every rollout and ends with "Stopped at rollout n / m".
 """
+
 from __future__ import annotations
 
 import re
@@ -21,13 +23,16 @@ from .downloads import download_folder
 from .errors import readable
 from .input_limits import limits
 from .policy_choice import MODEL, get_policy
+from .result_state import StopFlag
 from .token_component import token_view, view_value
 from .zerogpu import gpu
 
 TOP_HEADERS = ["verifier", "token", "mean relevance", "count"]
 TABLE_HEADERS = ["id", "verifier", "reward", "tokens", "mean relevance", "max relevance", "top token", "span share"]
-UPLOAD_HELP = ("One JSON object per line: `task`, `prompt`, `response`, and optionally `meta`, `verifiers`, `id`. "
-               f"Without a file, the bundled sample `{SAMPLE_ROLLOUTS.name}` is scored.")
+UPLOAD_HELP = (
+    "One JSON object per line: `task`, `prompt`, `response`, and optionally `meta`, `verifiers`, `id`. "
+    f"Without a file, the bundled sample `{SAMPLE_ROLLOUTS.name}` is scored."
+)
 _PROGRESS = re.compile(r"Scoring `(?P<name>[^`]*)`: (?P<done>\d+) / (?P<total>\d+) rollouts")
 
 
@@ -39,8 +44,10 @@ def _rollouts_file(upload) -> Path:
     if not rows:
         raise ValueError(f"{path.name} holds no valid rollout (each line: a JSON object with task, prompt, response).")
     if len(rows) > caps.max_rollouts:
-        raise ValueError(f"{path.name} has {len(rows)} rollouts; at most {caps.max_rollouts} are scored here "
-                         "(env MRTPO_MAX_ROLLOUTS); use `python -m mrtpo_viz score` for more.")
+        raise ValueError(
+            f"{path.name} has {len(rows)} rollouts; at most {caps.max_rollouts} are scored here "
+            "(env MRTPO_MAX_ROLLOUTS); use `python -m mrtpo_viz score` for more."
+        )
     return path
 
 
@@ -54,34 +61,68 @@ def _problems_md(problems) -> str:
 
 def _empty(status: str):
     """The outputs of a run that has no results yet: the status, and every view emptied."""
-    return (status, viz.placeholder_figure("Scoring: mean relevance per verifier"),
-            pd.DataFrame(columns=TOP_HEADERS), pd.DataFrame(columns=TABLE_HEADERS),
-            gr.update(value=None, interactive=False), gr.update(choices=[], value=None), None, None)
+    return (
+        status,
+        viz.placeholder_figure("Scoring: mean relevance per verifier"),
+        pd.DataFrame(columns=TOP_HEADERS),
+        pd.DataFrame(columns=TABLE_HEADERS),
+        gr.update(value=None, interactive=False),
+        gr.update(choices=[], value=None),
+        None,
+        None,
+    )
 
 
 @gpu("score")
 @readable
-def score_file(checkpoint, upload, metric, control, position, progress=gr.Progress()):
+def score_file(checkpoint, upload, metric, control, position, flag: StopFlag | None = None, progress=gr.Progress()):
     """Score every rollout (streaming progress), then show the aggregates and the first rollout's tokens.
+    ``flag``: the session's stop flag (the Stop button sets it; the run ends after the rollout it is replaying).
 
     Yields (status, bars, top tokens, per-rollout table, CSV, rollout picker, token view, CSV path)."""
+    flag = StopFlag() if flag is None else flag
+    flag.start()
+    try:
+        yield from _score(checkpoint, upload, metric, control, position, flag, progress)
+    finally:
+        flag.running = False
+
+
+def _score(checkpoint, upload, metric, control, position, flag: StopFlag, progress):
     path = _rollouts_file(upload)
     policy = get_policy(checkpoint)
     out = download_folder("rollouts-") / "relevance.csv"
     keep = gr.update()
-    yield _empty(f"Scoring `{path.name}`: 0 / ... rollouts.")
-    for step in score_rollouts(policy, path, out=out, metric=metric, control=control, info_position=position):
-        progress((step.done, max(step.total, 1)), desc="replaying rollouts")
-        yield (f"Scoring `{path.name}`: {step.done} / {step.total} rollouts.", *[keep] * 7)
+    yield _empty(f"Scoring `{path.name}`: 0 / ... rollouts ({metric}, control {control}, `{checkpoint}`).")
+    steps = score_rollouts(policy, path, out=out, metric=metric, control=control, info_position=position)
+    try:
+        for step in steps:
+            progress((step.done, max(step.total, 1)), desc="replaying rollouts")
+            line = f"Scoring `{path.name}`: {step.done} / {step.total} rollouts."
+            if flag.stopped:
+                yield (stopped(line), *[keep] * 7)
+                return
+            yield (line, *[keep] * 7)
+    finally:
+        steps.close()
     frame = pd.read_csv(out) if out.stat().st_size else pd.DataFrame()
     if frame.empty:
         raise ValueError(f"No rollout of {path.name} could be scored.{_problems_md(step.problems)}")
-    status = (f"Scored {step.scored} rollouts of `{path.name}` ({metric}, control {control}), "
-              f"{len(frame):,} token-verifier rows.{_problems_md(step.problems)}")
+    status = (
+        f"Scored {step.scored} rollouts of `{path.name}` with `{checkpoint}` ({metric}, control {control}), "
+        f"{len(frame):,} token-verifier rows.{_problems_md(step.problems)}"
+    )
     ids = [str(i) for i in dict.fromkeys(frame["id"].astype(str))]
-    yield (status, viz.mean_relevance_bars(frame), viz.top_tokens(frame, n=8, min_count=2),
-           viz.rollout_summary(frame), gr.update(value=str(out), interactive=True),
-           gr.update(choices=ids, value=ids[0]), view_value(_rollout_payload(frame, ids[0])), str(out))
+    yield (
+        status,
+        viz.mean_relevance_bars(frame),
+        viz.top_tokens(frame, n=8, min_count=2),
+        viz.rollout_summary(frame),
+        gr.update(value=str(out), interactive=True),
+        gr.update(choices=ids, value=ids[0]),
+        view_value(_rollout_payload(frame, ids[0])),
+        str(out),
+    )
 
 
 def _rollout_payload(frame: pd.DataFrame, rollout: str) -> dict:
@@ -104,16 +145,27 @@ def stopped(status: str) -> str:
     m = _PROGRESS.search(status or "")
     if not m:
         return status
-    return (f"**Stopped** at {m['done']} / {m['total']} rollouts of `{m['name']}`; nothing below is from that run. "
-            "Press the button to score the file again.")
+    return (
+        f"**Stopped at rollout {m['done']}** / {m['total']} of `{m['name']}`; nothing below is from that run. "
+        "Press the button to score the file again."
+    )
+
+
+def stop_scoring(flag: StopFlag):
+    """The Stop button: the running run ends after the rollout it is replaying (nothing changes when none runs)."""
+    if not flag.running or flag.stopped:
+        return gr.update()
+    flag.stopped = True
+    return "**Stopping** after the rollout that is being replayed ..."
 
 
 def build_rollouts_tab(checkpoint: gr.components.Component) -> None:
     with gr.Row(equal_height=False):
         with gr.Column(scale=1, min_width=320):
             gr.Markdown(UPLOAD_HELP, elem_classes=["mrtpo-footnote"])
-            upload = gr.File(label="Rollouts (.jsonl)", file_types=[".jsonl"], type="filepath", height=120,
-                             elem_id="rollouts-upload")
+            upload = gr.File(
+                label="Rollouts (.jsonl)", file_types=[".jsonl"], type="filepath", height=120, elem_id="rollouts-upload"
+            )
             metric = gr.Dropdown(list(METRICS), value="js", label="metric")
             control = gr.Dropdown(list(CONTROLS), value="none", label="control")
             position = gr.Radio(list(INFO_POSITIONS), value=INFO_POSITIONS[0], label="information position")
@@ -121,21 +173,45 @@ def build_rollouts_tab(checkpoint: gr.components.Component) -> None:
             stop_btn = gr.Button("Stop", variant="stop", size="sm", elem_id="rollouts-stop")
             download = gr.DownloadButton("Download per-token CSV", value=None, interactive=False)
         with gr.Column(scale=3, min_width=480):
-            status = gr.Markdown(f"Upload a file, or press the button to score the bundled sample "
-                                 f"`{SAMPLE_ROLLOUTS.name}`.", elem_id="rollouts-status")
-            bars = gr.Plot(viz.placeholder_figure("Score a file: mean relevance per verifier"),
-                           label="mean relevance per verifier", elem_id="rollouts-bars")
+            status = gr.Markdown(
+                f"Upload a file, or press the button to score the bundled sample `{SAMPLE_ROLLOUTS.name}`.",
+                elem_id="rollouts-status",
+            )
+            bars = gr.Plot(
+                viz.placeholder_figure("Score a file: mean relevance per verifier"),
+                label="mean relevance per verifier",
+                elem_id="rollouts-bars",
+            )
             with gr.Row():
                 picker = gr.Dropdown([], label="Rollout (its tokens below)", elem_id="rollout-picker", scale=1)
             view = token_view(elem_id="rollout-tokens", placeholder="Score a file to see a rollout's tokens.")
-            top = gr.Dataframe(pd.DataFrame(columns=TOP_HEADERS), interactive=False, max_height=320, wrap=True,
-                               label="top tokens per verifier (mean relevance, seen at least twice)")
-            table = gr.Dataframe(pd.DataFrame(columns=TABLE_HEADERS), label="per rollout and verifier (filter by "
-                                 "column)", interactive=False, show_search="filter", max_height=420, wrap=True,
-                                 column_widths=["24%", "17%", "8%", "8%", "11%", "11%", "11%", "10%"])
+            top = gr.Dataframe(
+                pd.DataFrame(columns=TOP_HEADERS),
+                interactive=False,
+                max_height=320,
+                wrap=True,
+                label="top tokens per verifier (mean relevance, seen at least twice)",
+            )
+            table = gr.Dataframe(
+                pd.DataFrame(columns=TABLE_HEADERS),
+                label="per rollout and verifier (filter by column)",
+                interactive=False,
+                show_search="filter",
+                max_height=420,
+                wrap=True,
+                column_widths=["150px", "150px", "75px", "70px", "100px", "100px", "90px", "80px"],
+                elem_id="rollouts-table",
+            )
     table_path = gr.State(None)
-    event = run_btn.click(score_file, [checkpoint, upload, metric, control, position],
-                          [status, bars, top, table, download, picker, view, table_path], api_name="rollouts",
-                          concurrency_id=MODEL, concurrency_limit=1)
-    stop_btn.click(stopped, status, status, cancels=[event], api_name=False, queue=False)
+    flag = gr.State(StopFlag())
+    run_btn.click(
+        score_file,
+        [checkpoint, upload, metric, control, position, flag],
+        [status, bars, top, table, download, picker, view, table_path],
+        api_name="rollouts",
+        concurrency_id=MODEL,
+        concurrency_limit=1,
+    )
+    # no cancels=[...]: a cancelled event leaves Gradio's error state on every output
+    stop_btn.click(stop_scoring, flag, status, api_name=False, queue=False)
     picker.input(show_rollout, [table_path, picker], view, api_name=False)

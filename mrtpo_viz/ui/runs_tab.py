@@ -8,14 +8,16 @@ logged no tokens, so its completions are replayed on demand with the chosen chec
 :mod:`mrtpo_viz.integrations.trl_runs` (and :mod:`~mrtpo_viz.integrations.verl_runs`) and
 :mod:`~mrtpo_viz.integrations.run_replay`; rendering is :mod:`mrtpo_viz.viz`.
 """
+
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import gradio as gr
 
 from .. import viz
-from ..integrations import run_files, run_replay, trl_runs
+from ..integrations import run_files, run_replay, run_uploads, trl_runs
 from ..settings import get_settings
 from ..viz.training import reward_curves_figure
 from .downloads import download_folder
@@ -63,7 +65,7 @@ def open_run(typed: str, upload):
     """A typed run folder (under MRTPO_RUNS_DIR) or an upload -> state, status, curves, the step picker."""
     if upload:
         dest = download_folder("run-")
-        path = trl_runs.extract_upload(upload, dest, limits().max_upload_bytes)
+        path = run_uploads.extract_upload(upload, dest, limits().max_upload_bytes)
         base = dest if path == dest else Path(upload).parent  # a parquet upload stays in Gradio's upload folder
     elif (typed or "").strip():
         path = get_settings().run_folder(typed)
@@ -77,10 +79,11 @@ def open_run(typed: str, upload):
     values = curves[[f"reward/{n}" for n in names]].to_numpy()
     if values.size and (values.min() < 0 or values.max() > 1):  # TRL rewards need not lie in [0, 1]
         fig.update_yaxes(range=None, autorange=True)
-    kind = {"mrtpo": "an MRTPO run (per-token log)",
-            "verl": "a verl rollout dump (no per-token log: replay a completion with a checkpoint; each reward's "
-                    "information starts as the row's ground truth, gts)",
-            }.get(run.kind, "a plain TRL run (no per-token log: replay a completion with a checkpoint)")
+    kind = {
+        "mrtpo": "an MRTPO run (per-token log)",
+        "verl": "a verl rollout dump (no per-token log: replay a completion with a checkpoint; each reward's "
+        "information starts as the row's ground truth, gts)",
+    }.get(run.kind, "a plain TRL run (no per-token log: replay a completion with a checkpoint)")
     status = f"Opened {kind}: {len(steps)} step file(s), rewards {', '.join(f'`{n}`' for n in names)}."
     choices = [(f"step {s}" + (" (eval)" if m == "eval" else ""), f"{m}:{s}") for m, s in steps]
     last = next((c[1] for c in reversed(choices) if c[1].startswith("train:")), choices[-1][1])
@@ -93,8 +96,10 @@ def run_step(state, key):
     mode, step = _step(key)
     frame = trl_runs.step_frame(_run(state), step, mode)
     groups = sorted(set(frame["group"].tolist()))
-    return (trl_runs.groups_table(frame, state["names"]),
-            gr.update(choices=[ALL] + [str(g) for g in groups], value=ALL))
+    return (
+        trl_runs.groups_table(frame, state["names"]),
+        gr.update(choices=[ALL] + [str(g) for g in groups], value=ALL),
+    )
 
 
 @readable
@@ -103,8 +108,9 @@ def run_completions(state, key, group, text, sort_by, descending):
     mode, step = _step(key)
     frame = trl_runs.step_frame(_run(state), step, mode)
     group = None if group in (None, "", ALL) else _whole(group, "group")
-    return trl_runs.completions_table(frame, state["names"], group=group, text=text or "", sort_by=sort_by,
-                                      descending=bool(descending))
+    return trl_runs.completions_table(
+        frame, state["names"], group=group, text=text or "", sort_by=sort_by, descending=bool(descending)
+    )
 
 
 def pick_row(table, evt: gr.SelectData):
@@ -117,12 +123,42 @@ def pick_row(table, evt: gr.SelectData):
 
 def _view_outputs(view: run_replay.CompletionView, record: dict, note: str):
     rel, br = view.relevance, view.breakdown
-    rewards = ", ".join(f"{n} {v:.3f}" for n, v in rel.rewards.items()) or "none scored"
+    rewards = ", ".join(f"{n} {viz.fmt_sig(v)}" for n, v in rel.rewards.items()) or "none scored"
     sequence = "verl's GRPO advantage of the score" if "gts" in record else "TRL's sequence advantage"
-    text = (f"**Row {record['row']}** (group {record['group']}), {note}: rewards {rewards}; {sequence} "
-            f"{float(record['advantage']):+.3f}; token advantages {float(br.mrtpo.min()):+.3f} .. "
-            f"{float(br.mrtpo.max()):+.3f}.  \nPrompt: {record['prompt'][:300]}")
+    text = (
+        f"**Row {record['row']}** (group {record['group']}), {note}: rewards {rewards}; {sequence} "
+        f"{viz.fmt_sig(record['advantage'], signed=True)}; token advantages "
+        f"{viz.fmt_sig(br.mrtpo.min(), signed=True)} .. {viz.fmt_sig(br.mrtpo.max(), signed=True)}.  \n"
+        f"Prompt: {record['prompt'][:300]}"
+    )
     return view_value(viz.relevance_payload(rel)), viz.advantage_bars(rel.tokens, rel.verifiers, br), text
+
+
+def default_infos(record: dict, names) -> dict[str, str]:
+    """The information a replay starts from: what the run's rows say (:func:`run_replay.record_infos`: a bundled
+    example's, a verl dump's ground truth), else each registered verifier's own information for the logged prompt,
+    else its description (a verifier whose information needs arguments the run did not log). Rewards that are not
+    registered verifiers get none."""
+    from ..tasks import VERIFIERS, Example, MissingArguments
+
+    try:
+        messages = json.loads(record["messages"])
+        infos = run_replay.record_infos(record, names)
+    except (TypeError, ValueError, RecursionError):  # a hand-made file's messages: no prompt to read them from
+        return {}
+    for name in names:
+        if name in infos or name not in VERIFIERS:
+            continue
+        v = VERIFIERS[name]
+        try:
+            infos[name] = v.info(Example(task=v.task, prompt=messages, id="run")) or v.description
+        except (MissingArguments, KeyError, TypeError, ValueError):
+            infos[name] = v.description
+    return infos
+
+
+def _info_lines(infos: dict[str, str], names) -> str:
+    return "\n".join(f"{n}: {' '.join(infos.get(n, '').split())}" for n in names)
 
 
 @readable
@@ -133,20 +169,28 @@ def run_completion(state, key, row):
     mode, step = _step(key)
     record = trl_runs.completion_record(trl_runs.step_frame(run, step, mode), _whole(row, "completion row"))
     names = state["names"]
+    lines = _info_lines(default_infos(record, names), names)  # what "Replay with the checkpoint" starts from
     if "token_advantages" in record:
         view = _logged(record, names, run.info)
-        return (*_view_outputs(view, record, f"{mode} step {step}, from the run's per-token log"), gr.update())
+        return (*_view_outputs(view, record, f"{mode} step {step}, from the run's per-token log"), lines)
     try:
         infos = run_replay.record_infos(record, names)
     except (TypeError, ValueError, RecursionError):  # a hand-made file's messages: replay with typed information
         infos = {}
-    lines = "\n".join(f"{n}: {infos.get(n, '')}" for n in names)
     found = "from the row's ground truth (gts)" if "gts" in record else "found for this bundled prompt"
-    note = (f"Information {found}: check it and press Replay." if infos else
-            "Type each reward's information (one line per reward, `reward: text`) and press Replay.")
+    note = (
+        f"Information {found}: check it and press Replay."
+        if infos
+        else "Each reward's verifier information is filled in where it is known: check or type it (one line per "
+        "reward, `reward: text`) and press Replay."
+    )
     what = "a verl dump" if "gts" in record else "a plain TRL run"
-    return (None, viz.placeholder_figure("Replay this completion to see its token advantages"),
-            f"**Row {record['row']}**: {what} logged no tokens. {note}", lines)
+    return (
+        None,
+        viz.placeholder_figure("Replay this completion to see its token advantages"),
+        f"**Row {record['row']}**: {what} logged no tokens. {note}",
+        lines,
+    )
 
 
 def _logged(record: dict, names: list[str], info: dict) -> run_replay.CompletionView:
@@ -154,11 +198,15 @@ def _logged(record: dict, names: list[str], info: dict) -> run_replay.Completion
     try:
         return run_replay.logged_view(record, names, str(info.get("metric", "js")), str(info.get("control", "none")))
     except KeyError as e:
-        raise ValueError(f"This completion's per-token log has no column {str(e.args[0])[:80]!r}; it cannot be "
-                         "shown (is the file from MRTPOTrainer?).") from None
+        raise ValueError(
+            f"This completion's per-token log has no column {str(e.args[0])[:80]!r}; it cannot be "
+            "shown (is the file from MRTPOTrainer?)."
+        ) from None
     except (TypeError, ValueError, RuntimeError, IndexError, OverflowError):
-        raise ValueError("This completion's per-token log is malformed (its per-token columns must be lists of "
-                         "numbers of one length per completion); it cannot be shown.") from None
+        raise ValueError(
+            "This completion's per-token log is malformed (its per-token columns must be lists of "
+            "numbers of one length per completion); it cannot be shown."
+        ) from None
 
 
 @gpu("replay")
@@ -169,39 +217,62 @@ def replay_completion(checkpoint, state, key, row, infos_text, alpha, gamma):
     mode, step = _step(key)
     frame = trl_runs.step_frame(run, step, mode)
     record = trl_runs.completion_record(frame, _whole(row, "completion row"))
+    if not (infos_text or "").strip():  # nothing typed: each reward's default information
+        infos_text = _info_lines(default_infos(record, state["names"]), state["names"])
     infos = run_replay.parse_infos(infos_text, state["names"])
     if any(len(i) > limits().max_info_chars for i in infos.values()):
         raise ValueError(f"An information text is longer than {limits().max_info_chars:,} characters.")
     if len(record["completion"]) > limits().max_chars:
         raise ValueError(f"The completion is longer than {limits().max_chars:,} characters; not replayed here.")
-    view = run_replay.replayed_view(get_policy(checkpoint), frame, record, state["names"], infos,
-                                    weights=run.info.get("reward_weights"), alpha=float(alpha), gamma=float(gamma))
+    view = run_replay.replayed_view(
+        get_policy(checkpoint),
+        frame,
+        record,
+        state["names"],
+        infos,
+        weights=run.info.get("reward_weights"),
+        alpha=float(alpha),
+        gamma=float(gamma),
+    )
     return _view_outputs(view, record, f"replayed with `{checkpoint}` (re-tokenized from its text)")
 
 
 # ----------------------------------------------------------------------------------------------- layout
 
+
 def build_runs_tab(checkpoint: gr.components.Component) -> None:
     state = gr.State(None)
-    gr.Markdown("Open a TRL run: its `output_dir` (with `log_completions=True` for TRL's files; `MRTPOTrainer` "
-                "also writes `mrtpo/tokens_*.parquet`; see `examples/trl_mrtpo.py`), or a verl rollout dump "
-                "(the folder of `trainer.rollout_data_dir`).")
+    gr.Markdown(
+        "Open a TRL run: its `output_dir` (with `log_completions=True` for TRL's files; `MRTPOTrainer` "
+        "also writes `mrtpo/tokens_*.parquet`; see `examples/trl_mrtpo.py`), or a verl rollout dump "
+        "(the folder of `trainer.rollout_data_dir`)."
+    )
     with gr.Row():
-        typed = gr.Textbox(label="Run folder, relative to the operator's runs folder (MRTPO_RUNS_DIR)", scale=3,
-                           elem_id="run-path")
-        upload = gr.File(label="or upload a zip of the run, one parquet file or one verl {step}.jsonl",
-                         file_types=[".zip", ".parquet", ".jsonl"],
-                         type="filepath", scale=2)
+        typed = gr.Textbox(
+            label="Run folder, relative to the operator's runs folder (MRTPO_RUNS_DIR)", scale=3, elem_id="run-path"
+        )
+        upload = gr.File(
+            label="or upload a zip of the run, one parquet file or one verl {step}.jsonl",
+            file_types=[".zip", ".parquet", ".jsonl"],
+            type="filepath",
+            scale=2,
+        )
         open_btn = gr.Button("Open run", variant="primary", scale=0, min_width=110, elem_id="run-open")
     status = gr.Markdown("No run open.", elem_id="run-status")
-    curves = gr.Plot(viz.placeholder_figure("Open a run: mean reward per step"), label="reward curves",
-                     elem_id="run-curves")
+    curves = gr.Plot(
+        viz.placeholder_figure("Open a run: mean reward per step"), label="reward curves", elem_id="run-curves"
+    )
     with gr.Row():
         step = gr.Dropdown([], label="step", elem_id="run-step", scale=1)
         group = gr.Dropdown([ALL], value=ALL, label="group", scale=1)
         text = gr.Textbox(label="filter by text (prompt or completion)", scale=2)
-        sort_by = gr.Dropdown(list(trl_runs.SORT_KEYS), value="row", allow_custom_value=True,
-                              label="sort by (or a reward's name)", scale=1)
+        sort_by = gr.Dropdown(
+            list(trl_runs.SORT_KEYS),
+            value="row",
+            allow_custom_value=True,
+            label="sort by (or a reward's name)",
+            scale=1,
+        )
         descending = gr.Checkbox(False, label="descending", scale=0)
     groups = gr.Dataframe(label="groups of the step", interactive=False, max_height=220)
     table = gr.Dataframe(label="completions (click one)", interactive=False, max_height=320, elem_id="run-table")
@@ -214,21 +285,31 @@ def build_runs_tab(checkpoint: gr.components.Component) -> None:
     replay_btn = gr.Button("Replay with the checkpoint", elem_id="run-replay")
     note = gr.Markdown(elem_id="run-note")
     tokens = token_view(elem_id="run-tokens", placeholder="Pick a completion and press Show tokens.")
-    bars = gr.Plot(viz.placeholder_figure("Pick a completion: its per-token advantages"), label="token advantages",
-                   elem_id="run-bars")
+    bars = gr.Plot(
+        viz.placeholder_figure("Pick a completion: its per-token advantages"),
+        label="token advantages",
+        elem_id="run-bars",
+    )
 
     listing = [state, step, group, text, sort_by, descending]
     open_btn.click(open_run, [typed, upload], [state, status, curves, step], api_name="open_run").success(
-        run_step, [state, step], [groups, group], api_name=False).success(
-        run_completions, listing, table, api_name=False)
+        run_step, [state, step], [groups, group], api_name=False
+    ).success(run_completions, listing, table, api_name=False)
     step.input(run_step, [state, step], [groups, group], api_name="run_step").success(
-        run_completions, listing, table, api_name=False)
+        run_completions, listing, table, api_name=False
+    )
     for c in (group, sort_by, descending):
         c.input(run_completions, listing, table, api_name=False)
     text.submit(run_completions, listing, table, api_name="run_completions")
     table.select(pick_row, table, row, api_name=False).success(
-        run_completion, [state, step, row], [tokens, bars, note, infos], api_name=False)
+        run_completion, [state, step, row], [tokens, bars, note, infos], api_name=False
+    )
     show_btn.click(run_completion, [state, step, row], [tokens, bars, note, infos], api_name="run_completion")
-    replay_btn.click(replay_completion, [checkpoint, state, step, row, infos, alpha, gamma], [tokens, bars, note],
-                     api_name="replay_run_completion", concurrency_id=MODEL, concurrency_limit=1)
-
+    replay_btn.click(
+        replay_completion,
+        [checkpoint, state, step, row, infos, alpha, gamma],
+        [tokens, bars, note],
+        api_name="replay_run_completion",
+        concurrency_id=MODEL,
+        concurrency_limit=1,
+    )

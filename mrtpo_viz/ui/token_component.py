@@ -17,6 +17,7 @@ clones and compares element by element: about twice the time from click to drawn
 templates hold no data: in Gradio 6.31 ``${...}`` inside ``html_template`` is evaluated, so token text never goes
 there; the script sets it with ``textContent`` only.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,7 @@ def _scale_stops() -> list[list[int]]:
     from plotly.colors import sequential
 
     hexes = getattr(sequential, SCALE)
-    return [[int(h[i:i + 2], 16) for i in (1, 3, 5)] for h in hexes]
+    return [[int(h[i : i + 2], 16) for i in (1, 3, 5)] for h in hexes]
 
 
 def _read(name: str) -> str:
@@ -59,17 +60,34 @@ def view_value(payload: Optional[Mapping[str, Any]]) -> Optional[str]:
     return encode(payload)
 
 
-def token_view(value: Optional[Mapping[str, Any]] = None, *, heading: str = "", placeholder: str = PLACEHOLDER,
-               **kwargs) -> gr.HTML:
-    """A token view; ``heading`` is shown above its rows (e.g. "A" and "B" side by side); ``kwargs`` go to
-    ``gr.HTML`` (``elem_id``, ``label``, ``visible``, ...).
+def token_view(
+    value: Optional[Mapping[str, Any]] = None,
+    *,
+    heading: str = "",
+    placeholder: str = PLACEHOLDER,
+    link: str = "",
+    **kwargs,
+) -> gr.HTML:
+    """A token view; ``heading`` is shown above its rows (e.g. "A" and "B" side by side); views with the same
+    ``link`` pin (and unpin) the same position together; ``kwargs`` go to ``gr.HTML`` (``elem_id``, ``label``,
+    ``visible``, ...).
 
     A plain ``gr.HTML``, not a subclass: Gradio writes a ``.pyi`` stub beside the source of every component
     subclass when it is defined, which would leave a stray file in the package (or fail in a read-only install).
     """
     kwargs.setdefault("elem_classes", ["mrtpo-token-view"])
-    return gr.HTML(view_value(value), html_template=HTML_TEMPLATE, css_template=CSS_TEMPLATE, js_on_load=JS_ON_LOAD,
-                   apply_default_css=False, heading=heading, placeholder=placeholder, adv=None, **kwargs)
+    return gr.HTML(
+        view_value(value),
+        html_template=HTML_TEMPLATE,
+        css_template=CSS_TEMPLATE,
+        js_on_load=JS_ON_LOAD,
+        apply_default_css=False,
+        heading=heading,
+        placeholder=placeholder,
+        adv=None,
+        link=link,
+        **kwargs,
+    )
 
 
 def advantages_json(advantages: Optional[Mapping[str, Any]], T: int) -> Optional[str]:

@@ -41,7 +41,7 @@ function sig(x, signed) {
   if (x === null || x === undefined || !Number.isFinite(x)) return '\u2013';
   // 3 significant digits; below 0.001 in exponent form (toPrecision writes 0.00000250 for 2.5e-6)
   const s = x === 0 ? '0' : Math.abs(x) < 1e-3 ? x.toExponential(2) : x.toPrecision(3);
-  return signed && x >= 0 ? '+' + s : s.replace('-', '\u2212');
+  return signed && x >= 0 ? '+' + s : s;  // ASCII minus, as the tables and plots write it
 }
 function topNodes(flat) {
   const box = el('span', 'tv-top');
@@ -155,7 +155,7 @@ function show(k, t, isPinned) {
     head.append(el('span', 'tv-badge', 'pinned'));
     const x = el('button', 'tv-x', 'unpin \u2715');
     x.type = 'button';
-    x.addEventListener('click', unpin);
+    x.addEventListener('click', () => unpin());
     head.append(x);
   }
   const parts = [head];
@@ -207,21 +207,33 @@ function show(k, t, isPinned) {
 function clearMarks() {
   for (const s of root.querySelectorAll('.tv-col, .tv-pin')) s.classList.remove('tv-col', 'tv-pin');
 }
-function pin(k, t, notify = true) {
+// views with the same props.link (A and B of the A/B tab) pin and unpin the same position together
+const LINK = 'mrtpo-tv-link';
+function share(type, k, t) {
+  if (props.link) window.dispatchEvent(new CustomEvent(LINK, { detail: { link: props.link, src: element, type, k, t } }));
+}
+window.addEventListener(LINK, (e) => {
+  const m = e.detail;
+  if (!m || m.link !== props.link || m.src === element || !d || !toks.length) return;
+  if (m.type === 'pin' && m.k < toks.length && m.t < toks[0].length) pin(m.k, m.t, false, false);
+  else if (m.type === 'unpin') unpin(false);
+});
+function pin(k, t, notify = true, shared = true) {
   clearMarks();
   pinned = [k, t];
   for (const row of toks) row[t].classList.add('tv-col');
   toks[k][t].classList.add('tv-pin');
   show(k, t, true);
   if (notify) trigger('select', { index: [k, t], value: d.tokens[t], selected: true, verifier: d.verifiers[k] });
+  if (shared) share('pin', k, t);
 }
-function unpin() {
+function unpin(shared = true) {
   if (!pinned) return;
   const [k, t] = pinned;
   pinned = null;
   clearMarks();
   idle('Hover or click a token to see its details.');
-  toks[k][t].focus();
+  if (shared) { toks[k][t].focus(); share('unpin'); }
 }
 function focusTok(k, t) {
   toks[cur[0]][cur[1]].tabIndex = -1;

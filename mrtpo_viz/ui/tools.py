@@ -7,6 +7,7 @@ With ``MRTPO_MCP=1`` the app also serves them as MCP tools through Gradio's buil
 The tool descriptions are the docstrings below (Gradio reads their ``Args``); both answer JSON text (Gradio's MCP
 server would send a dict as its Python repr).
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,9 @@ def not_a_tool(fn):
     return fn
 
 
-def _example(task: str, example: int, prompt: str, verifiers: list[str], arguments: Optional[dict],
-             need_prompt: bool = True):
+def _example(
+    task: str, example: int, prompt: str, verifiers: list[str], arguments: Optional[dict], need_prompt: bool = True
+):
     names = list(verifiers or [])
     if not names or len(names) > MAX_VERIFIERS:
         raise ValueError(f"Give 1 to {MAX_VERIFIERS} verifier names, got {len(names)}.")
@@ -52,9 +54,17 @@ def _example(task: str, example: int, prompt: str, verifiers: list[str], argumen
 
 @gpu("replay")
 @readable
-def token_relevance(response: str, verifiers: list[str], task: str = "tool_calling", example: int = 0,
-                    prompt: str = "", arguments: Optional[dict] = None, metric: str = "js", control: str = "none",
-                    checkpoint: str = "") -> str:
+def token_relevance(
+    response: str,
+    verifiers: list[str],
+    task: str = "tool_calling",
+    example: int = 0,
+    prompt: str = "",
+    arguments: Optional[dict] = None,
+    metric: str = "js",
+    control: str = "none",
+    checkpoint: str = "",
+) -> str:
     """Which tokens of a response each verifier's reward depends on: the policy replays the response with and
     without each verifier's information, and a token's relevance is the Jensen-Shannon distance between its two
     next-token distributions (0 = the information changes nothing there, 1 = the most it can).
@@ -89,15 +99,27 @@ def token_relevance(response: str, verifiers: list[str], task: str = "tool_calli
     for k, name in enumerate(rel.verifiers):
         scores = [viz.round_sig(s) for s in rel.scores[k].tolist()]
         top = sorted(range(rel.T), key=lambda t: -rel.scores[k, t])[:TOP]
-        per[name] = {"reward": rel.rewards.get(name), "reason": rel.reasons.get(name, ""), "relevance": scores,
-                     "top_tokens": [[t, rel.tokens[t], scores[t]] for t in top]}
-    return json.dumps({"tokens": rel.tokens, "metric": rel.metric, "control": rel.control, "verifiers": per,
-                       "needs_input": needs}, ensure_ascii=False)
+        per[name] = {
+            "reward": rel.rewards.get(name),
+            "reason": rel.reasons.get(name, ""),
+            "relevance": scores,
+            "top_tokens": [[t, rel.tokens[t], scores[t]] for t in top],
+        }
+    return json.dumps(
+        {"tokens": rel.tokens, "metric": rel.metric, "control": rel.control, "verifiers": per, "needs_input": needs},
+        ensure_ascii=False,
+    )
 
 
 @readable
-def score_response(response: str, verifiers: list[str], task: str = "tool_calling", example: int = 0,
-                   prompt: str = "", arguments: Optional[dict] = None) -> str:
+def score_response(
+    response: str,
+    verifiers: list[str],
+    task: str = "tool_calling",
+    example: int = 0,
+    prompt: str = "",
+    arguments: Optional[dict] = None,
+) -> str:
     """Each verifier's reward (0 to 1) and reason for a response; no model is run.
 
     Args:

@@ -1,13 +1,14 @@
 """Live training tab: train GRPO, GDPO and MRTPO side by side, one step of each in turn, and watch the curves.
 
 Each click trains private copies of the chosen checkpoint (never the shared, cached policy). The handler is a
-generator, so the Stop button cancels it between steps and the curves stay as they were; Stop's own handler writes
-"Stopped at step n" from the session's :class:`LiveProgress`, which the generator also reads, so a step that
-finishes after the click cannot overwrite it. The defaults are :data:`LIVE` (checked by
-``benchmarks/live_defaults.py``). A process-wide cap
+generator; Stop does not cancel it (a cancelled event leaves Gradio's error badge on every output and blanks the
+curves) but sets ``stopped`` on the session's :class:`LiveProgress`, which the generator checks before every
+method's step: it then yields the curves and summary so far with "Stopped at step n" and returns. The defaults are
+:data:`LIVE` (checked by ``benchmarks/live_defaults.py``). A process-wide cap
 (env ``MRTPO_MAX_TRAININGS``, default 1, read when a training starts) limits concurrent runs; a click beyond it gets a
 readable message.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,8 +22,7 @@ from .. import viz
 from ..names import CONTROLS, DEFAULT_METHODS, METHODS
 from ..settings import default_checkpoint, get_settings
 from ..tasks import available_tasks
-from ..viz.training import (advantage_tokens_html, phase_times_markdown, reward_curves_figure,
-                             run_summary_markdown)
+from ..viz.training import advantage_tokens_html, phase_times_markdown, reward_curves_figure, run_summary_markdown
 from .errors import readable
 from .policy_choice import get_policy
 from .zerogpu import gpu
@@ -94,9 +94,17 @@ class LiveSettings:
         from ..training import TrainConfig
 
         seed = self.seed_for(method, fields.pop("seed", None))
-        base = dict(task=self.task, method=method, steps=self.steps, group_size=self.group_size,
-                    prompts_per_step=self.prompts_per_step, max_new_tokens=self.max_new_tokens, lr=self.lr,
-                    temperature=self.temperature, seed=seed)
+        base = dict(
+            task=self.task,
+            method=method,
+            steps=self.steps,
+            group_size=self.group_size,
+            prompts_per_step=self.prompts_per_step,
+            max_new_tokens=self.max_new_tokens,
+            lr=self.lr,
+            temperature=self.temperature,
+            seed=seed,
+        )
         return TrainConfig(**{**base, **fields})
 
 
@@ -106,8 +114,8 @@ LIVE = LiveSettings()
 @dataclasses.dataclass
 class LiveProgress:
     """One session's live run, shared (the same object, from ``gr.State``) by the Start generator, the Stop button's
-    handler and the smoothing control: Stop reads how far the run got, and the generator, should it get to yield
-    once more before the cancel lands, sees ``stopped`` and reports the stop instead of a step."""
+    handler and the smoothing control: Stop sets ``stopped``; the generator sees it before the next method's step
+    and ends the run with "Stopped at step n", keeping every point drawn so far."""
 
     steps: int = 0
     """Steps asked for."""
@@ -132,15 +140,16 @@ class LiveProgress:
 
     def finished_rows(self) -> list:
         """The rows of the steps that every method has finished (a stop can fall between two methods' steps)."""
-        return self.rows[:self.done * self.methods]
+        return self.rows[: self.done * self.methods]
 
 
 def curves_figure(progress: LiveProgress):
     """The reward curves of the rows so far, smoothed as the tab's control says."""
     if not progress.rows:
         return viz.placeholder_figure("Press Start: one reward curve per method")
-    return reward_curves_figure(pd.DataFrame(progress.rows), window=progress.window,
-                                title="Reward per step (one line per method)")
+    return reward_curves_figure(
+        pd.DataFrame(progress.rows), window=progress.window, title="Reward per step (one line per method)"
+    )
 
 
 def summary_markdown(progress: LiveProgress) -> str:
@@ -151,8 +160,18 @@ def summary_markdown(progress: LiveProgress) -> str:
 def stopped_status(progress: LiveProgress) -> str:
     if not progress.done:
         return f"**Stopped at step 0** of {progress.steps}, before any step had finished."
-    return (f"**Stopped at step {progress.done}** of {progress.steps}: every method finished {progress.done} "
-            f"step{'s' * (progress.done != 1)}; the curves and the summary of those steps stay.")
+    return (
+        f"**Stopped at step {progress.done}** of {progress.steps}: every method finished {progress.done} "
+        f"step{'s' * (progress.done != 1)}; the curves and the summary of those steps stay."
+    )
+
+
+def stopping_status(progress: LiveProgress) -> str:
+    """What Stop's own handler shows until the generator has finished the step it is in."""
+    return (
+        f"**Stopping** after the step that is running (step {min(progress.done + 1, progress.steps)} of "
+        f"{progress.steps}) ..."
+    )
 
 
 def sample_html(progress: LiveProgress) -> str:
@@ -182,9 +201,21 @@ def _check_inputs(methods, steps, seed, smoothing) -> tuple[list[str], int, int,
 
 @gpu("train")
 @readable
-def run_live_training(checkpoint: str, task: str, methods: list[str], steps, lr, group_size, max_new_tokens,
-                      control: str, seed=LIVE.seed, shared_samples: bool = LIVE.shared_samples,
-                      smoothing=LIVE.smoothing, temperature=LIVE.temperature, progress: LiveProgress | None = None):
+def run_live_training(
+    checkpoint: str,
+    task: str,
+    methods: list[str],
+    steps,
+    lr,
+    group_size,
+    max_new_tokens,
+    control: str,
+    seed=LIVE.seed,
+    shared_samples: bool = LIVE.shared_samples,
+    smoothing=LIVE.smoothing,
+    temperature=LIVE.temperature,
+    progress: LiveProgress | None = None,
+):
     """Train every chosen method one step at a time, in turn; yields (curves, sample HTML, phase times, status,
     summary). ``progress`` is the session's :class:`LiveProgress` (a new one when not given).
 
@@ -195,18 +226,30 @@ def run_live_training(checkpoint: str, task: str, methods: list[str], steps, lr,
     methods, steps, seed, smoothing = _check_inputs(methods, steps, seed, smoothing)
     progress = LiveProgress() if progress is None else progress
     if not SLOTS.acquire():
-        yield (gr.update(), "", "", f"**All {get_settings().max_trainings} training slot(s) are busy** (env "
-               "MRTPO_MAX_TRAININGS). Try again when the running training has finished or been stopped.", "")
+        yield (
+            gr.update(),
+            "",
+            "",
+            f"**All {get_settings().max_trainings} training slot(s) are busy** (env "
+            "MRTPO_MAX_TRAININGS). Try again when the running training has finished or been stopped.",
+            "",
+        )
         return
     runs = {}
     try:
         progress.start(steps, smoothing, len(methods))
         policy = get_policy(checkpoint or default_checkpoint())
-        live = dataclasses.replace(LIVE, task=task, steps=steps, lr=float(lr), group_size=int(group_size),
-                                   max_new_tokens=int(max_new_tokens), temperature=float(temperature),
-                                   shared_samples=bool(shared_samples))
-        runs = {m: train(live.train_config(m, seed=seed, control=control or "none"), policy=policy)
-                for m in methods}
+        live = dataclasses.replace(
+            LIVE,
+            task=task,
+            steps=steps,
+            lr=float(lr),
+            group_size=int(group_size),
+            max_new_tokens=int(max_new_tokens),
+            temperature=float(temperature),
+            shared_samples=bool(shared_samples),
+        )
+        runs = {m: train(live.train_config(m, seed=seed, control=control or "none"), policy=policy) for m in methods}
         yield from _interleave(runs, progress)
     finally:
         progress.running = False
@@ -221,29 +264,35 @@ def _interleave(runs: dict, progress: LiveProgress):
     yield _outputs(progress, times, f"Preparing {len(runs)} private copies of the policy ...")
     for step in range(steps):
         for variant, gen in runs.items():
+            if progress.stopped:  # Stop was pressed: end here, keeping everything drawn so far
+                yield _outputs(progress, times, stopped_status(progress), summary_markdown(progress))
+                return
             metrics = next(gen, None)
             if metrics is None:
                 continue
             progress.rows.append({**metrics.to_row(), "variant": variant})
             progress.done = len(progress.rows) // progress.methods  # steps that every method has finished
             progress.samples[variant], times[variant] = {**metrics.sample, "step": step + 1}, metrics.times
-            if progress.stopped:  # Stop was pressed and its cancel has not landed yet
-                yield _outputs(progress, times, stopped_status(progress), summary_markdown(progress))
-                return
-            line = " · ".join(f"{v}: {r['reward/mean']:.2f}" for v, r in _latest(progress.rows).items())
-            yield _outputs(progress, times, f"Step {step + 1}/{steps} ({time.perf_counter() - start:.0f} s)"
-                                                     f" · mean reward {line}")
-    yield _outputs(progress, times, f"**Done**: {steps} steps of {', '.join(runs)} in "
-                                             f"{time.perf_counter() - start:.0f} s.", summary_markdown(progress))
+            line = " · ".join(f"{v}: {viz.fmt_sig(r['reward/mean'])}" for v, r in _latest(progress.rows).items())
+            yield _outputs(
+                progress, times, f"Step {step + 1}/{steps} ({time.perf_counter() - start:.0f} s) · mean reward {line}"
+            )
+    yield _outputs(
+        progress,
+        times,
+        f"**Done**: {steps} steps of {', '.join(runs)} in {time.perf_counter() - start:.0f} s.",
+        summary_markdown(progress),
+    )
 
 
 def stop_live_training(progress: LiveProgress):
-    """The Stop button's own handler (its ``cancels`` ends the generator): "Stopped at step n" and the summary of
-    the steps so far. Nothing changes when no run is going."""
-    if not progress.running:
-        return gr.update(), gr.update()
+    """The Stop button's handler: asks the running generator to stop after its current step (it then writes
+    "Stopped at step n" and the summary); until then the status says it is stopping. Nothing changes when no run
+    is going."""
+    if not progress.running or progress.stopped:
+        return gr.update()
     progress.stopped = True
-    return stopped_status(progress), summary_markdown(progress)
+    return stopping_status(progress)
 
 
 def redraw(progress: LiveProgress, smoothing):
@@ -270,7 +319,8 @@ per step. With **same samples for every method** (the default) all methods start
 prompts and completions, so their first points coincide by design (the dashes and markers show every line) and they
 part only through what the methods do differently. On the bundled toy policy the methods' final rewards lie within
 the spread over seeds (`benchmarks/results/live_defaults.md`); MRTPO's difference is *where* the advantage goes:
-the sample below colours each token by the advantage it was trained with. Stop keeps the curves."""
+the sample below colours each token by the advantage it was trained with. Stop ends the run after the step that
+is running and keeps the curves."""
 
 
 def build_training_tab(checkpoint) -> None:
@@ -295,23 +345,46 @@ def build_training_tab(checkpoint) -> None:
         start_btn = gr.Button("Start", variant="primary", elem_id="live-start")
         stop_btn = gr.Button("Stop", elem_id="live-stop")
     progress = gr.State(LiveProgress())
-    status = gr.Markdown(f"Idle. {get_settings().max_trainings} concurrent training run(s) allowed.",
-                         elem_id="live-status")
+    status = gr.Markdown(
+        f"Idle. {get_settings().max_trainings} concurrent training run(s) allowed.", elem_id="live-status"
+    )
     summary = gr.Markdown(elem_id="live-summary")
-    curves = gr.Plot(viz.placeholder_figure("Press Start: one reward curve per method"), label="Reward curves",
-                     elem_id="live-curves")
-    with gr.Row():
-        with gr.Column(scale=3):
-            sample_of = gr.Radio(list(METHODS), value="mrtpo", label="Latest sample of",
-                                 info="GDPO and GRPO give every token of a completion the same advantage (one "
-                                      "colour); MRTPO moves each reward's share to the tokens relevant to it.")
-            sample = gr.HTML(elem_id="live-sample")
-        times = gr.Markdown()
-    event = start_btn.click(run_live_training, [checkpoint, task, methods, steps, lr, group_size, max_new, control,
-                                                seed, shared, smoothing, temperature, progress],
-                            [curves, sample, times, status, summary], api_name="train", concurrency_id="training",
-                            concurrency_limit=get_settings().max_trainings + 4)
-    stop_btn.click(stop_live_training, [progress], [status, summary], cancels=[event], queue=False,
-                   api_name="stop_training")
+    curves = gr.Plot(
+        viz.placeholder_figure("Press Start: one reward curve per method"), label="Reward curves", elem_id="live-curves"
+    )
+    sample_of = gr.Radio(
+        list(METHODS),
+        value="mrtpo",
+        label="Latest sample of",
+        info="GDPO and GRPO give every token of a completion the same advantage (one "
+        "colour); MRTPO moves each reward's share to the tokens relevant to it.",
+    )
+    sample = gr.HTML(elem_id="live-sample")
+    # full width, below the sample: beside it the table had one letter of a header per line
+    times = gr.Markdown(elem_id="live-times", elem_classes=["mrtpo-table"])
+    start_btn.click(
+        run_live_training,
+        [
+            checkpoint,
+            task,
+            methods,
+            steps,
+            lr,
+            group_size,
+            max_new,
+            control,
+            seed,
+            shared,
+            smoothing,
+            temperature,
+            progress,
+        ],
+        [curves, sample, times, status, summary],
+        api_name="train",
+        concurrency_id="training",
+        concurrency_limit=get_settings().max_trainings + 4,
+    )
+    # no cancels=[event]: a cancelled event puts Gradio's error state on every output; the generator stops itself
+    stop_btn.click(stop_live_training, [progress], [status], queue=False, api_name="stop_training")
     smoothing.change(redraw, [progress, smoothing], [curves], queue=False, api_visibility="private")
     sample_of.change(show_sample, [progress, sample_of], [sample], queue=False, api_visibility="private")

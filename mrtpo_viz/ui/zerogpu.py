@@ -9,6 +9,7 @@ duration, so a fixed large number wastes the Space's quota and a small one kills
 ZeroGPU's rules for the model: the weights are placed on CUDA at start-up (outside any decorated call; ``spaces``
 makes that placement lazy) and nothing is ``torch.compile``\\ d. :func:`startup_device` says where to load.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,8 +59,17 @@ def estimate_seconds(kind: str, args: tuple, kwargs: dict) -> int:
     if kind == "score":
         seconds += 30  # a file of up to MRTPO_MAX_ROLLOUTS rows: the file size is not in the arguments
     if kind == "train":
-        steps = next((int(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
-                      and 1 <= v <= 10_000 and float(v).is_integer()), 15)
+        steps = next(
+            (
+                int(v)
+                for v in values
+                if isinstance(v, (int, float))
+                and not isinstance(v, bool)
+                and 1 <= v <= 10_000
+                and float(v).is_integer()
+            ),
+            15,
+        )
         seconds += PER_STEP_S * steps
     return int(min(MAX_S, max(MIN_S, round(seconds))))
 
@@ -72,6 +82,7 @@ def gpu(kind: str) -> Callable[[Callable], Callable]:
     """Decorator for a handler that runs the model: ``spaces.GPU(duration=<estimate for this request>)`` where the
     ``spaces`` package is installed, the handler itself otherwise. Generators stay generators (``spaces`` wraps
     both)."""
+
     def duration(*args: Any, **kwargs: Any) -> int:
         return estimate_seconds(kind, args, kwargs)
 

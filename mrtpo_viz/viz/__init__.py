@@ -8,18 +8,58 @@ come from :mod:`mrtpo_viz.advantages`, diagnostics from :mod:`mrtpo_viz.relevanc
   :mod:`.advantages`: one response's advantage breakdown; :mod:`.summaries`: tables; :mod:`.text`: the CLI's table;
 - :mod:`.training`: reward curves, phase times and a step's sample.
 """
+
 from .advantages import AdvantageBreakdown, advantage_breakdown
 from .colours import DIVERGING, OKABE_ITO, SCALE, VISIBLE_WHITESPACE, visible
-from .figures import (advantage_bars, difference_heatmap, mean_relevance_bars, placeholder_figure,
-                      relevance_heatmap, token_axis)
+from .figures import (
+    advantage_bars,
+    difference_heatmap,
+    mean_relevance_bars,
+    placeholder_figure,
+    relevance_heatmap,
+    token_axis,
+)
 from .numbers import fmt_sig, round_sig
-from .summaries import (NEEDS_INPUT, VERDICT_HEADERS, WEIGHT_NOTE, distinct_snippets, rollout_summary, top_tokens,
-                        verdict_rows, weight_markdown)
+from .summaries import (
+    NEEDS_INPUT,
+    VERDICT_HEADERS,
+    WEIGHT_NOTE,
+    distinct_snippets,
+    rollout_summary,
+    top_tokens,
+    verdict_rows,
+    weight_markdown,
+)
 from .text import format_table
 from .token_view import frame_payload, payload_bytes, relevance_payload, token_view_payload
 
-__all__ = ["AdvantageBreakdown", "DIVERGING", "NEEDS_INPUT", "OKABE_ITO", "SCALE", "VERDICT_HEADERS",
-           "VISIBLE_WHITESPACE", "WEIGHT_NOTE", "advantage_bars", "advantage_breakdown", "difference_heatmap",
-           "distinct_snippets", "fmt_sig", "format_table", "frame_payload", "mean_relevance_bars", "payload_bytes",
-           "placeholder_figure", "relevance_heatmap", "relevance_payload", "rollout_summary", "round_sig", "token_axis",
-           "token_view_payload", "top_tokens", "verdict_rows", "visible", "weight_markdown"]
+__all__ = [
+    "AdvantageBreakdown",
+    "DIVERGING",
+    "NEEDS_INPUT",
+    "OKABE_ITO",
+    "SCALE",
+    "VERDICT_HEADERS",
+    "VISIBLE_WHITESPACE",
+    "WEIGHT_NOTE",
+    "advantage_bars",
+    "advantage_breakdown",
+    "difference_heatmap",
+    "distinct_snippets",
+    "fmt_sig",
+    "format_table",
+    "frame_payload",
+    "mean_relevance_bars",
+    "payload_bytes",
+    "placeholder_figure",
+    "relevance_heatmap",
+    "relevance_payload",
+    "rollout_summary",
+    "round_sig",
+    "token_axis",
+    "token_view_payload",
+    "top_tokens",
+    "verdict_rows",
+    "visible",
+    "weight_markdown",
+]

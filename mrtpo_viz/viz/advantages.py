@@ -1,5 +1,6 @@
 """One response's per-token advantages under GDPO and MRTPO, split per reward for display. The numbers come from
 :func:`mrtpo_viz.advantages.mrtpo_token_parts`; this module only picks the response's row."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from ..advantages import mrtpo_token_parts
+
 
 @dataclass(frozen=True)
 class AdvantageBreakdown:
@@ -35,8 +37,9 @@ MAX_GROUP = 256
 1,000,000 rows took 27 s and 950 MB)."""
 
 
-def advantage_breakdown(rewards, relevance, alpha: float = 1.0, gamma: float = 1.0, weights=None,
-                        row: int = 0) -> AdvantageBreakdown:
+def advantage_breakdown(
+    rewards, relevance, alpha: float = 1.0, gamma: float = 1.0, weights=None, row: int = 0
+) -> AdvantageBreakdown:
     """Split row ``row``'s MRTPO token advantages into one stack per reward, for display.
 
     Args:
@@ -58,5 +61,11 @@ def advantage_breakdown(rewards, relevance, alpha: float = 1.0, gamma: float = 1
     d = torch.ones(1, G, K, T)  # (N=1, G, K, T): other rows' relevance does not enter row `row`'s advantages
     d[0, row] = relevance
     parts = mrtpo_token_parts(rewards[None], d, torch.ones(1, G, T), weights, alpha, gamma)  # N = 1
-    return AdvantageBreakdown(float(parts.gdpo[0, row]), parts.token_advantages[0, row], parts.parts[0, row],
-                              parts.baseline[0, row], parts.per_reward[0], parts.gdpo[0])
+    return AdvantageBreakdown(
+        float(parts.gdpo[0, row]),
+        parts.token_advantages[0, row],
+        parts.parts[0, row],
+        parts.baseline[0, row],
+        parts.per_reward[0],
+        parts.gdpo[0],
+    )

@@ -1,5 +1,6 @@
 """Colours and visible whitespace shared by every view: colour-blind-safe scales (Viridis for relevance, a red-blue
 diverging scale centred on 0 for differences, Okabe-Ito for one colour per reward)."""
+
 from __future__ import annotations
 
 SCALE = "Viridis"

@@ -1,5 +1,6 @@
 """Plotly figures of replays and rollouts: relevance heatmaps, A/B differences, per-token advantage bars, mean
 relevance per verifier."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -17,10 +18,16 @@ from .colours import DIVERGING, OKABE_ITO, SCALE, visible
 
 TICK_FONT = dict(family="monospace", size=10)
 _GRID = "#EBF0F8"
-LIGHT = go.layout.Template(layout=dict(
-    paper_bgcolor="white", plot_bgcolor="white", font=dict(color="#2a3f5f"), colorway=list(OKABE_ITO),
-    xaxis=dict(gridcolor=_GRID, linecolor=_GRID, zerolinecolor=_GRID, automargin=True),
-    yaxis=dict(gridcolor=_GRID, linecolor=_GRID, zerolinecolor=_GRID, automargin=True)))
+LIGHT = go.layout.Template(
+    layout=dict(
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        font=dict(color="#2a3f5f"),
+        colorway=list(OKABE_ITO),
+        xaxis=dict(gridcolor=_GRID, linecolor=_GRID, zerolinecolor=_GRID, automargin=True),
+        yaxis=dict(gridcolor=_GRID, linecolor=_GRID, zerolinecolor=_GRID, automargin=True),
+    )
+)
 """The look of plotly's "plotly_white" in the few properties these charts use. Setting "plotly_white" itself
 deep-copies the whole template into every figure: 0.17 s per heatmap on a loaded 2-core machine, a sixth of the
 click-to-heatmap budget (benchmarks/results/ui_latency.md); this one costs a few milliseconds."""
@@ -38,11 +45,20 @@ def token_axis(tokens: Sequence[str]) -> list[str]:
     return [f"{t} {plotly_text(tok)}" for t, tok in enumerate(tokens)]
 
 
-def _heatmap(z, tokens, rows, colorscale, zmid=None, colorbar_title="", colorbar_y=0.5, colorbar_len=1.0,
-             what="relevance"):
-    return go.Heatmap(z=z, x=token_axis(tokens), y=list(rows), colorscale=colorscale, zmid=zmid,
-                      colorbar=dict(title=dict(text=colorbar_title), y=colorbar_y, len=colorbar_len),
-                      hovertemplate=f"%{{y}}<br>token %{{x}}<br>{what} %{{z:.3g}}<extra></extra>", xgap=1, ygap=1)
+def _heatmap(
+    z, tokens, rows, colorscale, zmid=None, colorbar_title="", colorbar_y=0.5, colorbar_len=1.0, what="relevance"
+):
+    return go.Heatmap(
+        z=z,
+        x=token_axis(tokens),
+        y=list(rows),
+        colorscale=colorscale,
+        zmid=zmid,
+        colorbar=dict(title=dict(text=colorbar_title), y=colorbar_y, len=colorbar_len),
+        hovertemplate=f"%{{y}}<br>token %{{x}}<br>{what} %{{z:.3g}}<extra></extra>",
+        xgap=1,
+        ygap=1,
+    )
 
 
 def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
@@ -56,8 +72,9 @@ def placeholder_figure(text: str, height: int = 200) -> go.Figure:
     """An empty chart with a hint. Shown before the first result, it also makes the page load the plotting
     library at once, not on the first click (that load took ~1-1.5 s of the click-to-heatmap time)."""
     fig = go.Figure()
-    fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
-                       font=dict(size=14, color="#777"))
+    fig.add_annotation(
+        text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5, font=dict(size=14, color="#777")
+    )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     return fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10), template=LIGHT)
@@ -83,13 +100,42 @@ def difference_heatmap(rel_a: Relevance, rel_b: Relevance, verifier: str) -> go.
     zmax = float(torch.maximum(a.max(), b.max())) if a.numel() else 1.0
     diff_max = float((b - a).abs().max()) if a.numel() else 1.0
     # the gap leaves "B - A" its own line under A and B's cells (0.08 made the title touch them)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.62, 0.38], vertical_spacing=0.2,
-                        subplot_titles=("A and B", "B - A"))
-    fig.add_trace(_heatmap([a.tolist(), b.tolist()], rel_a.tokens, ["A", "B"], SCALE, colorbar_title=rel_a.metric,
-                           colorbar_y=0.8, colorbar_len=0.45), row=1, col=1)
-    fig.add_trace(_heatmap([(b - a).tolist()], rel_a.tokens, ["B - A"], DIVERGING, zmid=0.0,
-                           colorbar_title="B - A", colorbar_y=0.17, colorbar_len=0.35, what="difference"),
-                  row=2, col=1)
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        row_heights=[0.62, 0.38],
+        vertical_spacing=0.2,
+        subplot_titles=("A and B", "B - A"),
+    )
+    fig.add_trace(
+        _heatmap(
+            [a.tolist(), b.tolist()],
+            rel_a.tokens,
+            ["A", "B"],
+            SCALE,
+            colorbar_title=rel_a.metric,
+            colorbar_y=0.8,
+            colorbar_len=0.45,
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        _heatmap(
+            [(b - a).tolist()],
+            rel_a.tokens,
+            ["B - A"],
+            DIVERGING,
+            zmid=0.0,
+            colorbar_title="B - A",
+            colorbar_y=0.17,
+            colorbar_len=0.35,
+            what="difference",
+        ),
+        row=2,
+        col=1,
+    )
     fig.data[0].update(zmin=0.0, zmax=zmax)
     fig.update_yaxes(autorange="reversed", row=1, col=1)  # A above B
     fig.data[1].update(zmin=-diff_max, zmax=diff_max)
@@ -103,18 +149,40 @@ def advantage_bars(tokens: Sequence[str], verifiers: Sequence[str], br: Advantag
     x = token_axis(tokens)
     fig = go.Figure()
     for k, name in enumerate(verifiers):
-        fig.add_bar(x=x, y=br.parts[k].tolist(), name=f"MRTPO: {name}", marker_color=OKABE_ITO[k % len(OKABE_ITO)],
-                    hovertemplate=f"MRTPO: {plotly_text(name)}<br>token %{{x}}<br>advantage %{{y:.3g}}<extra></extra>")
+        fig.add_bar(
+            x=x,
+            y=br.parts[k].tolist(),
+            name=f"MRTPO: {name}",
+            marker_color=OKABE_ITO[k % len(OKABE_ITO)],
+            hovertemplate=f"MRTPO: {plotly_text(name)}<br>token %{{x}}<br>advantage %{{y:.3g}}<extra></extra>",
+        )
     if float(br.baseline.abs().max()) > 1e-6:
-        fig.add_bar(x=x, y=br.baseline.tolist(), name="batch centering", marker_color="#999999",
-                    hovertemplate="batch centering<br>token %{x}<br>advantage %{y:.3g}<extra></extra>")
-    fig.add_scatter(x=x, y=br.mrtpo.tolist(), mode="markers", name="MRTPO total", marker=dict(color="#000", size=5),
-                    hovertemplate="MRTPO total<br>token %{x}<br>advantage %{y:.3g}<extra></extra>")
-    fig.add_scatter(x=x, y=[br.gdpo] * len(x), mode="lines", name=f"GDPO (uniform) {br.gdpo:.3g}",
-                    line=dict(color="#D55E00", dash="dash"),
-                    hovertemplate="GDPO (uniform)<br>token %{x}<br>advantage %{y:.3g}<extra></extra>")
-    fig.update_layout(barmode="relative", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0),
-                      yaxis_title="advantage")
+        fig.add_bar(
+            x=x,
+            y=br.baseline.tolist(),
+            name="batch centering",
+            marker_color="#999999",
+            hovertemplate="batch centering<br>token %{x}<br>advantage %{y:.3g}<extra></extra>",
+        )
+    fig.add_scatter(
+        x=x,
+        y=br.mrtpo.tolist(),
+        mode="markers",
+        name="MRTPO total",
+        marker=dict(color="#000", size=5),
+        hovertemplate="MRTPO total<br>token %{x}<br>advantage %{y:.3g}<extra></extra>",
+    )
+    fig.add_scatter(
+        x=x,
+        y=[br.gdpo] * len(x),
+        mode="lines",
+        name=f"GDPO (uniform) {br.gdpo:.3g}",
+        line=dict(color="#D55E00", dash="dash"),
+        hovertemplate="GDPO (uniform)<br>token %{x}<br>advantage %{y:.3g}<extra></extra>",
+    )
+    fig.update_layout(
+        barmode="relative", legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0), yaxis_title="advantage"
+    )
     fig = _layout(fig, "Per-token advantage: GDPO (uniform) vs MRTPO (stacked per reward)", 420)
     return fig.update_layout(margin=dict(t=90))  # the legend sits between the title and the bars
 
@@ -128,11 +196,21 @@ def mean_relevance_bars(frame) -> go.Figure:
     """
     means = frame.groupby("verifier", sort=False)[["score", "raw_score"]].mean()
     fig = go.Figure()
-    for col, name, colour in (("score", "relevance (after control)", OKABE_ITO[0]),
-                              ("raw_score", "raw relevance", OKABE_ITO[1])):
-        fig.add_bar(x=list(means.index), y=means[col].tolist(), name=name, marker_color=colour,
-                    hovertemplate=f"%{{x}}<br>{name} %{{y:.3g}}<extra></extra>")
-    fig.update_layout(barmode="group", yaxis_title="mean relevance per token",
-                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"))
+    for col, name, colour in (
+        ("score", "relevance (after control)", OKABE_ITO[0]),
+        ("raw_score", "raw relevance", OKABE_ITO[1]),
+    ):
+        fig.add_bar(
+            x=list(means.index),
+            y=means[col].tolist(),
+            name=name,
+            marker_color=colour,
+            hovertemplate=f"%{{x}}<br>{name} %{{y:.3g}}<extra></extra>",
+        )
+    fig.update_layout(
+        barmode="group",
+        yaxis_title="mean relevance per token",
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1, xanchor="right"),
+    )
     fig = _layout(fig, "Mean relevance per verifier", 340)
     return fig.update_xaxes(tickangle=-30, tickfont=dict(size=11))  # verifier names, not tokens

@@ -1,4 +1,6 @@
-"""Numbers as people read them: 3 significant digits in tables, hover text and the token view."""
+"""Numbers as people read them: 3 significant digits in tables, hover text and the token view, and one minus sign
+everywhere (ASCII ``-``, as tables and plotly write it; the token view's script does the same)."""
+
 from __future__ import annotations
 
 import math
@@ -27,3 +29,13 @@ def fmt_sig(x: Any, sig: int = SIG, signed: bool = False, missing: str = "n/a") 
         return missing
     text = f"{float(r):.{sig}g}"
     return f"+{text}" if signed and r >= 0 else text
+
+
+def sig_frame(frame):
+    """A copy of a pandas frame with every float column rounded to :data:`SIG` significant digits (NaN stays NaN);
+    other columns are unchanged."""
+    out = frame.copy()
+    for col in out.columns:
+        if out[col].dtype.kind == "f":
+            out[col] = [float(f"{v:.{SIG}g}") for v in out[col].to_numpy(dtype=float)]
+    return out

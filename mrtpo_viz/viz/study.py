@@ -4,6 +4,7 @@
 The figure is a forest plot: one panel per arm (task and policy), one row per variant, the mean over seeds of the
 variant's final mean reward minus GDPO's with its 95% bootstrap interval (paired by seed); 0 is "same as GDPO".
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,16 @@ def forest_rows(results: dict, arm: str) -> list[dict]:
             continue
         f = d["final"]
         mean = _num(f.get("mean"))
-        out.append({"variant": v, "label": labels.get(v, v), "mean": mean, "lo": _num(f.get("lo"), mean),
-                    "hi": _num(f.get("hi"), mean), "n": f.get("n", 0)})
+        out.append(
+            {
+                "variant": v,
+                "label": labels.get(v, v),
+                "mean": mean,
+                "lo": _num(f.get("lo"), mean),
+                "hi": _num(f.get("hi"), mean),
+                "n": f.get("n", 0),
+            }
+        )
     return out
 
 
@@ -43,39 +52,61 @@ def _num(x, default: float = math.nan) -> float:
     return default if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
-def study_figure(results: dict, title: str = "Final mean reward minus GDPO's (95% interval, paired by seed)"
-                 ) -> go.Figure:
+def study_figure(
+    results: dict, title: str = "Final mean reward minus GDPO's (95% interval, paired by seed)"
+) -> go.Figure:
     """One panel per arm; one point with its interval per variant; a line at 0."""
     arms = list(results["arms"])
     titles = [a.replace("@", "<br>on ") for a in arms]  # "instruction_following@smollm2" fits its panel in two lines
-    fig = make_subplots(rows=1, cols=max(len(arms), 1), subplot_titles=titles, shared_yaxes=True,
-                        horizontal_spacing=0.04)
+    fig = make_subplots(
+        rows=1, cols=max(len(arms), 1), subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.04
+    )
     for j, arm in enumerate(arms):
         for i, r in enumerate(forest_rows(results, arm)):
             colour = OKABE_ITO[i % len(OKABE_ITO)]
-            fig.add_trace(go.Scatter(
-                x=[r["mean"]], y=[r["label"]], mode="markers", marker=dict(color=colour, size=9),
-                error_x=dict(type="data", symmetric=False, array=[r["hi"] - r["mean"]],
-                             arrayminus=[r["mean"] - r["lo"]], color=colour),
-                name=r["label"], legendgroup=r["variant"], showlegend=(j == 0),
-                hovertemplate=f"{r['label']}: %{{x:+.3f}} [{r['lo']:+.3f}, {r['hi']:+.3f}], {r['n']} seeds"
-                              "<extra></extra>"), row=1, col=j + 1)
+            fig.add_trace(
+                go.Scatter(
+                    x=[r["mean"]],
+                    y=[r["label"]],
+                    mode="markers",
+                    marker=dict(color=colour, size=9),
+                    error_x=dict(
+                        type="data",
+                        symmetric=False,
+                        array=[r["hi"] - r["mean"]],
+                        arrayminus=[r["mean"] - r["lo"]],
+                        color=colour,
+                    ),
+                    name=r["label"],
+                    legendgroup=r["variant"],
+                    showlegend=(j == 0),
+                    hovertemplate=f"{r['label']}: %{{x:+.3f}} [{r['lo']:+.3f}, {r['hi']:+.3f}], {r['n']} seeds"
+                    "<extra></extra>",
+                ),
+                row=1,
+                col=j + 1,
+            )
         fig.add_vline(x=0, line=dict(color="grey", width=1, dash="dot"), row=1, col=j + 1)
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title=title, height=340, template="plotly_white", margin=dict(l=40, r=20, t=80, b=40),
-                      showlegend=False)
+    fig.update_layout(
+        title=title, height=340, template="plotly_white", margin=dict(l=40, r=20, t=80, b=40), showlegend=False
+    )
     return fig
 
 
 def study_markdown(results: Optional[dict]) -> str:
     """The summary the Method tab shows: the conclusion and one line per arm, or "not run yet"."""
     if not is_study(results):
-        return ("**Not run yet.** The convergence study (`python benchmarks/convergence.py run`, then `report`) "
-                "has not written `benchmarks/results/convergence.json`.")
+        return (
+            "**Not run yet.** The convergence study (`python benchmarks/convergence.py run`, then `report`) "
+            "has not written `benchmarks/results/convergence.json`."
+        )
     seeds = results.get("min_seeds", 0)
-    head = (f"Study `{results.get('study', '')}`: {len(results['arms'])} arms, at least {seeds} seeds each, "
-            f"{results.get('cpu_h', 0):.1f} CPU hours" + ("" if results.get("complete") else
-                                                          " (**incomplete**: not every planned seed has finished)"))
+    head = (
+        f"Study `{results.get('study', '')}`: {len(results['arms'])} arms, at least {seeds} seeds each, "
+        f"{results.get('cpu_h', 0):.1f} CPU hours"
+        + ("" if results.get("complete") else " (**incomplete**: not every planned seed has finished)")
+    )
     lines = [head + ".", "", results.get("conclusion", "")]
     lines += [f"- {a['verdict']}" for a in results["arms"].values() if a.get("verdict")]
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """Tables of replays and rollouts (no figures): verdict rows, weight diagnostics, top tokens, per-rollout tables,
 short labels for responses. Numbers to 3 significant digits; the numbers themselves come from the library."""
+
 from __future__ import annotations
 
 from ..relevance.results import Relevance
@@ -16,16 +17,31 @@ NEEDS_INPUT = "needs input"
 def verdict_rows(rel: Relevance | None, needs: dict[str, list[str]] | None = None) -> list[list]:
     """One row per verifier (:data:`VERDICT_HEADERS`), numbers to 3 significant digits; then one row per verifier
     in ``needs`` (name -> the arguments it lacks), marked "needs input" instead of a reward."""
-    rows = [[name, round_sig(rel.rewards.get(name)), rel.reasons.get(name, ""), round_sig(rel.scores[k].mean()),
-             round_sig(rel.scores[k].max())]
-            for k, name in enumerate(rel.verifiers)] if rel is not None and rel.T else []
-    return rows + [[name, NEEDS_INPUT, f"not scored or replayed: give {', '.join(missing)}", None, None]
-                   for name, missing in (needs or {}).items()]
+    rows = (
+        [
+            [
+                name,
+                round_sig(rel.rewards.get(name)),
+                rel.reasons.get(name, ""),
+                round_sig(rel.scores[k].mean()),
+                round_sig(rel.scores[k].max()),
+            ]
+            for k, name in enumerate(rel.verifiers)
+        ]
+        if rel is not None and rel.T
+        else []
+    )
+    return rows + [
+        [name, NEEDS_INPUT, f"not scored or replayed: give {', '.join(missing)}", None, None]
+        for name, missing in (needs or {}).items()
+    ]
 
 
-WEIGHT_NOTE = ("Gini 0: every token the same credit (GDPO); near 1: one token. Effective tokens: the share of "
-               "tokens that carry the credit. On spans: the share of the credit on the verifier's relevant spans; "
-               "span tokens: their share of the tokens, what uniform credit would put there (n/a: spans unknown).")
+WEIGHT_NOTE = (
+    "Gini 0: every token the same credit (GDPO); near 1: one token. Effective tokens: the share of "
+    "tokens that carry the credit. On spans: the share of the credit on the verifier's relevant spans; "
+    "span tokens: their share of the tokens, what uniform credit would put there (n/a: spans unknown)."
+)
 
 
 def short_names(names) -> list[str]:
@@ -37,8 +53,12 @@ def short_names(names) -> list[str]:
 def weight_markdown(diag: WeightDiagnostics) -> str:
     """A compact table of MRTPO's weight diagnostics, one column per verifier (it sits in a narrow column beside the
     heatmap), 3 significant digits, with what the rows mean."""
-    rows = [("Gini", diag.gini), ("effective tokens", diag.effective_ratio), ("on spans", diag.span_share),
-            ("span tokens", diag.span_tokens)]
+    rows = [
+        ("Gini", diag.gini),
+        ("effective tokens", diag.effective_ratio),
+        ("on spans", diag.span_share),
+        ("span tokens", diag.span_tokens),
+    ]
     names = short_names(diag.verifiers)
     lines = ["| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
     lines += [f"| {label} | " + " | ".join(fmt_sig(v) for v in values) + " |" for label, values in rows]
@@ -49,6 +69,7 @@ def distinct_snippets(texts: list[str], width: int = 32) -> list[str]:
     """Short labels that tell texts apart: each from where it first differs from the others (samples of one prompt
     often share a long opening, so their first characters all look the same), ``width`` characters, with
     "..." where text was cut."""
+
     def common(a: str, b: str) -> int:
         n = 0
         while n < min(len(a), len(b)) and a[n] == b[n]:
@@ -59,7 +80,7 @@ def distinct_snippets(texts: list[str], width: int = 32) -> list[str]:
     for i, text in enumerate(texts):
         shared = max((common(text, other) for j, other in enumerate(texts) if j != i), default=0)
         start = max(0, min(shared - 4, len(text) - width))  # a few characters of context before the difference
-        piece = " ".join(text[start:start + width].split())
+        piece = " ".join(text[start : start + width].split())
         out.append(("..." if start else "") + piece + ("..." if start + width < len(text) else ""))
     return out
 
@@ -89,10 +110,20 @@ def rollout_summary(frame):
         top = g["score"].idxmax()
         span = g["in_span"].astype("boolean") if "in_span" in g else None
         total = g["score"].clip(lower=0).sum()
-        in_span = None if span is None or span.isna().any() or total <= 0 else \
-            float(g["score"].clip(lower=0)[span.fillna(False)].sum() / total)
-        return pd.Series({"reward": round_sig(g["reward"].iloc[0]), "tokens": len(g),
-                          "mean relevance": round_sig(g["score"].mean()), "max relevance": round_sig(g["score"].max()),
-                          "top token": visible(str(g.loc[top, "token"])), "span share": round_sig(in_span)})
+        in_span = (
+            None
+            if span is None or span.isna().any() or total <= 0
+            else float(g["score"].clip(lower=0)[span.fillna(False)].sum() / total)
+        )
+        return pd.Series(
+            {
+                "reward": round_sig(g["reward"].iloc[0]),
+                "tokens": len(g),
+                "mean relevance": round_sig(g["score"].mean()),
+                "max relevance": round_sig(g["score"].max()),
+                "top token": visible(str(g.loc[top, "token"])),
+                "span share": round_sig(in_span),
+            }
+        )
 
     return frame.groupby(["id", "verifier"], sort=False)[list(frame.columns)].apply(one).reset_index()

@@ -14,6 +14,7 @@ with), ``ent`` (T: entropy without, nats), ``top0`` (T x [i, p, ...]), ``top`` (
 Text is made safe for Gradio's JSON encoder (lone surrogates, which orjson refuses and which would silently end the
 page's event stream, are shown as ``\\udXXX``); the browser only ever sets it as ``textContent``.
 """
+
 from __future__ import annotations
 
 import json
@@ -98,13 +99,26 @@ def advantages_entry(advantages: Optional[Mapping[str, Any]], T: int) -> Optiona
     return out or None
 
 
-def token_view_payload(tokens: Sequence[str], verifiers: Sequence[str], scores, *, token_ids=None,
-                       metric: str = "js", label: Optional[str] = None, vmax: Optional[float] = None,
-                       rewards: Optional[Sequence[Optional[float]]] = None, logp_without=None, logp_with=None,
-                       entropy=None, top_without=None, top_with=None,
-                       in_span: Optional[Sequence[Optional[Sequence[bool]]]] = None,
-                       advantages: Optional[Mapping[str, Any]] = None, title: Optional[str] = None,
-                       topk: int = TOPK) -> dict[str, Any]:
+def token_view_payload(
+    tokens: Sequence[str],
+    verifiers: Sequence[str],
+    scores,
+    *,
+    token_ids=None,
+    metric: str = "js",
+    label: Optional[str] = None,
+    vmax: Optional[float] = None,
+    rewards: Optional[Sequence[Optional[float]]] = None,
+    logp_without=None,
+    logp_with=None,
+    entropy=None,
+    top_without=None,
+    top_with=None,
+    in_span: Optional[Sequence[Optional[Sequence[bool]]]] = None,
+    advantages: Optional[Mapping[str, Any]] = None,
+    title: Optional[str] = None,
+    topk: int = TOPK,
+) -> dict[str, Any]:
     """The view's payload from its parts (shapes: ``scores`` and ``logp_with`` (K, T), the vectors (T,),
     ``top_without`` T lists and ``top_with`` K x T lists of (token, probability), ``in_span`` K lists of T flags or
     None); ``vmax`` is the score of the brightest colour (default: the largest shown; give two views the same to
@@ -116,15 +130,25 @@ def token_view_payload(tokens: Sequence[str], verifiers: Sequence[str], scores, 
     vmax = max(shown, default=0.0) if vmax is None else vmax
     vocab = _Vocab()
     out: dict[str, Any] = {
-        "tokens": tokens, "ids": [int(i) for i in _plain(token_ids)] if token_ids is not None else None,
-        "verifiers": verifiers, "metric": metric, "label": label or metric, "vmax": round_sig(vmax) or 0,
-        "scores": scores, "rewards": [round_sig(r) for r in rewards] if rewards is not None else None,
-        "lp0": _vec(logp_without, T, "logp_without"), "lp": _mat(logp_with, K, T, "logp_with"),
+        "tokens": tokens,
+        "ids": [int(i) for i in _plain(token_ids)] if token_ids is not None else None,
+        "verifiers": verifiers,
+        "metric": metric,
+        "label": label or metric,
+        "vmax": round_sig(vmax) or 0,
+        "scores": scores,
+        "rewards": [round_sig(r) for r in rewards] if rewards is not None else None,
+        "lp0": _vec(logp_without, T, "logp_without"),
+        "lp": _mat(logp_with, K, T, "logp_with"),
         "ent": _vec(entropy, T, "entropy"),
         "top0": [vocab.flat(p, topk) for p in top_without] if top_without and len(top_without) == T else None,
-        "top": ([[vocab.flat(p, topk) for p in row] if len(row) == T else [] for row in top_with]
-                if top_with and len(top_with) == K else None),
-        "adv": advantages_entry(advantages, T), "title": clean_text(title) if title else None,
+        "top": (
+            [[vocab.flat(p, topk) for p in row] if len(row) == T else [] for row in top_with]
+            if top_with and len(top_with) == K
+            else None
+        ),
+        "adv": advantages_entry(advantages, T),
+        "title": clean_text(title) if title else None,
     }
     spans = [token_runs(f) for f in in_span] if in_span is not None else []
     out["span"] = spans if any(s is not None for s in spans) else None
@@ -139,15 +163,33 @@ def relevance_label(rel: Relevance, raw: bool = False) -> str:
     return f"{rel.metric} minus {rel.control} control"
 
 
-def relevance_payload(rel: Relevance, *, raw: bool = False, vmax: Optional[float] = None,
-                      advantages: Optional[Mapping[str, Any]] = None, title: Optional[str] = None) -> dict:
+def relevance_payload(
+    rel: Relevance,
+    *,
+    raw: bool = False,
+    vmax: Optional[float] = None,
+    advantages: Optional[Mapping[str, Any]] = None,
+    title: Optional[str] = None,
+) -> dict:
     """The payload of one replay: its (controlled or ``raw``) scores, log-probs, top predictions, rewards, spans."""
     return token_view_payload(
-        rel.tokens, rel.verifiers, rel.raw_scores if raw else rel.scores, token_ids=rel.token_ids, metric=rel.metric,
-        label=relevance_label(rel, raw), vmax=vmax, rewards=[rel.rewards.get(v) for v in rel.verifiers],
-        logp_without=rel.logp_without, logp_with=rel.logp_with, entropy=rel.entropy, top_without=rel.top_without,
-        top_with=rel.top_with, in_span=[rel.token_in_span(v) for v in rel.verifiers], advantages=advantages,
-        title=title)
+        rel.tokens,
+        rel.verifiers,
+        rel.raw_scores if raw else rel.scores,
+        token_ids=rel.token_ids,
+        metric=rel.metric,
+        label=relevance_label(rel, raw),
+        vmax=vmax,
+        rewards=[rel.rewards.get(v) for v in rel.verifiers],
+        logp_without=rel.logp_without,
+        logp_with=rel.logp_with,
+        entropy=rel.entropy,
+        top_without=rel.top_without,
+        top_with=rel.top_with,
+        in_span=[rel.token_in_span(v) for v in rel.verifiers],
+        advantages=advantages,
+        title=title,
+    )
 
 
 def frame_payload(frame, title: Optional[str] = None) -> dict:
@@ -164,10 +206,18 @@ def frame_payload(frame, title: Optional[str] = None) -> dict:
     reward = [None if "reward" not in g or pd.isna(g["reward"].iloc[0]) else float(g["reward"].iloc[0]) for g in rows]
     lp = [col(g, "logp_with") for g in rows]
     return token_view_payload(
-        [str(t) for t in first["token"]], verifiers, [g["score"].tolist() for g in rows],
-        token_ids=col(first, "token_id"), metric=str(first["metric"].iloc[0]) if "metric" in first else "score",
-        rewards=reward, logp_without=col(first, "logp_without"), logp_with=None if None in lp else lp,
-        entropy=col(first, "entropy"), in_span=spans, title=title)
+        [str(t) for t in first["token"]],
+        verifiers,
+        [g["score"].tolist() for g in rows],
+        token_ids=col(first, "token_id"),
+        metric=str(first["metric"].iloc[0]) if "metric" in first else "score",
+        rewards=reward,
+        logp_without=col(first, "logp_without"),
+        logp_with=None if None in lp else lp,
+        entropy=col(first, "entropy"),
+        in_span=spans,
+        title=title,
+    )
 
 
 def encode(payload: Optional[Mapping[str, Any]]) -> Optional[str]:
@@ -182,5 +232,16 @@ def payload_bytes(payload: Optional[Mapping[str, Any]]) -> int:
     return len((encode(payload) or "").encode("utf-8"))
 
 
-__all__ = ["SIG", "TOPK", "advantages_entry", "clean_text", "encode", "frame_payload", "payload_bytes",
-           "relevance_label", "relevance_payload", "token_runs", "token_view_payload"]
+__all__ = [
+    "SIG",
+    "TOPK",
+    "advantages_entry",
+    "clean_text",
+    "encode",
+    "frame_payload",
+    "payload_bytes",
+    "relevance_label",
+    "relevance_payload",
+    "token_runs",
+    "token_view_payload",
+]

@@ -1,5 +1,6 @@
 """The command line: options generated from TrainConfig (every field settable, its docstring as help), the
 subcommands end to end on the tiny policy, and bad input as one readable line with exit code 2."""
+
 import csv
 import dataclasses
 import json
@@ -8,7 +9,7 @@ import pytest
 
 from mrtpo_viz.cli import build_parser, main
 from mrtpo_viz.cli.commands import write_report  # noqa: F401  (the train command's report, exercised below)
-from mrtpo_viz.cli.options import add_dataclass_options, dataclass_kwargs, field_docs
+from mrtpo_viz.cli.options import add_dataclass_options, dataclass_kwargs, field_docs, plain
 from mrtpo_viz.training.config import TrainConfig
 
 
@@ -26,18 +27,49 @@ def test_every_train_config_field_is_an_option_with_its_docstring():
         if f.name in ("method", "out_dir"):  # given as --methods (a list of variants) and --out
             continue
         assert f.name in options, f.name
-        assert options[f.name].help.startswith(docs[f.name]), f.name
+        assert options[f.name].help.startswith(plain(docs[f.name])), f.name
+        assert "``" not in options[f.name].help, f.name  # no RST markup in the help
         assert docs[f.name], f"TrainConfig.{f.name} has no docstring"
+    assert "smollm2-135m-instruct" in options["checkpoint"].help  # the known real models are listed
+    assert "default: grpo,gdpo,mrtpo" in options["methods"].help and "(default: 1)" in options["seeds"].help
+    assert "``" not in parser.description
 
 
 def test_generated_options_parse_to_a_config():
-    args = build_parser().parse_args([
-        "train", "--out", "o", "--control", "others", "--metric", "kl", "--kl-coef", "0.05", "--top-p", "0.9",
-        "--temperature", "0.7", "--reward-weights", "tool_call.format=0.5,tool_call.correctness=2", "--dtype",
-        "bfloat16", "--seed", "3", "--threads", "1"])
+    args = build_parser().parse_args(
+        [
+            "train",
+            "--out",
+            "o",
+            "--control",
+            "others",
+            "--metric",
+            "kl",
+            "--kl-coef",
+            "0.05",
+            "--top-p",
+            "0.9",
+            "--temperature",
+            "0.7",
+            "--reward-weights",
+            "tool_call.format=0.5,tool_call.correctness=2",
+            "--dtype",
+            "bfloat16",
+            "--seed",
+            "3",
+            "--threads",
+            "1",
+        ]
+    )
     cfg = TrainConfig(**dataclass_kwargs(args, TrainConfig, skip=("method", "out_dir")), out_dir=args.out)
-    assert (cfg.control, cfg.metric, cfg.kl_coef, cfg.top_p, cfg.temperature, cfg.seed) == \
-        ("others", "kl", 0.05, 0.9, 0.7, 3)
+    assert (cfg.control, cfg.metric, cfg.kl_coef, cfg.top_p, cfg.temperature, cfg.seed) == (
+        "others",
+        "kl",
+        0.05,
+        0.9,
+        0.7,
+        3,
+    )
     assert cfg.reward_weights == (("tool_call.format", 0.5), ("tool_call.correctness", 2.0))
     assert args.steps == 150 and args.save_every == 10  # the comparison's own defaults
 
@@ -78,9 +110,33 @@ def test_train_cli_writes_metrics_curves_and_summary(tiny_policy_dir, tmp_path):
     from mrtpo_viz.cli import main
 
     out = tmp_path / "cmp"
-    rc = main(["train", "--task", "tool_calling", "--methods", "gdpo,mrtpo:others", "--steps", "2", "--seeds", "2",
-               "--checkpoint", str(tiny_policy_dir), "--out", str(out), "--group-size", "2",
-               "--prompts-per-step", "1", "--max-new-tokens", "6", "--threads", "1", "--save-every", "1"])
+    rc = main(
+        [
+            "train",
+            "--task",
+            "tool_calling",
+            "--methods",
+            "gdpo,mrtpo:others",
+            "--steps",
+            "2",
+            "--seeds",
+            "2",
+            "--checkpoint",
+            str(tiny_policy_dir),
+            "--out",
+            str(out),
+            "--group-size",
+            "2",
+            "--prompts-per-step",
+            "1",
+            "--max-new-tokens",
+            "6",
+            "--threads",
+            "1",
+            "--save-every",
+            "1",
+        ]
+    )
     assert rc == 0
     rows = _csv_rows(out / "metrics.csv")
     assert len(rows) == 2 * 2 * 2  # variants x seeds x steps
@@ -90,9 +146,6 @@ def test_train_cli_writes_metrics_curves_and_summary(tiny_policy_dir, tmp_path):
     assert "plotly" in (out / "curves.html").read_text()[:5000].lower()
     assert "| gdpo |" in (out / "summary.md").read_text()
     assert main(["train", "--task", "tool_calling", "--methods", "gdpo,ppo", "--out", str(out)]) == 2  # clear error
-
-
-
 
 
 def _help(command: str) -> str:
@@ -116,6 +169,7 @@ def test_task_options_list_the_tasks_that_load_here(monkeypatch, capsys, tmp_pat
 
 # --- get-model (the fetching itself is tested in tests/policy/test_known.py) ------------------------------------------
 
+
 def test_checkpoint_help_names_the_known_models(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["replay", "--help"])
@@ -128,8 +182,10 @@ def test_get_model_list_and_errors(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MRTPO_MODELS_DIR", str(tmp_path / "models"))
     assert main(["get-model", "--list"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("smollm2-135m-instruct: SmolLM2-135M-Instruct") and \
-        "not downloaded (python -m mrtpo_viz get-model smollm2-135m-instruct)" in out
+    assert (
+        out.startswith("smollm2-135m-instruct: SmolLM2-135M-Instruct")
+        and "not downloaded (python -m mrtpo_viz get-model smollm2-135m-instruct)" in out
+    )
     assert main(["get-model"]) == 2
     assert "give a model to fetch (one of: smollm2-135m-instruct)" in capsys.readouterr().err
     with pytest.raises(SystemExit):
@@ -138,8 +194,11 @@ def test_get_model_list_and_errors(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(gguf, "gguf_version", lambda: None)
     assert main(["get-model", "smollm2-135m-instruct"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: converting a GGUF model needs the optional 'gguf' package") and \
-        "mrtpo-viz[gguf]" in err and not (tmp_path / "models").exists()
+    assert (
+        err.startswith("error: converting a GGUF model needs the optional 'gguf' package")
+        and "mrtpo-viz[gguf]" in err
+        and not (tmp_path / "models").exists()
+    )
 
 
 def test_a_known_model_not_downloaded_yet_names_the_command(tmp_path, monkeypatch, capsys):

@@ -1,6 +1,7 @@
 """The documentation the docs tests read: the README and the pages under docs/ (not the linked trees: docs/results,
 docs/assets and docs/model-card.md are links to benchmarks/results/, assets/ and the bundled policy's card), their
 fenced Python blocks, and the repository paths they cite."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -20,7 +21,7 @@ def doc_files() -> list[Path]:
     pages = []
     for path in sorted(DOCS.rglob("*.md")):
         rel = path.relative_to(DOCS)
-        if any((DOCS / Path(*rel.parts[:i + 1])).is_symlink() for i in range(len(rel.parts))):
+        if any((DOCS / Path(*rel.parts[: i + 1])).is_symlink() for i in range(len(rel.parts))):
             continue
         pages.append(path)
     return [REPO / "README.md"] + pages
@@ -51,7 +52,7 @@ def python_blocks(page: Path) -> list[Block]:
     text = page.read_text(encoding="utf-8")
     out = []
     for m in FENCE.finditer(text):
-        before = text[:m.start()].rstrip("\n")
+        before = text[: m.start()].rstrip("\n")
         last = before.rsplit("\n", 1)[-1]
         marker = MARKER.search(last)
         out.append(Block(page, text.count("\n", 0, m.start()) + 1, m.group(1), marker.group(1) if marker else ""))
@@ -64,8 +65,9 @@ def needs(block: Block) -> str | None:
     return m.group(1) if m and importlib.util.find_spec(m.group(1)) is None else None
 
 
-PATH = re.compile(r"(?<![\w/.~-])((?:" + "|".join(re.escape(r) for r in ROOTS)
-                  + r")/(?:\{[^}\s]*\}|[^\s`'\"()\[\],;|])*)")
+PATH = re.compile(
+    r"(?<![\w/.~-])((?:" + "|".join(re.escape(r) for r in ROOTS) + r")/(?:\{[^}\s]*\}|[^\s`'\"()\[\],;|])*)"
+)
 
 
 def cited_paths(text: str) -> list[str]:
@@ -83,8 +85,10 @@ def path_exists(path: str, root: Path = REPO) -> bool:
     wildcards that must match something."""
     alternatives = re.search(r"\{([^}]*,[^}]*)\}", path)
     if alternatives:
-        return all(path_exists(path[:alternatives.start()] + alt + path[alternatives.end():], root)
-                   for alt in alternatives.group(1).split(","))
+        return all(
+            path_exists(path[: alternatives.start()] + alt + path[alternatives.end() :], root)
+            for alt in alternatives.group(1).split(",")
+        )
     if re.search(r"[<{*]", path):
         pattern = re.sub(r"<[^>]*>|\{[^}]*\}", "*", path)
         return any(True for _ in root.glob(pattern.rstrip("/")))

@@ -1,6 +1,7 @@
 """The generated reference pages (docs/reference/cli.md from the argparse parser, docs/reference/settings.md from
 ``Settings``) are what ``scripts/gen_docs.py`` writes now: a new option, a changed help or default, a new setting
 fails here until ``python scripts/gen_docs.py`` is rerun."""
+
 import dataclasses
 import importlib.util
 

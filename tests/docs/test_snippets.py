@@ -6,6 +6,7 @@ what they built.
 
 Two substitutions keep the run short, each checked to apply: a TRL example's ``max_steps=20`` becomes 1 (one
 optimizer step shows that the code is right; 20 would take a minute more)."""
+
 import os
 import warnings
 
@@ -78,8 +79,10 @@ def test_every_substitution_applies_somewhere():
 def test_a_failing_snippet_fails_the_test(tmp_path):
     """A block whose code drifted from the library (a renamed function) raises, naming the page and line."""
     page = tmp_path / "page.md"
-    page.write_text("text\n\n```python\nfrom mrtpo_viz import load_examples\n```\n\n<!-- no-run: needs the app -->\n"
-                    "```python\nraise SystemExit\n```\n\n```python\nfrom mrtpo_viz import load_exampels\n```\n")
+    page.write_text(
+        "text\n\n```python\nfrom mrtpo_viz import load_examples\n```\n\n<!-- no-run: needs the app -->\n"
+        "```python\nraise SystemExit\n```\n\n```python\nfrom mrtpo_viz import load_exampels\n```\n"
+    )
     blocks = python_blocks(page)
     assert [b.line for b in blocks] == [3, 8, 12] and blocks[1].marker == "no-run: needs the app"
     with pytest.raises(ImportError, match="load_exampels"):

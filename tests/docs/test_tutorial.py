@@ -1,6 +1,7 @@
 """The tutorial (docs/tutorial.md) works as written: its own code blocks, run in order in a temporary folder, build
 the ``arithmetic`` family's examples, register its two verifiers, score the golds and replay one response with the
 bundled policy; then this test checks what they built."""
+
 import pytest
 import torch
 

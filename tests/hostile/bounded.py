@@ -4,6 +4,7 @@
 for the app's server: the handlers and library calls run in it) and fails the test when the body took longer than
 ``seconds`` or the peak rose more than ``extra_mb`` above the size at entry (the warm size).
 """
+
 import threading
 import time
 from contextlib import contextmanager

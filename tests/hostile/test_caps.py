@@ -1,4 +1,5 @@
 """Resource exhaustion: every input is capped before its expensive step (the Python API and the CLI too)."""
+
 import json
 import re
 
@@ -24,6 +25,7 @@ def _no_tokenizing(monkeypatch, limit: int = 100_000, prompt: bool = True):
     def guarded(tokenizer, text):
         assert len(text) <= limit, f"a {len(text):,}-character text was tokenized"
         return real(tokenizer, text)
+
     monkeypatch.setattr(engine, "tokenize_response", guarded)
     if prompt:
         monkeypatch.setattr(engine, "split_branches", lambda *a, **k: pytest.fail("the prompt was tokenized"))
@@ -34,8 +36,9 @@ def test_a_long_information_template_is_refused_before_rendering(tiny_policy, mo
     context window refuses it); it is refused before anything is rendered."""
     _no_tokenizing(monkeypatch)
     template = "{title} {info}" + " " * 1_000_000
-    with pytest.raises(ValueError, match=f"bad information template: {len(template):,} characters; it must be text "
-                                         "of at most 1,000"):
+    with pytest.raises(
+        ValueError, match=f"bad information template: {len(template):,} characters; it must be text of at most 1,000"
+    ):
         replay(tiny_policy, "p", "r", ["ifeval.no_comma"], infos={"ifeval.no_comma": "no commas"}, template=template)
 
 
@@ -54,10 +57,19 @@ def test_rollout_rows_obey_the_caps_before_tokenizing(tiny_policy, tmp_path, mon
     from mrtpo_viz.relevance.rows import RowLimits
 
     _no_tokenizing(monkeypatch, prompt=False)
-    good = {"task": "instruction_following", "prompt": "Say hi.", "response": "hi there",
-            "verifiers": ["ifeval.no_comma"]}
-    rows = [good, {**good, "response": "y " * 1_500_000}, {**good, "verifiers": ["ifeval.no_comma"] * 7},
-            {**good, "verifiers": []}, {**good, "id": "late"}]  # no list: the task's 14 verifiers count
+    good = {
+        "task": "instruction_following",
+        "prompt": "Say hi.",
+        "response": "hi there",
+        "verifiers": ["ifeval.no_comma"],
+    }
+    rows = [
+        good,
+        {**good, "response": "y " * 1_500_000},
+        {**good, "verifiers": ["ifeval.no_comma"] * 7},
+        {**good, "verifiers": []},
+        {**good, "id": "late"},
+    ]  # no list: the task's 14 verifiers count
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     limits = RowLimits(max_chars=8000, max_tokens=2048, max_verifiers=6, max_rows=2)
@@ -80,4 +92,4 @@ def test_the_advantages_table_has_a_row_cap():
     with pytest.raises(ValueError, match=f"at most {MAX_GROUP} are shown"):  # the app's table: refused before parsing
         _group_rewards(pd.DataFrame({"a": range(100_000)}), ["a"])
     assert _group_rewards(pd.DataFrame({"a": range(MAX_GROUP)}), ["a"]).shape == (MAX_GROUP, 1)  # the cap itself
-    assert advantage_breakdown(torch.tensor([[1., 0.], [0., 1.]]), torch.rand(2, 5)).mrtpo.shape == (5,)
+    assert advantage_breakdown(torch.tensor([[1.0, 0.0], [0.0, 1.0]]), torch.rand(2, 5)).mrtpo.shape == (5,)

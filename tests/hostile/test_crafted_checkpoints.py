@@ -4,6 +4,7 @@ PolicyLoadError (the CLI prints one line, no traceback).
 A memory pre-check that counts only the weights file, a template first run at the first replay, and errors left
 to whatever the layer below raises are what these cases attack. Each case says what happens unchecked.
 """
+
 import json
 import shutil
 from pathlib import Path
@@ -27,8 +28,9 @@ def _template(folder: Path, text: str):
 
 
 def _index(folder: Path, target: str):
-    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": {
-        "model.embed_tokens.weight": target}}))
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": {"model.embed_tokens.weight": target}})
+    )
 
 
 def _nan_weight(folder: Path):
@@ -42,28 +44,38 @@ def _nan_weight(folder: Path):
 
 CRAFTED = {
     # unchecked: builds 100,000 layers from a tiny weights file (4.1 GB and still building after 9 minutes; stopped)
-    "layers_100k": (lambda f: _config(f, num_hidden_layers=100_000), "num_hidden_layers is 100000; it must be a "
-                                                                      "whole number from 0 to 256"),
+    "layers_100k": (
+        lambda f: _config(f, num_hidden_layers=100_000),
+        "num_hidden_layers is 100000; it must be a whole number from 0 to 256",
+    ),
     # unchecked: builds 200 layers, all but 2 of them random (loads without a word)
     "config_bigger_than_weights": (lambda f: _config(f, num_hidden_layers=200), "the config does not fit the weights"),
     # unchecked: RecursionError from Python's JSON parser
-    "deep_config": (lambda f: (f / "config.json").write_text('{"a": ' * 100_000 + "1" + "}" * 100_000),
-                    "nested more than 32 levels deep"),
+    "deep_config": (
+        lambda f: (f / "config.json").write_text('{"a": ' * 100_000 + "1" + "}" * 100_000),
+        "nested more than 32 levels deep",
+    ),
     # unchecked: AttributeError from transformers (torch has no attribute 'os.system')
     "dtype_not_a_dtype": (lambda f: _config(f, dtype="os.system"), "dtype is 'os.system', not a torch dtype"),
     "dtype_an_object": (lambda f: _config(f, torch_dtype={"evil": 1}), "torch_dtype is \"{'evil': 1}\", not a torch"),
     # unchecked: these load (transformers prefers model.safetensors), and an index alone leads to an
     # UnpicklingError
-    "index_outside": (lambda f: _index(f, "../../../etc/passwd.safetensors"), "must be .safetensors files in the "
-                                                                              "checkpoint folder"),
-    "index_pickle": (lambda f: (_index(f, "pytorch_model.bin"), torch.save({}, f / "pytorch_model.bin")),
-                     "must be .safetensors files in the checkpoint folder"),
+    "index_outside": (
+        lambda f: _index(f, "../../../etc/passwd.safetensors"),
+        "must be .safetensors files in the checkpoint folder",
+    ),
+    "index_pickle": (
+        lambda f: (_index(f, "pytorch_model.bin"), torch.save({}, f / "pytorch_model.bin")),
+        "must be .safetensors files in the checkpoint folder",
+    ),
     # unchecked: a 2,000,000-row embedding is built, then transformers' RuntimeError (ignore_mismatched_sizes)
     "vocab_2m": (lambda f: _config(f, vocab_size=2_000_000), "vocab_size is 2000000; it must be a whole number"),
     # unchecked: these templates load; the first replay then hangs (loops), takes 10 GB ('x' * 10**10) or raises a
     # jinja TemplateError
-    "template_nested_loops": (lambda f: _template(f, "{% for i in range(100000) %}{% for j in range(100000) %}"
-                                                     "{% endfor %}{% endfor %}"), "time budget"),
+    "template_nested_loops": (
+        lambda f: _template(f, "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"),
+        "time budget",
+    ),
     "template_huge_string": (lambda f: _template(f, "{{ 'x' * 10**10 }}"), "multiplies a string or list"),
     "template_raises": (lambda f: _template(f, "{{ raise_exception('no such role') }}"), "no such role"),
     "template_syntax": (lambda f: _template(f, "{% for m in messages %}"), "does not compile"),
@@ -79,6 +91,7 @@ def crafted(tiny_policy_dir, tmp_path):
         shutil.copytree(tiny_policy_dir, folder)
         CRAFTED[kind][0](folder)
         return folder
+
     return make
 
 

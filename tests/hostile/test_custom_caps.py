@@ -2,6 +2,7 @@
 keywords, a 200,000-property schema, a million-value enum, 100,000 forbidden words), and schemas of the wrong
 shape that were accepted and failed later. Each is refused when added, before anything is built, in a short
 message."""
+
 import json
 
 import gradio as gr
@@ -20,8 +21,9 @@ def spec(**kw) -> dict:
 
 
 def add(kind: str, keywords: str = "", schema: str = ""):
-    return custom_verifiers.add_custom({}, "instruction_following", [], "custom.x", "x", "what it checks", kind,
-                                       "", keywords, schema, False)
+    return custom_verifiers.add_custom(
+        {}, "instruction_following", [], "custom.x", "x", "what it checks", kind, "", keywords, schema, False
+    )
 
 
 def test_100000_keywords_are_refused_before_any_is_compiled():
@@ -56,15 +58,18 @@ def test_a_deep_schema_and_a_huge_enum_are_refused_in_short_messages():
     assert len(str(err.value)) < 300  # not a 7.9 MB reason
 
 
-@pytest.mark.parametrize("schema, says", [
-    ({"properties": [1, 2]}, "'properties' must be an object of sub-schemas, got list"),
-    ({"enum": 5}, "'enum' must be a list of values, got int"),  # refused when added, not blamed on "its meta" later
-    ({"required": "a"}, "'required' must be a list of key names"),
-    ({"type": 7}, "'type' must be a type name or a list of them"),
-    ({"minimum": "1"}, "'minimum' must be a number"),
-    ({"additionalProperties": {}}, "'additionalProperties' must be true or false"),
-    ({"items": [1]}, r"schema at \$\[\] must be an object"),
-])
+@pytest.mark.parametrize(
+    "schema, says",
+    [
+        ({"properties": [1, 2]}, "'properties' must be an object of sub-schemas, got list"),
+        ({"enum": 5}, "'enum' must be a list of values, got int"),  # refused when added, not blamed on "its meta" later
+        ({"required": "a"}, "'required' must be a list of key names"),
+        ({"type": 7}, "'type' must be a type name or a list of them"),
+        ({"minimum": "1"}, "'minimum' must be a number"),
+        ({"additionalProperties": {}}, "'additionalProperties' must be true or false"),
+        ({"items": [1]}, r"schema at \$\[\] must be an object"),
+    ],
+)
 def test_schema_types_are_checked_when_added(schema, says):
     with bounded(), pytest.raises(gr.Error, match=says):
         add("json_schema", schema=json.dumps(schema))
@@ -83,13 +88,20 @@ def test_reasons_stay_short():
 
 def test_100000_forbidden_words_are_refused_before_any_is_compiled():
     """The threat: 100,000 forbidden words (1 MB) holding the shared model queue for tens of seconds."""
-    ex = Example(task="instruction_following", prompt="p",
-                 meta={"constraints": [{"id": "keywords:forbidden_words",
-                                        "kwargs": {"forbidden_words": [f"w{i}" for i in range(100_000)]}}]})
+    ex = Example(
+        task="instruction_following",
+        prompt="p",
+        meta={
+            "constraints": [
+                {"id": "keywords:forbidden_words", "kwargs": {"forbidden_words": [f"w{i}" for i in range(100_000)]}}
+            ]
+        },
+    )
     with bounded():
         verdict = get_verifier("ifeval.forbidden_words").check("a response", ex)
-    assert verdict.reason == ("needs input: keywords:forbidden_words: kwarg 'forbidden_words' lists 100,000 items; "
-                              "at most 100")
+    assert verdict.reason == (
+        "needs input: keywords:forbidden_words: kwarg 'forbidden_words' lists 100,000 items; at most 100"
+    )
 
 
 def test_the_build_cache_holds_bounded_entries():

@@ -1,5 +1,6 @@
 """Property-based fuzzing: every registered verifier answers any text with a Verdict (score in [0, 1] or NaN, a str
 reason) and never raises; the rollouts JSONL reader turns any bytes into rows and problems and never raises."""
+
 import json
 import math
 import tempfile
@@ -17,9 +18,39 @@ from mrtpo_viz.tasks.custom import DeclarativeSpec, build_declarative
 pytestmark = pytest.mark.usefixtures("sample_data_unchanged")
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-FRAGMENTS = ["```sql\n", "```", "```json\n", "<tool_call>", "</tool_call>", "{", "}", '"name": ', '"arguments": ',
-             "SELECT ", " FROM ", "WITH RECURSIVE ", ";", ",", "\n\n", "- ", "* ", "P.S.", "\x00", "\u202e", "😀",
-             "DROP TABLE orders", "ATTACH '/tmp/x' AS y", "\\", "'", '"', "null", "[", "]", "1e999", "-0"]
+FRAGMENTS = [
+    "```sql\n",
+    "```",
+    "```json\n",
+    "<tool_call>",
+    "</tool_call>",
+    "{",
+    "}",
+    '"name": ',
+    '"arguments": ',
+    "SELECT ",
+    " FROM ",
+    "WITH RECURSIVE ",
+    ";",
+    ",",
+    "\n\n",
+    "- ",
+    "* ",
+    "P.S.",
+    "\x00",
+    "\u202e",
+    "😀",
+    "DROP TABLE orders",
+    "ATTACH '/tmp/x' AS y",
+    "\\",
+    "'",
+    '"',
+    "null",
+    "[",
+    "]",
+    "1e999",
+    "-0",
+]
 texts = st.lists(st.one_of(st.text(max_size=40), st.sampled_from(FRAGMENTS)), max_size=30).map("".join)
 """Random text mixed with the pieces that the verifiers parse (fences, tags, JSON, SQL, bullets)."""
 
@@ -54,8 +85,13 @@ DECLARATIVE = [
     DeclarativeSpec(name="custom.regex", title="r", info="i", kind="regex_must", pattern=r"(\w|\w\w)+$"),
     DeclarativeSpec(name="custom.not", title="n", info="i", kind="regex_must_not", pattern=r"sorry|apolog"),
     DeclarativeSpec(name="custom.kw", title="k", info="i", kind="keywords", keywords=("Paris", "a.b", "(x")),
-    DeclarativeSpec(name="custom.json", title="j", info="i", kind="json_schema",
-                    schema={"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}),
+    DeclarativeSpec(
+        name="custom.json",
+        title="j",
+        info="i",
+        kind="json_schema",
+        schema={"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
+    ),
 ]
 
 
@@ -71,11 +107,14 @@ def test_declarative_verifiers_answer_any_text(spec):
     check()
 
 
-ROW_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
-                          lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                                       max_size=3), max_leaves=8)
-ROWS = st.dictionaries(st.sampled_from(["task", "prompt", "response", "meta", "verifiers", "id", "x"]), ROW_VALUES,
-                       max_size=6)
+ROW_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+ROWS = st.dictionaries(
+    st.sampled_from(["task", "prompt", "response", "meta", "verifiers", "id", "x"]), ROW_VALUES, max_size=6
+)
 LINES = st.one_of(ROWS.map(json.dumps).map(str.encode), st.binary(max_size=60))
 
 

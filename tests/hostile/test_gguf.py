@@ -1,6 +1,7 @@
 """Threat: a GGUF file whose header declares more than it holds. ``gguf``'s reader allocates and walks what the
 header declares, so a 52-byte file declaring a 2^40-element metadata array can run ``load_policy`` for minutes
 into gigabytes. The metadata is now walked within the file and the caps before the reader sees it."""
+
 import struct
 
 import pytest
@@ -24,19 +25,30 @@ def test_a_52_byte_file_declaring_a_2_40_element_array(tmp_path):
     file = tmp_path / "bomb.gguf"
     file.write_bytes(header() + kv_array(0, 2**40))
     assert file.stat().st_size == 52
-    with bounded(), pytest.raises(PolicyLoadError, match=r"bomb.gguf is not a readable GGUF file \(a metadata "
-                                                         r"array declares 1,099,511,627,776 elements"):
+    with (
+        bounded(),
+        pytest.raises(
+            PolicyLoadError,
+            match=r"bomb.gguf is not a readable GGUF file \(a metadata "
+            r"array declares 1,099,511,627,776 elements",
+        ),
+    ):
         load_policy(file, device="cpu")
 
 
-@pytest.mark.parametrize("body, says", [
-    (kv_array(0, 2**20), "declares an array larger than the file"),  # under the cap, over the file
-    (kv_array(8, MAX_ARRAY_ITEMS), "declares an array larger than the file"),  # strings: 8 bytes each at least
-    (kv_array(9, 2**30), "at most 16,777,216"),
-    (struct.pack("<Q", 2**40) + b"key", f"a metadata string declares 1,099,511,627,776 bytes; at most "
-                                        f"{MAX_STRING_BYTES:,}"),
-    (struct.pack("<Q", 4) + b"abcd" + struct.pack("<I", 99), "metadata value type 99 unknown"),
-])
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        (kv_array(0, 2**20), "declares an array larger than the file"),  # under the cap, over the file
+        (kv_array(8, MAX_ARRAY_ITEMS), "declares an array larger than the file"),  # strings: 8 bytes each at least
+        (kv_array(9, 2**30), "at most 16,777,216"),
+        (
+            struct.pack("<Q", 2**40) + b"key",
+            f"a metadata string declares 1,099,511,627,776 bytes; at most {MAX_STRING_BYTES:,}",
+        ),
+        (struct.pack("<Q", 4) + b"abcd" + struct.pack("<I", 99), "metadata value type 99 unknown"),
+    ],
+)
 def test_declared_sizes_beyond_the_file_or_the_caps(tmp_path, body, says):
     file = tmp_path / "m.gguf"
     file.write_bytes(header() + body + b"\0" * 16)

@@ -1,6 +1,7 @@
 """Threat: IFEval-format files made to exhaust the reader (a 6 MB Python-literal kwargs line, deep nesting, an
 endless line) or to trip it (a byte-order mark). Each is refused fast, with the file's name (not its folder) and
 the line; a BOM on line 1 is skipped as the rollouts reader skips it."""
+
 import json
 
 import pytest
@@ -35,8 +36,10 @@ def test_a_bom_on_line_1_is_skipped(tmp_path):
 def test_a_6_mb_python_literal_kwargs_line_is_refused_fast(tmp_path):
     """The threat: seconds and gigabytes before an error (RLVR sets write ground_truth as Python literals)."""
     literal = "[" + ", ".join(["{'a': None}"] * 500_000) + "]"
-    row = {"messages": [{"role": "user", "content": "hi"}],
-           "ground_truth": "{'instruction_id': ['punctuation:no_comma'], 'kwargs': " + literal + "}"}
+    row = {
+        "messages": [{"role": "user", "content": "hi"}],
+        "ground_truth": "{'instruction_id': ['punctuation:no_comma'], 'kwargs': " + literal + "}",
+    }
     path = write(tmp_path, json.dumps(row))
     assert path.stat().st_size > 6_000_000
     refused(path, ":1: the line is longer than 1,048,576 characters")
@@ -50,8 +53,12 @@ def test_a_literal_under_the_line_cap_is_capped_by_its_own_length(tmp_path):
 
 def test_a_deeply_nested_line_names_its_file_and_line(tmp_path):
     """Not a bare RecursionError without file and line."""
-    deep = '{"prompt": "hi", "instruction_id_list": ["punctuation:no_comma"], "kwargs": ' + "[" * 100_000 + \
-        "]" * 100_000 + "}"
+    deep = (
+        '{"prompt": "hi", "instruction_id_list": ["punctuation:no_comma"], "kwargs": '
+        + "[" * 100_000
+        + "]" * 100_000
+        + "}"
+    )
     refused(write(tmp_path, json.dumps(ROW), deep), ":2: nested deeper than 32 levels")
     nested: object = {}
     for _ in range(40):

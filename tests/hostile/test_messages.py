@@ -1,5 +1,6 @@
 """Error messages: every message says what was wrong and what to do. Each case says what the layer below would
 say instead."""
+
 import json
 import os
 import subprocess
@@ -37,8 +38,13 @@ def test_a_lone_surrogate_is_named(tiny_policy, where):
     bad = "hi \ud800 there"
     args = {"prompt": "Say hi.", "response": "hello", "information": "No commas."} | {where: bad}
     with pytest.raises(ValueError, match=r"unpaired surrogate \(\\ud800 at character 3\)"):
-        replay(tiny_policy, args["prompt"], args["response"], ["ifeval.no_comma"],
-               infos={"ifeval.no_comma": args["information"]})
+        replay(
+            tiny_policy,
+            args["prompt"],
+            args["response"],
+            ["ifeval.no_comma"],
+            infos={"ifeval.no_comma": args["information"]},
+        )
 
 
 def test_a_table_valued_pragma_is_named_as_such():
@@ -71,14 +77,23 @@ def test_an_infinite_setting_is_refused_by_name():
 
 def _serve(env_change: dict) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", **env_change}
-    return subprocess.run([sys.executable, "-m", "mrtpo_viz", "serve", "--port", "1"], capture_output=True, text=True,
-                          cwd=REPO, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "mrtpo_viz", "serve", "--port", "1"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=120,
+    )
 
 
-@pytest.mark.parametrize("var, value, says", [
-    ("MRTPO_CHECKPOINT", "/etc/passwd", "MRTPO_CHECKPOINT='/etc/passwd' is neither a model folder"),
-    ("MRTPO_MAX_UPLOAD_MB", "inf", "MRTPO_MAX_UPLOAD_MB must be a finite number"),
-])
+@pytest.mark.parametrize(
+    "var, value, says",
+    [
+        ("MRTPO_CHECKPOINT", "/etc/passwd", "MRTPO_CHECKPOINT='/etc/passwd' is neither a model folder"),
+        ("MRTPO_MAX_UPLOAD_MB", "inf", "MRTPO_MAX_UPLOAD_MB must be a finite number"),
+    ],
+)
 def test_serve_stops_before_serving_on_a_bad_setting(var, value, says):
     """Otherwise: MRTPO_CHECKPOINT=/etc/passwd still serves (every request then fails); inf crashes (traceback)."""
     proc = _serve({var: value})
@@ -106,8 +121,9 @@ def test_download_folders_of_stopped_processes_are_removed(tmp_path, monkeypatch
 
     from mrtpo_viz.ui import downloads
 
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     stale = tmp_path / f"mrtpo-viz-downloads-{dead}"
     (stale / "relevance-x").mkdir(parents=True)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))

@@ -6,6 +6,7 @@ The same happens on this machine with torch's portable kernels: with ``ATEN_CPU_
 in ``test_one_verifier_alpha_zero_gives_identical_updates`` fails at 3.0e-5. Here it runs under those kernels in a
 child process (torch reads the variable at start-up) and must pass.
 """
+
 import os
 import subprocess
 import sys
@@ -17,7 +18,13 @@ ALPHA_ZERO = "tests/training/test_loop.py::test_one_verifier_alpha_zero_gives_id
 
 def test_the_alpha_zero_comparison_holds_with_the_portable_kernels():
     env = {**os.environ, "ATEN_CPU_CAPABILITY": "default", "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", ALPHA_ZERO], cwd=REPO,
-                          env=env, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", ALPHA_ZERO],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "1 passed" in proc.stdout

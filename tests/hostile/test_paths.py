@@ -1,6 +1,7 @@
 """Threat: a run folder under MRTPO_RUNS_DIR whose links lead out of it (a linked ``completions/`` folder, a linked
 token log, ``run.json -> /etc/passwd``), and names made to leak or crash. The Runs tab reads only regular files
 whose resolved path lies under the runs folder; a link out reads as a missing file."""
+
 import os
 
 import gradio as gr
@@ -15,8 +16,9 @@ from .bounded import bounded
 
 def completions(folder, step=1, prompt="a secret prompt"):
     folder.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame({"step": step, "prompt": [prompt] * 2, "completion": ["x", "y"], "ok": [1.0, 0.0],
-                  "advantage": [0.5, -0.5]}).to_parquet(folder / f"completions_{step:05d}.parquet")
+    pd.DataFrame(
+        {"step": step, "prompt": [prompt] * 2, "completion": ["x", "y"], "ok": [1.0, 0.0], "advantage": [0.5, -0.5]}
+    ).to_parquet(folder / f"completions_{step:05d}.parquet")
 
 
 @pytest.fixture
@@ -46,8 +48,10 @@ def test_a_linked_token_log_and_completions_file_are_left_out(runs):
     completions(inside / "r" / "completions", step=1)
     (inside / "r" / "mrtpo").mkdir()
     os.symlink(outside / "completions" / "completions_00001.parquet", inside / "r" / "mrtpo" / "tokens_00002.parquet")
-    os.symlink(outside / "completions" / "completions_00001.parquet",
-               inside / "r" / "completions" / "completions_00003.parquet")
+    os.symlink(
+        outside / "completions" / "completions_00001.parquet",
+        inside / "r" / "completions" / "completions_00003.parquet",
+    )
     with bounded():
         state, status, _, steps = runs_tab.open_run("r", None)
     assert "plain TRL run" in status and [v for _, v in steps["choices"]] == ["train:1"]

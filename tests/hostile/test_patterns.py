@@ -6,6 +6,7 @@ Before, IFEval kwargs reached ``re.compile`` and ``regex.compile`` with no check
 exhausted memory through ``score_response``, ``(?:ab){100000000}`` took over 60 s and 5.9 GB, and every distinct
 nested-repeat pattern stayed in the ``regex`` module's cache (~0.6 GB a request).
 """
+
 import json
 import os
 import time
@@ -27,8 +28,9 @@ def _rss_mb() -> float:
 
 
 def _score(name: str, kwargs: dict, response: str = "ab" * 50) -> dict:
-    out = score_response(response, [name], task="instruction_following", example=-1, prompt="p",
-                         arguments={name: kwargs})
+    out = score_response(
+        response, [name], task="instruction_following", example=-1, prompt="p", arguments={name: kwargs}
+    )
     return json.loads(out)[name]
 
 
@@ -51,12 +53,15 @@ def test_keyword_bombs_through_score_response(kind):
     assert len(got["reason"]) < 500
 
 
-@pytest.mark.parametrize("name, kwargs", [
-    ("ifeval.include_keywords", {"keywords": ["fine", "(?:ab){100000000}"]}),
-    ("ifeval.forbidden_words", {"forbidden_words": ["(?:ab){100000000}"]}),
-    ("ifeval.postscript", {"postscript_marker": "(?:ab){100000000}"}),
-    ("ifeval.sections", {"section_spliter": "(?:ab){100000000}", "num_sections": 1}),
-])
+@pytest.mark.parametrize(
+    "name, kwargs",
+    [
+        ("ifeval.include_keywords", {"keywords": ["fine", "(?:ab){100000000}"]}),
+        ("ifeval.forbidden_words", {"forbidden_words": ["(?:ab){100000000}"]}),
+        ("ifeval.postscript", {"postscript_marker": "(?:ab){100000000}"}),
+        ("ifeval.sections", {"section_spliter": "(?:ab){100000000}", "num_sections": 1}),
+    ],
+)
 def test_every_pattern_kwarg_is_checked(name, kwargs):
     start = time.monotonic()
     got = _score(name, kwargs)
@@ -83,11 +88,13 @@ def test_memory_stays_bounded_over_distinct_patterns():
     before = _rss_mb()
     for i in range(20):
         start = time.monotonic()
-        v = build_declarative(DeclarativeSpec(name=f"custom.p{i}", title="t", info="i", kind="regex_must",
-                                              pattern=f"(?:a{{100}}b{i}){{1000}}"))
+        v = build_declarative(
+            DeclarativeSpec(
+                name=f"custom.p{i}", title="t", info="i", kind="regex_must", pattern=f"(?:a{{100}}b{i}){{1000}}"
+            )
+        )
         assert v.score("ab", None) == 0.0
-        got = _score("ifeval.keyword", {"keyword": f"(?:a{{100}}c{i}){{1000}}", "frequency": 1,
-                                        "relation": "at least"})
+        got = _score("ifeval.keyword", {"keyword": f"(?:a{{100}}c{i}){{1000}}", "frequency": 1, "relation": "at least"})
         assert got["reward"] == 0.0
         assert time.monotonic() - start < LIMIT_S
         del v
@@ -119,10 +126,17 @@ def test_an_ifeval_row_with_pattern_bombs_needs_input_with_the_reason():
     from mrtpo_viz.tasks.ifeval.row_format import example_from_row
 
     start = time.monotonic()
-    ex = example_from_row({"key": 1, "prompt": "p", "instruction_id_list": [
-        "keywords:frequency", "detectable_format:multiple_sections"], "kwargs": [
-        {"keyword": "a{4294967294}", "frequency": 1, "relation": "at least"},
-        {"section_spliter": "((a{100}){100}){100}", "num_sections": 2}]})
+    ex = example_from_row(
+        {
+            "key": 1,
+            "prompt": "p",
+            "instruction_id_list": ["keywords:frequency", "detectable_format:multiple_sections"],
+            "kwargs": [
+                {"keyword": "a{4294967294}", "frequency": 1, "relation": "at least"},
+                {"section_spliter": "((a{100}){100}){100}", "num_sections": 2},
+            ],
+        }
+    )
     keyword = get_verifier("ifeval.keyword").check("a" * 100, ex)
     sections = get_verifier("ifeval.sections").check("a" * 100, ex)
     assert time.monotonic() - start < LIMIT_S

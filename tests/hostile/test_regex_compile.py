@@ -5,6 +5,7 @@ The 0.25 s budget of a declarative verifier covered matching only. Compiling exp
 ``a{4294967294}`` exhausts the machine's memory (the process is killed). Only patterns that stay small are compiled
 here.
 """
+
 import time
 
 import pytest

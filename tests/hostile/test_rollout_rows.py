@@ -1,4 +1,5 @@
 """Rollout rows: rollout rows pass one schema and fail one at a time, with their line number."""
+
 import json
 
 import pytest
@@ -7,15 +8,24 @@ from mrtpo_viz.cli import main as cli_main
 from mrtpo_viz.relevance.scoring import read_rollouts
 
 pytestmark = pytest.mark.usefixtures("sample_data_unchanged")
-GOOD = {"task": "text_to_sql", "prompt": "How many orders?", "response": "```sql\nSELECT COUNT(*) FROM orders\n```",
-        "meta": {"db": "shop", "gold_sql": "SELECT COUNT(*) FROM orders"}, "verifiers": ["sql.format"]}
+GOOD = {
+    "task": "text_to_sql",
+    "prompt": "How many orders?",
+    "response": "```sql\nSELECT COUNT(*) FROM orders\n```",
+    "meta": {"db": "shop", "gold_sql": "SELECT COUNT(*) FROM orders"},
+    "verifiers": ["sql.format"],
+}
 BAD_ROWS = {
     "verifiers_a_number": ({**GOOD, "verifiers": 5}, "'verifiers' must be a list of verifier names"),
-    "content_a_number": ({**GOOD, "prompt": [{"role": "user", "content": 5}]}, "'prompt' message 1 content must be a "
-                                                                            "string, got int"),
+    "content_a_number": (
+        {**GOOD, "prompt": [{"role": "user", "content": 5}]},
+        "'prompt' message 1 content must be a string, got int",
+    ),
     "content_null": ({**GOOD, "prompt": [{"role": "user", "content": None}]}, "content must be a string, got NoneType"),
-    "gold_sql_a_list": ({**GOOD, "verifiers": ["sql.execution"], "meta": {"db": "shop", "gold_sql": ["SELECT 1"]}},
-                        "meta.gold_sql must be text (a string) for sql.execution"),
+    "gold_sql_a_list": (
+        {**GOOD, "verifiers": ["sql.execution"], "meta": {"db": "shop", "gold_sql": ["SELECT 1"]}},
+        "meta.gold_sql must be text (a string) for sql.execution",
+    ),
     "meta_a_list": ({**GOOD, "meta": [{"db": "shop"}]}, "'meta' must be an object, got list"),
     "id_an_object": ({**GOOD, "id": {"a": 1}}, "'id' must be text or a number"),
     "no_user_message": ({**GOOD, "prompt": [{"role": "system", "content": "x"}]}, "'prompt' has no user message"),

@@ -4,6 +4,7 @@ The sandbox's progress handler fires between virtual-machine steps; one ``LIKE``
 pattern is one step. These tests build such queries from allowed functions only (a recursive CTE doubles a
 string), as a policy's response or a rollouts file could.
 """
+
 import json
 import time
 import tracemalloc
@@ -19,8 +20,10 @@ from mrtpo_viz.tasks.sandbox import run_query
 
 pytestmark = pytest.mark.usefixtures("sample_data_unchanged")
 SHOP = database_file("shop")
-_STRING = ("d(x) AS (SELECT 'a' UNION ALL SELECT x || x FROM d WHERE length(x) < 65536), "
-           "s(v) AS (SELECT x || substr(x, 1, 34000) FROM d WHERE length(x) = 65536), ")  # v: 99,536 times 'a'
+_STRING = (
+    "d(x) AS (SELECT 'a' UNION ALL SELECT x || x FROM d WHERE length(x) < 65536), "
+    "s(v) AS (SELECT x || substr(x, 1, 34000) FROM d WHERE length(x) = 65536), "
+)  # v: 99,536 times 'a'
 
 
 def like_query(n: int, pattern_chars: int) -> str:
@@ -64,8 +67,11 @@ def _gold_example(gold: str) -> Example:
     return Example(task="text_to_sql", prompt="q", meta={"db": "shop", "gold_sql": gold})
 
 
-BIG_GOLD = ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 1000), "
-            + _STRING + "t AS (SELECT 1) SELECT n, v FROM r, s")
+BIG_GOLD = (
+    "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 1000), "
+    + _STRING
+    + "t AS (SELECT 1) SELECT n, v FROM r, s"
+)
 """1,000 rows of ~100 kB: a ~100 MB result from a 230-character query."""
 
 
@@ -73,8 +79,12 @@ def test_an_uploaded_gold_query_runs_under_the_policy_query_limits(tmp_path):
     """A rollouts row brings its own ``meta.gold_sql``. Trusted (100,000 rows allowed, results kept in an
     ``lru_cache(4096)``), a 1.3 KB file raises the server from 560 to 1,867 MB for good. Here the gold query
     gets a policy query's limits (1,000 rows, 1 MiB of values) and the row fails with a reason."""
-    row = {"task": "text_to_sql", "prompt": "q", "response": "```sql\nSELECT 1\n```",
-           "meta": {"db": "shop", "gold_sql": BIG_GOLD}}
+    row = {
+        "task": "text_to_sql",
+        "prompt": "q",
+        "response": "```sql\nSELECT 1\n```",
+        "meta": {"db": "shop", "gold_sql": BIG_GOLD},
+    }
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(row) + "\n")
     (row,), _ = read_rollouts(path)
@@ -96,9 +106,11 @@ def test_the_gold_result_cache_is_bounded_in_memory():
     try:
         base = tracemalloc.get_traced_memory()[0]
         for i in range(80):
-            gold = (f"WITH RECURSIVE r(n, s) AS (SELECT 1, '{i:04d}' UNION ALL SELECT n + 1, s FROM r WHERE n < 900), "
-                    "d(x) AS (SELECT 'a' UNION ALL SELECT x || x FROM d WHERE length(x) < 1024) "
-                    "SELECT n, s || substr(x, 1, 1000) FROM r, d WHERE length(x) = 1024")
+            gold = (
+                f"WITH RECURSIVE r(n, s) AS (SELECT 1, '{i:04d}' UNION ALL SELECT n + 1, s FROM r WHERE n < 900), "
+                "d(x) AS (SELECT 'a' UNION ALL SELECT x || x FROM d WHERE length(x) < 1024) "
+                "SELECT n, s || substr(x, 1, 1000) FROM r, d WHERE length(x) = 1024"
+            )
             get_verifier("sql.execution").check("```sql\nSELECT 1\n```", _gold_example(gold))
         held = tracemalloc.get_traced_memory()[0] - base
     finally:

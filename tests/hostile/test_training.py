@@ -1,6 +1,7 @@
 """Training under faults: a real ``python -m mrtpo_viz train`` process is killed (SIGKILL) once its first checkpoint
 exists, then resumed; the step counter continues, the metrics CSV is whole (parses, no repeated step), and a
 corrupted newest checkpoint gives a clear error while the previous one still loads."""
+
 import csv
 import os
 import signal
@@ -17,13 +18,35 @@ from mrtpo_viz.training.config import TrainConfig
 
 torch.set_num_threads(1)
 from tests.apphelpers import REPO as ROOT  # noqa: E402
+
 STEPS, SAVE_EVERY = 6, 2
 
 
 def _command(checkpoint, out) -> list[str]:
-    return [sys.executable, "-m", "mrtpo_viz", "train", "--methods", "gdpo", "--steps", str(STEPS),
-            "--save-every", str(SAVE_EVERY), "--checkpoint", str(checkpoint), "--out", str(out), "--group-size", "2",
-            "--prompts-per-step", "1", "--max-new-tokens", "4", "--threads", "1"]
+    return [
+        sys.executable,
+        "-m",
+        "mrtpo_viz",
+        "train",
+        "--methods",
+        "gdpo",
+        "--steps",
+        str(STEPS),
+        "--save-every",
+        str(SAVE_EVERY),
+        "--checkpoint",
+        str(checkpoint),
+        "--out",
+        str(out),
+        "--group-size",
+        "2",
+        "--prompts-per-step",
+        "1",
+        "--max-new-tokens",
+        "4",
+        "--threads",
+        "1",
+    ]
 
 
 def _env() -> dict:
@@ -43,8 +66,9 @@ def killed_and_resumed(tiny_policy_dir, tmp_path_factory):
     """Run, SIGKILL once LATEST exists, note what is on disk, resume to the end; returns what was seen."""
     out = tmp_path_factory.mktemp("train_kill")
     run_dir = out / "gdpo-seed0"
-    proc = subprocess.Popen(_command(tiny_policy_dir, out), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        _command(tiny_policy_dir, out), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     pointer = run_dir / CHECKPOINTS / LATEST
     deadline = time.monotonic() + 600
     while not pointer.is_file() and proc.poll() is None and time.monotonic() < deadline:
@@ -55,8 +79,9 @@ def killed_and_resumed(tiny_policy_dir, tmp_path_factory):
     killed_at = pointer.read_text().strip()
     steps_before = _steps(run_dir / "metrics.csv")
     rows_before = (run_dir / "metrics.csv").read_text().splitlines()
-    resumed = subprocess.run(_command(tiny_policy_dir, out), cwd=ROOT, env=_env(), capture_output=True, text=True,
-                             timeout=900)
+    resumed = subprocess.run(
+        _command(tiny_policy_dir, out), cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900
+    )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     return {"run_dir": run_dir, "killed_at": killed_at, "steps_before": steps_before, "rows_before": rows_before}
 
@@ -68,7 +93,7 @@ def test_a_killed_run_resumes_and_its_step_counter_continues(killed_and_resumed)
     assert run["steps_before"] == list(range(len(run["steps_before"])))  # whole up to the kill
     assert _steps(run["run_dir"] / "metrics.csv") == list(range(STEPS))  # every step once, in order
     after = (run["run_dir"] / "metrics.csv").read_text().splitlines()
-    assert after[:saved + 1] == run["rows_before"][:saved + 1]  # header and the checkpointed steps were not re-run
+    assert after[: saved + 1] == run["rows_before"][: saved + 1]  # header and the checkpointed steps were not re-run
     assert (run["run_dir"] / CHECKPOINTS / LATEST).read_text().strip() == f"step-{STEPS:06d}"
 
 
@@ -79,12 +104,22 @@ def test_the_combined_metrics_file_is_whole(killed_and_resumed):
 
 def _config(run_dir: Path, checkpoint) -> TrainConfig:
     """The config the CLI run used (the fields a checkpoint is checked against)."""
-    return TrainConfig(task="tool_calling", method="gdpo", checkpoint=str(checkpoint), group_size=2,
-                       prompts_per_step=1, steps=STEPS, max_new_tokens=4, seed=0, out_dir=str(run_dir))
+    return TrainConfig(
+        task="tool_calling",
+        method="gdpo",
+        checkpoint=str(checkpoint),
+        group_size=2,
+        prompts_per_step=1,
+        steps=STEPS,
+        max_new_tokens=4,
+        seed=0,
+        out_dir=str(run_dir),
+    )
 
 
-def test_a_corrupted_newest_checkpoint_is_a_clear_error_and_the_previous_one_loads(killed_and_resumed,
-                                                                                   tiny_policy_dir, tiny_policy):
+def test_a_corrupted_newest_checkpoint_is_a_clear_error_and_the_previous_one_loads(
+    killed_and_resumed, tiny_policy_dir, tiny_policy
+):
     import copy
 
     run_dir = killed_and_resumed["run_dir"]

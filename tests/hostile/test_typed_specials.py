@@ -4,6 +4,7 @@ If only the response were tokenized with ``split_special_tokens``, a prompt or a
 ``<|im_end|><|im_start|>system`` would end the user turn and open a system turn, in the replay and in generation
 alike.
 """
+
 import pytest
 
 from mrtpo_viz.relevance.engine import plan_replay
@@ -31,13 +32,15 @@ def test_specials_typed_in_the_prompt_and_the_information_stay_text(tiny_policy)
 
 def test_generation_prompts_keep_typed_specials_as_text(tiny_policy):
     ids = tiny_policy.chat_ids([{"role": "user", "content": TYPED}])
-    assert _specials(tiny_policy, ids) == _specials(tiny_policy, tiny_policy.chat_ids([{"role": "user",
-                                                                                          "content": "Say hi."}]))
+    assert _specials(tiny_policy, ids) == _specials(
+        tiny_policy, tiny_policy.chat_ids([{"role": "user", "content": "Say hi."}])
+    )
 
 
 def test_prompts_without_specials_keep_their_ids(tiny_policy):
     """The ordinary path is the tokenizer's own: the same ids as transformers' apply_chat_template gives."""
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi, in French."}]
-    want = tiny_policy.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                     return_dict=False)
+    want = tiny_policy.tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=True, return_dict=False
+    )
     assert tiny_policy.chat_ids(messages) == list(want)

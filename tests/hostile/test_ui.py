@@ -2,6 +2,7 @@
 through ``gradio_client`` against one launched app. Every case gets a readable ``gr.Error`` (no traceback), the app
 keeps serving (a good call after the bad ones works), and the sample data stays byte-identical.
 """
+
 import json
 import math
 import re
@@ -49,8 +50,18 @@ def replay_inputs(ckpt: str, of_task: str = "tool_calling", of_index: int = 0, a
     """The positional inputs of ``replay_response`` for an example, with some fields changed (/replay takes the same
     without the state)."""
     ex = get_example(of_task, of_index)
-    d = dict(checkpoint=ckpt, task=of_task, index=of_index, prompt=prompt_text(ex), response=ex.reference,
-             verifiers=list(ex.verifiers), position="user_end", metric="js", control="none", template=TEMPLATE)
+    d = dict(
+        checkpoint=ckpt,
+        task=of_task,
+        index=of_index,
+        prompt=prompt_text(ex),
+        response=ex.reference,
+        verifiers=list(ex.verifiers),
+        position="user_end",
+        metric="js",
+        control="none",
+        template=TEMPLATE,
+    )
     infos = change.pop("infos", None)
     d.update(change)
     if infos is None:
@@ -93,31 +104,37 @@ def test_the_allow_list_refuses_free_paths_in_the_app(ckpt, monkeypatch):
     assert "is not allowed here" in _error(rt.generate, "/etc", "tool_calling", 0, "hi", 1.0, 1.0, 8, 0)
 
 
-@pytest.mark.parametrize("change, says", [
-    (dict(prompt="x" * 100_000), "The prompt is too long: 100,000 characters"),
-    (dict(prompt=""), "The prompt is empty"),
-    (dict(response="y" * 100_000), "The response is too long: 100,000 characters"),
-    (dict(infos=["i" * 100_000]), "too long: 100,000 characters"),
-    (dict(verifiers=["no.such"]), "unknown verifier 'no.such'"),
-    (dict(verifiers=["tool_call.format"] * 7), "At most 6 verifiers"),
-    (dict(template="{info:>100000000}"), "bad information template"),
-    (dict(template="{info.__class__.__mro__}"), "bad information template"),
-    (dict(metric="mse"), "mse"),
-    (dict(control="drop_tables"), "unknown control 'drop_tables'"),
-    (dict(position="everywhere"), "unknown info_position 'everywhere'"),
-    (dict(index=10**9), "No example 1000000000 in tool_calling"),
-    (dict(task="poetry"), "unknown task family 'poetry'"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (dict(prompt="x" * 100_000), "The prompt is too long: 100,000 characters"),
+        (dict(prompt=""), "The prompt is empty"),
+        (dict(response="y" * 100_000), "The response is too long: 100,000 characters"),
+        (dict(infos=["i" * 100_000]), "too long: 100,000 characters"),
+        (dict(verifiers=["no.such"]), "unknown verifier 'no.such'"),
+        (dict(verifiers=["tool_call.format"] * 7), "At most 6 verifiers"),
+        (dict(template="{info:>100000000}"), "bad information template"),
+        (dict(template="{info.__class__.__mro__}"), "bad information template"),
+        (dict(metric="mse"), "mse"),
+        (dict(control="drop_tables"), "unknown control 'drop_tables'"),
+        (dict(position="everywhere"), "unknown info_position 'everywhere'"),
+        (dict(index=10**9), "No example 1000000000 in tool_calling"),
+        (dict(task="poetry"), "unknown task family 'poetry'"),
+    ],
+)
 def test_bad_replay_inputs_are_readable_errors(change, says, ckpt):
     message = _error(rt.replay_response, *replay_inputs(ckpt, **change))
     assert says in message and "Traceback" not in message
 
 
-@pytest.mark.parametrize("response", [
-    "\x00\x01\x1b[2J\x7f" * 5,
-    "😀 مرحبا 你好 e\u0301 \u202eevil",
-    '<script>alert(1)</script><img src=x onerror="alert(2)">',
-])
+@pytest.mark.parametrize(
+    "response",
+    [
+        "\x00\x01\x1b[2J\x7f" * 5,
+        "😀 مرحبا 你好 e\u0301 \u202eevil",
+        '<script>alert(1)</script><img src=x onerror="alert(2)">',
+    ],
+)
 def test_odd_responses_render_escaped(response, ckpt):
     out = rt.replay_response(*replay_inputs(ckpt, response=response))
     rel, sent = out[0], out[1]["value"]  # the JSON text the page receives
@@ -128,12 +145,15 @@ def test_odd_responses_render_escaped(response, ckpt):
     assert json.loads(sent)["tokens"] == payload["tokens"]  # and the text itself arrives unchanged
 
 
-@pytest.mark.parametrize("sql, why", [
-    ("DROP TABLE orders", "only reading is allowed"),
-    ("ATTACH DATABASE '/tmp/evil.sqlite' AS evil", "denied"),
-    ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c", "budget"),
-    ("SELECT load_extension('/tmp/evil.so')", "load_extension"),
-])
+@pytest.mark.parametrize(
+    "sql, why",
+    [
+        ("DROP TABLE orders", "only reading is allowed"),
+        ("ATTACH DATABASE '/tmp/evil.sqlite' AS evil", "denied"),
+        ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c", "budget"),
+        ("SELECT load_extension('/tmp/evil.so')", "load_extension"),
+    ],
+)
 def test_hostile_sql_typed_as_a_response_scores_zero_in_the_verdicts(sql, why, ckpt):
     out = rt.replay_response(*replay_inputs(ckpt, of_task="text_to_sql", response=f"```sql\n{sql}\n```"))
     verdicts = out[5].set_index("verifier")
@@ -141,14 +161,17 @@ def test_hostile_sql_typed_as_a_response_scores_zero_in_the_verdicts(sql, why, c
     assert why in verdicts.loc["sql.execution", "reason"]
 
 
-@pytest.mark.parametrize("args, says", [
-    ((-1.0, 1.0, 8, 0), "the temperature must be 0 (greedy) or lie in [0.001, 100], got -1.0"),
-    ((float("nan"), 1.0, 8, 0), "the temperature must be 0 (greedy) or lie in [0.001, 100], got nan"),
-    ((1e-300, 1.0, 8, 0), "the temperature must be 0 (greedy) or lie in [0.001, 100], got 1e-300"),
-    ((1.0, 0.0, 8, 0), "top_p must lie in (0, 1], got 0.0"),
-    ((1.0, 1.0, 8, 2**70), "the seed must lie in"),
-    ((1.0, 1.0, -3, 0), "max_new_tokens must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        ((-1.0, 1.0, 8, 0), "the temperature must be 0 (greedy) or lie in [0.001, 100], got -1.0"),
+        ((float("nan"), 1.0, 8, 0), "the temperature must be 0 (greedy) or lie in [0.001, 100], got nan"),
+        ((1e-300, 1.0, 8, 0), "the temperature must be 0 (greedy) or lie in [0.001, 100], got 1e-300"),
+        ((1.0, 0.0, 8, 0), "top_p must lie in (0, 1], got 0.0"),
+        ((1.0, 1.0, 8, 2**70), "the seed must lie in"),
+        ((1.0, 1.0, -3, 0), "max_new_tokens must be at least 1"),
+    ],
+)
 def test_bad_generation_settings_are_readable_errors(args, says, ckpt):
     assert says in _error(rt.generate, ckpt, "tool_calling", 0, "Weather in Oslo?", *args)
 
@@ -166,11 +189,14 @@ def replayed(ckpt):
     return rt.replay_response(*replay_inputs(ckpt))[0]
 
 
-@pytest.mark.parametrize("rows, says", [
-    ([["a", "1; DROP TABLE x", 1.0], ["b", 0.0, 0.0]], "must be a number"),
-    ([["a", "inf", "-inf"], ["b", "", None]], "must be a number"),
-    ([["a", 1.0, 1.0]], "at least two responses"),
-])
+@pytest.mark.parametrize(
+    "rows, says",
+    [
+        ([["a", "1; DROP TABLE x", 1.0], ["b", 0.0, 0.0]], "must be a number"),
+        ([["a", "inf", "-inf"], ["b", "", None]], "must be a number"),
+        ([["a", 1.0, 1.0]], "at least two responses"),
+    ],
+)
 def test_bad_group_tables_are_readable_errors(rows, says, replayed):
     frame = pd.DataFrame(rows, columns=["response", *replayed.verifiers])
     assert says in _error(rt.advantages, replayed, frame, 1.0, 1.0, "controlled")
@@ -199,21 +225,23 @@ def client(ckpt):
     demo = build_app()
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("gradio.networking.url_ok", _patient_url_ok)
-        _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=_free_port(),
-                                quiet=True)
+        _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=_free_port(), quiet=True)
     c = gradio_client.Client(url, verbose=False, analytics_enabled=False)
     yield c
     c.close()
     demo.close()
 
 
-@pytest.mark.parametrize("change, says", [
-    (dict(checkpoint="/etc/passwd"), "policy not found"),
-    (dict(checkpoint="../../../../../../../etc"), "is not a model folder"),
-    (dict(response="\x00" * 10 + "😀" * 10), None),
-    (dict(template="{info:>100000000}"), "bad information template"),
-    (dict(infos=["i" * 100_000]), "too long: 100,000 characters"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (dict(checkpoint="/etc/passwd"), "policy not found"),
+        (dict(checkpoint="../../../../../../../etc"), "is not a model folder"),
+        (dict(response="\x00" * 10 + "😀" * 10), None),
+        (dict(template="{info:>100000000}"), "bad information template"),
+        (dict(infos=["i" * 100_000]), "too long: 100,000 characters"),
+    ],
+)
 def test_endpoints_answer_hostile_input_and_keep_serving(client, ckpt, change, says):
     change.setdefault("checkpoint", ckpt)
     checkpoint = change.pop("checkpoint")
@@ -248,6 +276,7 @@ def test_smuggled_database_path_in_an_upload_is_skipped(client, ckpt, tmp_path):
     evil = {**good, "id": "evil", "meta": {**ex.meta, "db_path": "/etc/passwd"}}
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(good) + "\n" + json.dumps(evil) + "\n")
-    status = client.predict(ckpt, gradio_client.handle_file(str(path)), "js", "none", "user_end",
-                            api_name="/rollouts")[0]
+    status = client.predict(ckpt, gradio_client.handle_file(str(path)), "js", "none", "user_end", api_name="/rollouts")[
+        0
+    ]
     assert "Scored 1 rollouts" in status and "line 2: 'meta.db_path' is not accepted" in status

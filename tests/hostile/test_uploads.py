@@ -1,6 +1,7 @@
 """Threat: uploaded parquet and zip files that decompress without bound (many identical rows, one huge cell,
 thousands of columns, a million-token row, a zip whose headers understate its sizes), and uploads larger than
 MRTPO_MAX_UPLOAD_MB. Each is refused from the footer or while streaming, within the case budget."""
+
 import struct
 import zipfile
 
@@ -9,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from mrtpo_viz.integrations import run_files, trl_runs
+from mrtpo_viz.integrations import run_files, run_uploads
 from mrtpo_viz.ui import runs_tab
 
 from .bounded import bounded
@@ -27,8 +28,16 @@ def write(table: pa.Table, path, **kw):
 
 
 def trl_table(n: int, prompt="p", completion="c", extra=None) -> pa.Table:
-    return pa.table({"step": pa.array([1] * n), "prompt": [prompt] * n, "completion": [completion] * n,
-                     "ok": pa.array([1.0] * n), **(extra or {}), "advantage": pa.array([0.0] * n)})
+    return pa.table(
+        {
+            "step": pa.array([1] * n),
+            "prompt": [prompt] * n,
+            "completion": [completion] * n,
+            "ok": pa.array([1.0] * n),
+            **(extra or {}),
+            "advantage": pa.array([0.0] * n),
+        }
+    )
 
 
 def test_many_identical_rows_are_refused_from_the_footer(tmp_path):
@@ -43,11 +52,24 @@ def test_one_huge_cell_is_refused_from_the_footer_or_while_reading(tmp_path):
     footer says its column chunk is larger than one row can hold under the cell cap; where the rows are many, the
     chunk passes and the batch check refuses the cell."""
     up = write(trl_table(1, completion="a" * (30 * 2**20)), tmp_path / "completions_00001.parquet")
-    with bounded(), pytest.raises(gr.Error, match=r"a cell of column 'completion' holds more than 1024 KiB \(the "
-                                                  r"file says so\)"):
+    with (
+        bounded(),
+        pytest.raises(
+            gr.Error,
+            match=r"a cell of column 'completion' holds more than 1024 KiB \(the "
+            r"file says so\)",
+        ),
+    ):
         runs_tab.open_run("", up)
-    table = pa.table({"step": [1] * 40, "prompt": ["p"] * 40, "completion": ["a" * (3 * 2**20)] + ["c"] * 39,
-                      "ok": [1.0] * 40, "advantage": [0.0] * 40})
+    table = pa.table(
+        {
+            "step": [1] * 40,
+            "prompt": ["p"] * 40,
+            "completion": ["a" * (3 * 2**20)] + ["c"] * 39,
+            "ok": [1.0] * 40,
+            "advantage": [0.0] * 40,
+        }
+    )
     up = write(table, tmp_path / "completions_00002.parquet", use_dictionary=False)
     with bounded(), pytest.raises(gr.Error, match=r"a cell of column 'completion' holds 3.0 MiB; at most 1024 KiB"):
         runs_tab.open_run("", up)
@@ -64,8 +86,14 @@ def test_ten_thousand_reward_columns_are_refused(tmp_path):
     """The threat: 10,000 reward columns take minutes and keep a core busy after the client has left."""
     extra = {f"r{i}": pa.array([1.0, 0.0]) for i in range(10_000)}
     up = write(trl_table(2, extra=extra), tmp_path / "completions_00001.parquet")
-    with bounded(), pytest.raises(gr.Error, match=r"footer is \d.\d MiB \(thousands of columns or row groups\); a run "
-                                                  r"file here has at most 512 columns"):
+    with (
+        bounded(),
+        pytest.raises(
+            gr.Error,
+            match=r"footer is \d.\d MiB \(thousands of columns or row groups\); a run "
+            r"file here has at most 512 columns",
+        ),
+    ):
         runs_tab.open_run("", up)  # refused from the footer's length, before the footer is parsed
     extra = {f"r{i}": pa.array([1.0, 0.0]) for i in range(1000)}
     up = write(trl_table(2, extra=extra), tmp_path / "completions_00002.parquet")
@@ -76,8 +104,18 @@ def test_ten_thousand_reward_columns_are_refused(tmp_path):
 def test_a_million_token_row_is_refused(tmp_path):
     """The threat: one row of a million token advantages holds the tab for over a minute."""
     n = 1_000_000
-    table = pa.table({"step": [1], "row": [0], "group": [0], "prompt": ["p"], "completion": ["c"],
-                      "advantage": [0.0], "token_advantages": pa.array([[0.0] * n]), "reward/ok": [1.0]})
+    table = pa.table(
+        {
+            "step": [1],
+            "row": [0],
+            "group": [0],
+            "prompt": ["p"],
+            "completion": ["c"],
+            "advantage": [0.0],
+            "token_advantages": pa.array([[0.0] * n]),
+            "reward/ok": [1.0],
+        }
+    )
     up = write(table, tmp_path / "tokens_00001.parquet")
     with bounded(), pytest.raises(gr.Error, match=r"holds 1,000,000 items; at most 65,536"):
         runs_tab.open_run("", up)
@@ -100,7 +138,7 @@ def understated_zip(path, size: int):
                 out.write(chunk)
     data = bytearray(path.read_bytes())
     central = data.rindex(b"PK\x01\x02")
-    data[central + 24:central + 28] = struct.pack("<I", 100)  # uncompressed size
+    data[central + 24 : central + 28] = struct.pack("<I", 100)  # uncompressed size
     path.write_bytes(bytes(data))
 
 
@@ -120,7 +158,7 @@ def test_the_running_cap_stops_members_that_unpack_to_more_than_their_headers_sa
             zf.writestr(f"completions_{step:05d}.parquet", b"\0" * (4 * 2**20))
     dest = tmp_path / "d"
     with bounded(), pytest.raises(ValueError, match=r"unpacks to more than"):
-        trl_runs.extract_upload(up, dest, max_bytes=2**20)  # 10 MiB in all; 12 MiB inside
+        run_uploads.extract_upload(up, dest, max_bytes=2**20)  # 10 MiB in all; 12 MiB inside
     with zipfile.ZipFile(up) as zf:  # the same cap, counted on the bytes that really come out
         budget = [5 * 2**20]
         (dest / "x").mkdir(parents=True)
@@ -155,8 +193,9 @@ def test_uploads_over_the_cap_are_refused_while_they_stream_in(tmp_path, monkeyp
     assert options["max_file_size"] == 2**20
     with gr.Blocks() as demo:
         gr.File()
-    _, url, _ = demo.launch(prevent_thread_lock=True, server_port=free_port(), quiet=True,
-                            max_file_size=options["max_file_size"])
+    _, url, _ = demo.launch(
+        prevent_thread_lock=True, server_port=free_port(), quiet=True, max_file_size=options["max_file_size"]
+    )
     try:
         with bounded():
             big = httpx.post(f"{url}gradio_api/upload", files={"files": ("run.zip", b"\0" * (3 * 2**20))}, timeout=30)

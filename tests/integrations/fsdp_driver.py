@@ -10,6 +10,7 @@ replay, advantages, loss, update). Writes ``OUT/<mode>/result.json``: the token 
 advantages of every generation batch (gathered rows, in TRL's global order), the logged losses, and the full
 parameters after the steps (``OUT/<mode>/params.pt``).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,15 @@ from mrtpo_viz.integrations.trl_fsdp import allow_cpu_fsdp, is_fsdp2  # noqa: E4
 from mrtpo_viz.tasks import Verifier  # noqa: E402
 from tests.integrations.test_trl import POLICY, config, dataset  # noqa: E402
 
-FSDP2 = dict(fsdp="full_shard", fsdp_config={"fsdp_version": 2, "transformer_layer_cls_to_wrap": ["LlamaDecoderLayer"],
-                                             "reshard_after_forward": True, "state_dict_type": "FULL_STATE_DICT"})
+FSDP2 = dict(
+    fsdp="full_shard",
+    fsdp_config={
+        "fsdp_version": 2,
+        "transformer_layer_cls_to_wrap": ["LlamaDecoderLayer"],
+        "reshard_after_forward": True,
+        "state_dict_type": "FULL_STATE_DICT",
+    },
+)
 
 
 # Rewards that vary between the tiny policy's completions (its 8-token answers are often alike), on a dyadic grid
@@ -48,8 +56,12 @@ def distinct(completions, **kwargs):
     return [(len(set(c)) % 4) / 4 for c in _texts(completions)]
 
 
-VERIFIERS = [Verifier.from_trl(fn, name=fn.__name__, info=lambda ex, _n=fn.__name__: f"{_n} of the answer to: "
-                               f"{ex.messages()[-1]['content']}") for fn in (ords, distinct)]
+VERIFIERS = [
+    Verifier.from_trl(
+        fn, name=fn.__name__, info=lambda ex, _n=fn.__name__: f"{_n} of the answer to: {ex.messages()[-1]['content']}"
+    )
+    for fn in (ords, distinct)
+]
 GLOBAL_BATCH = 8  # 2 prompts x 4 generations per step, in both runs
 SEED = int(os.environ.get("MRTPO_FSDP_SEED", "1234"))
 
@@ -64,8 +76,9 @@ class Recorded(MRTPOTrainer):
             ids = self.replay_ids[len(self.sampled)]
             self.sampled.append(ids)
             return ids, None
-        ids, logprobs = super()._generate_single_turn(prompt_ids, images, multimodal_fields, num_generations,
-                                                      has_tool_images)
+        ids, logprobs = super()._generate_single_turn(
+            prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+        )
         self.sampled.append([list(map(int, r)) for r in gather_object([list(map(int, r)) for r in ids])])
         return ids, logprobs
 
@@ -76,17 +89,22 @@ class Recorded(MRTPOTrainer):
 
     def _log_batch(self, mode, G, rows, examples, output, lengths, rewards, relevance, parts, token_adv, replay_s):
         mask = output["completion_mask"].cpu()
-        local = [(row[:int(m.sum())].tolist(), float(a)) for row, m, a in
-                 zip(token_adv.cpu().double(), mask, output["advantages"].cpu().double())]
+        local = [
+            (row[: int(m.sum())].tolist(), float(a))
+            for row, m, a in zip(token_adv.cpu().double(), mask, output["advantages"].cpu().double())
+        ]
         self.batches.append(gather_object(local))
-        return super()._log_batch(mode, G, rows, examples, output, lengths, rewards, relevance, parts, token_adv,
-                                  replay_s)
+        return super()._log_batch(
+            mode, G, rows, examples, output, lengths, rewards, relevance, parts, token_adv, replay_s
+        )
 
 
 def full_params(model) -> dict[str, torch.Tensor]:
     """Every parameter whole (an FSDP2 DTensor is all-gathered: every rank must call this)."""
-    return {n: (p.full_tensor() if hasattr(p, "full_tensor") else p).detach().clone().double()
-            for n, p in model.named_parameters()}
+    return {
+        n: (p.full_tensor() if hasattr(p, "full_tensor") else p).detach().clone().double()
+        for n, p in model.named_parameters()
+    }
 
 
 def main(out: Path, mode: str) -> None:
@@ -95,8 +113,17 @@ def main(out: Path, mode: str) -> None:
         allow_cpu_fsdp()
     world = int(os.environ.get("WORLD_SIZE", "1")) if sharded else 1
     extra = FSDP2 if sharded else {}
-    args = config(out, mode, MRTPOConfig, per_device_train_batch_size=GLOBAL_BATCH // world, alpha=1.0, seed=SEED,
-                  data_seed=SEED, reward_weights=[1.0, 0.5], **extra)
+    args = config(
+        out,
+        mode,
+        MRTPOConfig,
+        per_device_train_batch_size=GLOBAL_BATCH // world,
+        alpha=1.0,
+        seed=SEED,
+        data_seed=SEED,
+        reward_weights=[1.0, 0.5],
+        **extra,
+    )
     trainer = Recorded(model=POLICY, reward_funcs=VERIFIERS, train_dataset=dataset(), args=args)
     trainer.sampled, trainer.batches, trainer.sharded_replays = [], [], []
     if not sharded:
@@ -112,11 +139,19 @@ def main(out: Path, mode: str) -> None:
             (here / "completions.json").write_text(json.dumps(trainer.sampled))
         logged = [h for h in trainer.state.log_history if "loss" in h]
         plugin = getattr(trainer.accelerator.state, "fsdp_plugin", None)
-        (here / "result.json").write_text(json.dumps({
-            "world": world, "fsdp_version": getattr(plugin, "fsdp_version", None),
-            "dtensor": any(hasattr(p, "full_tensor") for p in trainer.model.parameters()),
-            "sharded_replays": trainer.sharded_replays, "losses": [h["loss"] for h in logged],
-            "grad_norms": [h["grad_norm"] for h in logged], "batches": trainer.batches}))
+        (here / "result.json").write_text(
+            json.dumps(
+                {
+                    "world": world,
+                    "fsdp_version": getattr(plugin, "fsdp_version", None),
+                    "dtensor": any(hasattr(p, "full_tensor") for p in trainer.model.parameters()),
+                    "sharded_replays": trainer.sharded_replays,
+                    "losses": [h["loss"] for h in logged],
+                    "grad_norms": [h["grad_norm"] for h in logged],
+                    "batches": trainer.batches,
+                }
+            )
+        )
         torch.save(params, here / "params.pt")
 
 

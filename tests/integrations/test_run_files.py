@@ -1,6 +1,7 @@
 """Opening run files under a root: which paths are admitted, what a bounded read returns (exact values), and the
 caps that refuse a file from its footer or its batches (hostile cases: tests/hostile/test_paths.py and
 test_uploads.py)."""
+
 import json
 import os
 
@@ -41,8 +42,13 @@ def test_read_json_is_bounded(tmp_path):
 
 def test_read_parquet_returns_the_file_in_batches(tmp_path, monkeypatch):
     monkeypatch.setattr(run_files, "BATCH_ROWS", 3)  # several batches for 10 rows
-    frame = pd.DataFrame({"row": range(10), "completion": [f"c{i}" for i in range(10)],
-                          "token_advantages": [[0.5 * i, -0.25] for i in range(10)]})
+    frame = pd.DataFrame(
+        {
+            "row": range(10),
+            "completion": [f"c{i}" for i in range(10)],
+            "token_advantages": [[0.5 * i, -0.25] for i in range(10)],
+        }
+    )
     frame.to_parquet(tmp_path / "t.parquet")
     got = read_parquet(tmp_path / "t.parquet", tmp_path)
     assert got["row"].tolist() == list(range(10)) and got["completion"].tolist()[9] == "c9"

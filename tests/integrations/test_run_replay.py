@@ -1,5 +1,6 @@
 """One completion of a run as a token view: from the example run's per-token log (nothing recomputed), and replayed
 on demand for a plain TRL run (the same completions with only TRL's file), against the library's own numbers."""
+
 import json
 import shutil
 
@@ -51,8 +52,10 @@ def test_a_plain_run_is_replayed_on_demand(trl_example_run, tmp_path):
         assert br.gdpo == pytest.approx(record["advantage"], abs=1e-5)  # ours vs TRL's GDPO (float32)
         assert float(br.mrtpo.mean()) == pytest.approx(br.gdpo, abs=1e-5)
         log = trl_runs.completion_record(logged, row)
-        if view.relevance.token_ids == log["completion_ids"][:len(view.relevance.token_ids)] and \
-                len(view.relevance.token_ids) == len(log["completion_ids"]) - 1:  # the log also holds the EOS
+        if (
+            view.relevance.token_ids == log["completion_ids"][: len(view.relevance.token_ids)]
+            and len(view.relevance.token_ids) == len(log["completion_ids"]) - 1
+        ):  # the log also holds the EOS
             want = torch.tensor([log[trl_log.relevance_column(n)][:-1] for n in NAMES])
             assert (view.relevance.scores - want).abs().max() <= 1e-4  # one replay vs the batched group replay
             checked += 1
@@ -66,8 +69,10 @@ def test_guess_and_parse_infos():
     assert run_replay.guess_infos([{"role": "user", "content": "nothing bundled"}], NAMES) == {}
     assert run_replay.guess_infos(ex.messages(), ["my_reward"]) == {}
     text = "tool_call.format: be one block\n\ntool_call.correctness:   call f(x)  "
-    assert run_replay.parse_infos(text, NAMES) == {"tool_call.format": "be one block",
-                                                   "tool_call.correctness": "call f(x)"}
+    assert run_replay.parse_infos(text, NAMES) == {
+        "tool_call.format": "be one block",
+        "tool_call.correctness": "call f(x)",
+    }
     with pytest.raises(ValueError, match="not understood: 'other'"):
         run_replay.parse_infos("other: text", NAMES)
     with pytest.raises(ValueError, match="not understood: 'no colon here'"):
@@ -83,8 +88,14 @@ def test_step_breakdown_uses_the_whole_step():
     from mrtpo_viz.advantages import mrtpo_token_advantages
 
     rewards = [[1.0, 0.0], [0.0, 0.0], [1.0, 1.0], [0.0, 1.0]]
-    frame = pd.DataFrame({"row": range(4), "group": [0, 0, 1, 1], "reward/a": [r[0] for r in rewards],
-                          "reward/b": [r[1] for r in rewards]})
+    frame = pd.DataFrame(
+        {
+            "row": range(4),
+            "group": [0, 0, 1, 1],
+            "reward/a": [r[0] for r in rewards],
+            "reward/b": [r[1] for r in rewards],
+        }
+    )
     rel = torch.tensor([[0.1, 0.9, 0.0], [0.5, 0.5, 0.5]])
     br = run_replay.step_breakdown(frame, {"row": 2}, ["a", "b"], rel)
     full = torch.ones(2, 2, 2, 3)

@@ -10,6 +10,7 @@
   fail); the replay runs once per generation batch; the logged relevance is the replay of the sampling policy.
 - the refusals, the per-token parquet, evaluation's own file, two processes (gloo).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,12 @@ from tests.conftest import AGREEMENT  # noqa: E402
 
 TOL = 1e-6
 POLICY = str(BUNDLED_POLICY_DIR)
-PROMPTS = ["Call the weather tool for Paris.", "Write a SQL query that lists all customers.",
-           "Answer in lowercase: what is the capital of Italy?", "Give three bullet points about tea."]
+PROMPTS = [
+    "Call the weather tool for Paris.",
+    "Write a SQL query that lists all customers.",
+    "Answer in lowercase: what is the capital of Italy?",
+    "Give three bullet points about tea.",
+]
 WEIGHTS = [1.0, 0.5, 0.25]
 
 
@@ -63,8 +68,12 @@ def vowels(completions, **kwargs):
 
 
 REWARDS = [brace, length, vowels]
-VERIFIERS = [Verifier.from_trl(fn, name=fn.__name__, info=lambda ex, _n=fn.__name__: f"{_n} of the answer to: "
-                               f"{ex.messages()[-1]['content']}") for fn in REWARDS]
+VERIFIERS = [
+    Verifier.from_trl(
+        fn, name=fn.__name__, info=lambda ex, _n=fn.__name__: f"{_n} of the answer to: {ex.messages()[-1]['content']}"
+    )
+    for fn in REWARDS
+]
 
 
 def dataset():
@@ -75,11 +84,29 @@ def config(tmp_path, name, cls=GRPOConfig, **overrides):
     """What makes two CPU runs identical: same seed, float32 (GRPOConfig defaults to bf16), ``use_cpu``, no
     dataloader workers, one process, the same batch geometry, no reporting. ``Trainer.train`` reseeds the global RNG
     from ``seed``; TRL's sampler seeds its own generator."""
-    args = dict(output_dir=str(tmp_path / name), seed=1234, data_seed=1234, use_cpu=True, bf16=False, fp16=False,
-                report_to=[], logging_steps=1, save_strategy="no", eval_strategy="no", disable_tqdm=True,
-                dataloader_num_workers=0, gradient_checkpointing=False, max_steps=2, optim="adamw_torch",
-                learning_rate=1e-3, per_device_train_batch_size=8, num_generations=4, max_completion_length=8,
-                multi_objective_aggregation="normalize_then_sum", reward_weights=WEIGHTS)
+    args = dict(
+        output_dir=str(tmp_path / name),
+        seed=1234,
+        data_seed=1234,
+        use_cpu=True,
+        bf16=False,
+        fp16=False,
+        report_to=[],
+        logging_steps=1,
+        save_strategy="no",
+        eval_strategy="no",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        gradient_checkpointing=False,
+        max_steps=2,
+        optim="adamw_torch",
+        learning_rate=1e-3,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=8,
+        multi_objective_aggregation="normalize_then_sum",
+        reward_weights=WEIGHTS,
+    )
     args.update(overrides)
     return cls(**args)
 
@@ -119,11 +146,19 @@ class MRTPORecording(RecordLoss, MRTPOTrainer):
         return super()._relevance(examples, output, lengths)
 
     def _log_batch(self, mode, G, rows, examples, output, lengths, rewards, relevance, parts, token_adv, replay_s):
-        self.batches.append(dict(trl=output["advantages"].cpu().clone(), token=token_adv.cpu().clone(),
-                                 relevance=relevance.clone(), mask=output["completion_mask"].cpu().clone(),
-                                 rewards=self._mrtpo_rewards.cpu().clone(), G=G))
-        return super()._log_batch(mode, G, rows, examples, output, lengths, rewards, relevance, parts, token_adv,
-                                  replay_s)
+        self.batches.append(
+            dict(
+                trl=output["advantages"].cpu().clone(),
+                token=token_adv.cpu().clone(),
+                relevance=relevance.clone(),
+                mask=output["completion_mask"].cpu().clone(),
+                rewards=self._mrtpo_rewards.cpu().clone(),
+                G=G,
+            )
+        )
+        return super()._log_batch(
+            mode, G, rows, examples, output, lengths, rewards, relevance, parts, token_adv, replay_s
+        )
 
 
 def train(tmp_path, name, kind, overrides=None, **kwargs):
@@ -132,11 +167,21 @@ def train(tmp_path, name, kind, overrides=None, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if kind == "grpo":
-            t = GRPORecording(model=POLICY, reward_funcs=REWARDS, args=config(tmp_path, name, **(overrides or {})),
-                              train_dataset=dataset(), callbacks=[rec])
+            t = GRPORecording(
+                model=POLICY,
+                reward_funcs=REWARDS,
+                args=config(tmp_path, name, **(overrides or {})),
+                train_dataset=dataset(),
+                callbacks=[rec],
+            )
         else:
-            t = MRTPORecording(model=POLICY, reward_funcs=VERIFIERS, train_dataset=dataset(), callbacks=[rec],
-                               args=config(tmp_path, name, MRTPOConfig, **{**(overrides or {}), **kwargs}))
+            t = MRTPORecording(
+                model=POLICY,
+                reward_funcs=VERIFIERS,
+                train_dataset=dataset(),
+                callbacks=[rec],
+                args=config(tmp_path, name, MRTPOConfig, **{**(overrides or {}), **kwargs}),
+            )
             t.replays = 0
         t.losses, t.generations, t.batches = [], 0, []
         before = {k: v.detach().clone() for k, v in t.model.named_parameters()}
@@ -152,8 +197,9 @@ def max_diff(a: dict, b: dict) -> float:
 SETUPS = {
     "dapo": {},
     "grpo_beta_seqIS": dict(loss_type="grpo", beta=0.04, importance_sampling_level="sequence"),
-    "bnpo_ga2_mu2": dict(loss_type="bnpo", per_device_train_batch_size=4, gradient_accumulation_steps=2,
-                         num_iterations=2),
+    "bnpo_ga2_mu2": dict(
+        loss_type="bnpo", per_device_train_batch_size=4, gradient_accumulation_steps=2, num_iterations=2
+    ),
 }
 SGD = dict(optim="sgd", learning_rate=0.1)
 
@@ -192,9 +238,11 @@ def test_alpha0_same_loss_gradients_and_update_as_trl_gdpo(runs, setup):
     update = max(float((g1[k] - g0[k]).abs().max()) for k in g0)
     assert update > 100 * TOL, f"the update ({update:.3g}) is too small for the comparison to mean anything"
     assert m.replays == m.generations  # the replay really ran (log_tokens) and still changed nothing
-    AGREEMENT.append(f"MRTPOTrainer(alpha=0) vs trl.GRPOTrainer(normalize_then_sum), {setup}, AdamW: max |loss diff| "
-                     f"{loss_gap:.1e}, |grad diff| {grad_gap:.1e}, |param diff| {max_diff(g1, m1):.1e} "
-                     f"(update {update:.1e})")
+    AGREEMENT.append(
+        f"MRTPOTrainer(alpha=0) vs trl.GRPOTrainer(normalize_then_sum), {setup}, AdamW: max |loss diff| "
+        f"{loss_gap:.1e}, |grad diff| {grad_gap:.1e}, |param diff| {max_diff(g1, m1):.1e} "
+        f"(update {update:.1e})"
+    )
     if setup == "grpo_beta_seqIS":
         # AdamW's first step is ~lr * g / (|g| + 1e-8): on coordinates with |g| near 1e-8 it turns float32 rounding
         # differences of ~1e-11 into parameter differences of ~lr * 1e-3. Sequence-level importance sampling
@@ -224,8 +272,13 @@ def test_alpha1_token_mean_is_trl_sequence_advantage(runs, setup):
         # = the library's MRTPO of the whole batch (one process). TRL's float32 GDPO and our float64 one agree to
         # ~1e-7 relative on dyadic rewards (tests/test_advantages_trl.py); token advantages reach ~10 here
         N, T = len(adv) // b["G"], adv.shape[1]
-        ours = mrtpo_token_advantages(b["rewards"].double().view(N, b["G"], 3), b["relevance"].double().view(
-            N, b["G"], 3, T), mask.view(N, b["G"], T), WEIGHTS, alpha=1.0).view(-1, T)
+        ours = mrtpo_token_advantages(
+            b["rewards"].double().view(N, b["G"], 3),
+            b["relevance"].double().view(N, b["G"], 3, T),
+            mask.view(N, b["G"], T),
+            WEIGHTS,
+            alpha=1.0,
+        ).view(-1, T)
         assert float(((ours - adv) * mask).abs().max()) <= 1e-5
 
 
@@ -279,7 +332,7 @@ def test_the_per_token_parquet_and_trl_logs(runs):
     assert info["rewards"] == ["brace", "length", "vowels"] and info["reward_weights"] == WEIGHTS
     assert info["alpha"] == 1.0 and info["num_generations"] == 4
     df = pd.read_parquet(os.path.join(out, trl_log.LOG_DIR, trl_log.token_file(2)))
-    assert list(df.columns[:len(trl_log.BASE_COLUMNS)]) == list(trl_log.BASE_COLUMNS)
+    assert list(df.columns[: len(trl_log.BASE_COLUMNS)]) == list(trl_log.BASE_COLUMNS)
     assert len(df) == 8 and (df["step"] == 2).all() and (df["mode"] == "train").all()
     b = m.batches[1]  # what the loss used in step 2
     for _, row in df.iterrows():
@@ -333,8 +386,12 @@ def config_tmp(**over):
 def test_plain_text_prompts_are_refused_at_the_first_batch(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t = MRTPOTrainer(model=POLICY, reward_funcs=VERIFIERS, args=config(tmp_path, "plain", MRTPOConfig),
-                         train_dataset=Dataset.from_dict({"prompt": PROMPTS}))
+        t = MRTPOTrainer(
+            model=POLICY,
+            reward_funcs=VERIFIERS,
+            args=config(tmp_path, "plain", MRTPOConfig),
+            train_dataset=Dataset.from_dict({"prompt": PROMPTS}),
+        )
         with pytest.raises(ValueError, match="conversational prompts"):
             t.train()
 
@@ -355,9 +412,22 @@ def test_evaluation_writes_its_own_file_and_trl_overwrites_its_training_one(tmp_
     evals = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"Evaluate item {i}."}] for i in range(2)]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t = MRTPOTrainer(model=POLICY, reward_funcs=VERIFIERS, train_dataset=dataset(), eval_dataset=evals,
-                         args=config(tmp_path, "eval", MRTPOConfig, max_steps=1, eval_strategy="steps", eval_steps=1,
-                                     per_device_eval_batch_size=8, log_completions=True))
+        t = MRTPOTrainer(
+            model=POLICY,
+            reward_funcs=VERIFIERS,
+            train_dataset=dataset(),
+            eval_dataset=evals,
+            args=config(
+                tmp_path,
+                "eval",
+                MRTPOConfig,
+                max_steps=1,
+                eval_strategy="steps",
+                eval_steps=1,
+                per_device_eval_batch_size=8,
+                log_completions=True,
+            ),
+        )
         t.train()
     out = tmp_path / "eval"
     trl_file = pd.read_parquet(out / "completions" / "completions_00001.parquet")
@@ -367,10 +437,11 @@ def test_evaluation_writes_its_own_file_and_trl_overwrites_its_training_one(tmp_
     assert len(train) == 8 and set(train["prompt"]) <= set(PROMPTS) and (train["mode"] == "train").all()
     assert len(ev) == 8 and ev["prompt"].str.startswith("Evaluate").all() and (ev["mode"] == "eval").all()
     assert "eval_mrtpo/relevance/brace/mean" in t.state.log_history[-2] or any(
-        "eval_mrtpo/relevance/brace/mean" in h for h in t.state.log_history)
+        "eval_mrtpo/relevance/brace/mean" in h for h in t.state.log_history
+    )
 
 
-DDP_DRIVER = '''
+DDP_DRIVER = """
 import hashlib, json, sys, warnings
 warnings.simplefilter("ignore")
 import torch
@@ -404,7 +475,7 @@ json.dump({"rank": rank, "world": t.accelerator.num_processes, "gap": gap, "lib_
            "sha": hashlib.sha256(params.numpy().tobytes()).hexdigest(),
            "rows": [int(b["rewards"].shape[0]) for b in t.batches], "local": [len(b["trl"]) for b in t.batches]},
           open(out / f"rank{rank}.json", "w"))
-'''
+"""
 
 
 @pytest.mark.slow
@@ -419,10 +490,25 @@ def test_two_processes_split_a_group_and_stay_identical(tmp_path):
 
     driver = tmp_path / "driver.py"
     driver.write_text(DDP_DRIVER)
-    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO),
-               ACCELERATE_USE_CPU="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
-           str(driver), str(tmp_path)]
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        PYTHONPATH=str(REPO),
+        ACCELERATE_USE_CPU="1",
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        str(free_port()),
+        str(driver),
+        str(tmp_path),
+    ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
@@ -442,7 +528,7 @@ def test_the_readme_snippet_trains(tmp_path):
     from tests.apphelpers import REPO
 
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Train with TRL"):]
+    section = text[text.index("## Train with TRL") :]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     assert "max_steps=20" in code and '"runs/tool"' in code
     code = code.replace("max_steps=20", "max_steps=1").replace('"runs/tool"', repr(str(tmp_path / "tool")))

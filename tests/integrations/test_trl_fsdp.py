@@ -5,6 +5,7 @@ The driver (``tests/integrations/fsdp_driver.py``) runs 2 steps of MRTPO (alpha 
 shard on CPU), then in one process on the completions the sharded run sampled. Everything after sampling is
 recomputed in each: rewards, the replay (through the sharded model in the first), advantages, loss, update.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,10 +26,17 @@ DRIVER = REPO / "tests" / "integrations" / "fsdp_driver.py"
 
 
 def _run(launcher: list[str], out, mode: str) -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO),
-               ACCELERATE_USE_CPU="1")
-    proc = subprocess.run([*launcher, str(DRIVER), str(out), mode], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=400)
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS="1",
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        PYTHONPATH=str(REPO),
+        ACCELERATE_USE_CPU="1",
+    )
+    proc = subprocess.run(
+        [*launcher, str(DRIVER), str(out), mode], cwd=REPO, env=env, capture_output=True, text=True, timeout=400
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads((out / mode / "result.json").read_text())
     result["params"] = torch.load(out / mode / "params.pt")
@@ -43,8 +51,15 @@ def _token_gap(a: list, b: list) -> float:
 
 @pytest.mark.slow  # ~35 s on 2 cores; CI runs the slow tests too (it runs pytest without -m)
 def test_fsdp2_two_processes_match_one_process(tmp_path):
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-                str(free_port())]
+    torchrun = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        str(free_port()),
+    ]
     sharded = _run(torchrun, tmp_path, "fsdp2")
     single = _run([sys.executable], tmp_path, "single")
     # it really ran sharded: 2 processes, FSDP2, parameters held as DTensors
@@ -61,8 +76,11 @@ def test_fsdp2_two_processes_match_one_process(tmp_path):
     first, second = (_token_gap(a, b) for a, b in zip(sharded["batches"], single["batches"]))
     assert first <= 1e-6
     # TRL's sequence advantages come from the gathered rewards, the same in both: equal to float32 rounding.
-    assert all(abs(sa - sb) <= 1e-6 for ba, bb in zip(sharded["batches"], single["batches"])
-               for (_, sa), (_, sb) in zip(ba, bb))
+    assert all(
+        abs(sa - sb) <= 1e-6
+        for ba, bb in zip(sharded["batches"], single["batches"])
+        for (_, sa), (_, sb) in zip(ba, bb)
+    )
     # Step 2 replays with the weights after one update, which differ by float rounding (gradients reduced across
     # ranks sum in another order): ~1e-6 in the weights, and the relevance normalization (relevance / its mean,
     # JS values ~1e-2) amplifies it ~100x. Measured 8e-5 on advantages up to ~6; a replay of the wrong rows or
@@ -108,8 +126,10 @@ def test_fsdp1_and_zero3_are_refused_with_the_reason():
     from mrtpo_viz.integrations.trl import MRTPOTrainer
 
     def trainer(fsdp_version=None, zero_stage=None):
-        state = NS(fsdp_plugin=NS(fsdp_version=fsdp_version) if fsdp_version else None,
-                   deepspeed_plugin=NS(zero_stage=zero_stage) if zero_stage else None)
+        state = NS(
+            fsdp_plugin=NS(fsdp_version=fsdp_version) if fsdp_version else None,
+            deepspeed_plugin=NS(zero_stage=zero_stage) if zero_stage else None,
+        )
         return NS(_is_vlm=False, is_fsdp_enabled=fsdp_version is not None, accelerator=NS(state=state))
 
     with pytest.raises(ValueError, match="FSDP2 only"):
@@ -120,7 +140,7 @@ def test_fsdp1_and_zero3_are_refused_with_the_reason():
         MRTPOTrainer._refuse_after_init(accepted)
 
 
-LOCKSTEP_DRIVER = '''
+LOCKSTEP_DRIVER = """
 import json, sys
 import torch
 import torch.distributed as dist
@@ -152,7 +172,7 @@ with torch.no_grad():  # both ranks are back in step: one more sharded forward e
     gaps.append(float((model(input_ids=inputs[0]).logits - full(input_ids=inputs[0]).logits).abs().max()))
 json.dump({"rank": rank, "gaps": gaps, "error": error}, open(f"{sys.argv[1]}/rank{rank}.json", "w"))
 dist.destroy_process_group()
-'''
+"""
 
 
 @pytest.mark.slow  # ~10 s
@@ -162,8 +182,17 @@ def test_lockstep_lets_ranks_run_different_numbers_of_forwards(tmp_path):
     driver = tmp_path / "lockstep.py"
     driver.write_text(LOCKSTEP_DRIVER)
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
-           str(driver), str(tmp_path)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        str(free_port()),
+        str(driver),
+        str(tmp_path),
+    ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-4000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]

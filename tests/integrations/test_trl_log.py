@@ -1,4 +1,5 @@
 """The TRL log's pieces on hand-built tensors: weight concentration, the summed metrics, the records, atomic writes."""
+
 import math
 import os
 
@@ -36,18 +37,31 @@ def test_batch_sums():
 
 def test_records_and_an_atomic_write(tmp_path):
     rows = trl_log.completion_rows(
-        step=3, mode="train", first_row=4, num_generations=4, names=["r"], ids=[[5, 6], [7]],
-        tokens=[["a", "b"], ["c"]], texts=["ab", "c"], example_ids=["x", "y"], prompts=["p", "q"],
-        messages=["[]", "[]"], trained=[True, False], rewards=torch.tensor([[1.0], [math.nan]]),
-        relevance=torch.tensor([[[0.5, 0.25]], [[0.75, 9.0]]]), parts=torch.zeros(2, 1, 2),
-        advantage=torch.tensor([0.5, 0.0]), token_advantages=torch.tensor([[0.25, 0.75], [0.0, 9.0]]))
+        step=3,
+        mode="train",
+        first_row=4,
+        num_generations=4,
+        names=["r"],
+        ids=[[5, 6], [7]],
+        tokens=[["a", "b"], ["c"]],
+        texts=["ab", "c"],
+        example_ids=["x", "y"],
+        prompts=["p", "q"],
+        messages=["[]", "[]"],
+        trained=[True, False],
+        rewards=torch.tensor([[1.0], [math.nan]]),
+        relevance=torch.tensor([[[0.5, 0.25]], [[0.75, 9.0]]]),
+        parts=torch.zeros(2, 1, 2),
+        advantage=torch.tensor([0.5, 0.0]),
+        token_advantages=torch.tensor([[0.25, 0.75], [0.0, 9.0]]),
+    )
     assert [r["row"] for r in rows] == [4, 5] and [r["group"] for r in rows] == [1, 1]
     assert rows[1]["relevance/r"] == [0.75] and rows[1]["token_advantages"] == [0.0]  # cut to the row's tokens
     assert math.isnan(rows[1]["reward/r"])
     path = trl_log.write_table(rows, tmp_path / "mrtpo" / trl_log.token_file(3))
     assert path.name == "tokens_00003.parquet" and os.listdir(path.parent) == [path.name]
     back = pd.read_parquet(path)
-    assert list(back.columns[:len(trl_log.BASE_COLUMNS)]) == list(trl_log.BASE_COLUMNS)
+    assert list(back.columns[: len(trl_log.BASE_COLUMNS)]) == list(trl_log.BASE_COLUMNS)
     assert back["tokens"][0].tolist() == ["a", "b"]
     assert trl_log.token_file(12, "eval") == "eval_tokens_00012.parquet"
 

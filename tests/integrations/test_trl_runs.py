@@ -1,5 +1,6 @@
 """Reading a TRL run: hand-built TRL completions files and token logs (exact numbers), uploads (zip members that try
 to leave the folder, zip bombs, non-zips), and the 2-step run of examples/trl_mrtpo.py."""
+
 import json
 import math
 import zipfile
@@ -7,7 +8,7 @@ import zipfile
 import pandas as pd
 import pytest
 
-from mrtpo_viz.integrations import trl_log, trl_runs
+from mrtpo_viz.integrations import run_uploads, trl_log, trl_runs
 
 NAMES = ["fmt", "ok"]
 
@@ -15,14 +16,19 @@ NAMES = ["fmt", "ok"]
 def trl_file(folder, step, rewards, prompts, advantages, conversational=True):
     """TRL's completions_{step:05d}.parquet: step, prompt, completion, one column per reward, extras, advantage."""
     folder.mkdir(parents=True, exist_ok=True)
-    df = pd.DataFrame({
-        "step": step,
-        "prompt": [[{"role": "user", "content": p}] if conversational else p for p in prompts],
-        "completion": [[{"role": "assistant", "content": f"answer {i}"}] if conversational else f"answer {i}"
-                       for i in range(len(prompts))],
-        **{n: [r[k] for r in rewards] for k, n in enumerate(NAMES)},
-        "mrtpo_token_advantages": [[0.5, -0.5]] * len(prompts),  # a log_extra column: a list, not a reward
-        "advantage": advantages})
+    df = pd.DataFrame(
+        {
+            "step": step,
+            "prompt": [[{"role": "user", "content": p}] if conversational else p for p in prompts],
+            "completion": [
+                [{"role": "assistant", "content": f"answer {i}"}] if conversational else f"answer {i}"
+                for i in range(len(prompts))
+            ],
+            **{n: [r[k] for r in rewards] for k, n in enumerate(NAMES)},
+            "mrtpo_token_advantages": [[0.5, -0.5]] * len(prompts),  # a log_extra column: a list, not a reward
+            "advantage": advantages,
+        }
+    )
     df.to_parquet(folder / f"completions_{step:05d}.parquet")
 
 
@@ -88,20 +94,27 @@ def test_not_a_run(tmp_path):
 
 # ----------------------------------------------------------------------------------------------- uploads
 
+
 def test_a_zip_upload_takes_run_files_only_and_never_leaves_its_folder(plain_run, tmp_path):
     up = tmp_path / "run.zip"
     with zipfile.ZipFile(up, "w") as zf:
         zf.write(plain_run / "completions" / "completions_00001.parquet", "out/completions/completions_00001.parquet")
-        zf.writestr("../../evil/completions_00002.parquet", (plain_run / "completions" /
-                                                             "completions_00002.parquet").read_bytes())
+        zf.writestr(
+            "../../evil/completions_00002.parquet",
+            (plain_run / "completions" / "completions_00002.parquet").read_bytes(),
+        )
         zf.writestr("/etc/cron.d/tokens_00009.parquet", b"x")
         zf.writestr("notes.txt", b"ignored")
         zf.writestr("../run.json", json.dumps({"rewards": NAMES}))
     dest = tmp_path / "dest"
-    got = trl_runs.extract_upload(up, dest, max_bytes=2**20)
+    got = run_uploads.extract_upload(up, dest, max_bytes=2**20)
     files = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
-    assert files == ["completions/completions_00001.parquet", "completions/completions_00002.parquet",
-                     "mrtpo/run.json", "mrtpo/tokens_00009.parquet"]
+    assert files == [
+        "completions/completions_00001.parquet",
+        "completions/completions_00002.parquet",
+        "mrtpo/run.json",
+        "mrtpo/tokens_00009.parquet",
+    ]
     assert not (tmp_path / "evil").exists() and not list(tmp_path.parent.glob("evil"))
     run = trl_runs.open_run(got)
     assert [s for m, s in run.steps()] == [9]  # a token log (even a broken one) makes it an MRTPO run
@@ -113,21 +126,22 @@ def test_upload_limits(tmp_path):
     with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("completions_00001.parquet", b"\0" * (12 * 2**20))  # 12 MiB of zeros: ~12 KiB compressed
     with pytest.raises(ValueError, match="unpacks to more than"):
-        trl_runs.extract_upload(bomb, tmp_path / "d", max_bytes=2**20)
+        run_uploads.extract_upload(bomb, tmp_path / "d", max_bytes=2**20)
     assert not (tmp_path / "d").exists()
     with pytest.raises(ValueError, match="MiB are accepted"):
-        trl_runs.extract_upload(bomb, tmp_path / "d", max_bytes=1000)
+        run_uploads.extract_upload(bomb, tmp_path / "d", max_bytes=1000)
     (tmp_path / "a.txt").write_text("hello")
     with pytest.raises(ValueError, match="neither a .zip"):
-        trl_runs.extract_upload(tmp_path / "a.txt", tmp_path / "d", max_bytes=2**20)
+        run_uploads.extract_upload(tmp_path / "a.txt", tmp_path / "d", max_bytes=2**20)
     empty = tmp_path / "empty.zip"
     with zipfile.ZipFile(empty, "w") as zf:
         zf.writestr("readme.md", "no run")
     with pytest.raises(ValueError, match="holds no run files"):
-        trl_runs.extract_upload(empty, tmp_path / "d", max_bytes=2**20)
+        run_uploads.extract_upload(empty, tmp_path / "d", max_bytes=2**20)
 
 
 # ----------------------------------------------------------------------------------------------- an MRTPO run
+
 
 def test_the_example_run_opens_with_its_token_log(trl_example_run):
     _, folder = trl_example_run

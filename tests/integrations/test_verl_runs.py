@@ -1,6 +1,7 @@
 """verl rollout dumps (verl 0.8.0.dev ``_dump_generations``): hand-built files with exact numbers, and a dump
 written the way verl writes one from the bundled policy's samples (tests/integrations/verl_fixture.py), opened,
 replayed and scored by the CLI."""
+
 import json
 import math
 import statistics
@@ -8,7 +9,7 @@ import statistics
 import pytest
 import torch
 
-from mrtpo_viz.integrations import run_replay, trl_runs, verl_runs
+from mrtpo_viz.integrations import run_replay, run_uploads, trl_runs, verl_runs
 from tests.integrations.verl_fixture import PROMPTS, SYSTEM, dump_generations, write_verl_dump
 
 CHATML_A = "system\nAnswer briefly.\nuser\nWhat is 2+2?\nassistant\n"
@@ -18,10 +19,21 @@ CHATML_B = "user\nName a color.\nassistant\n"
 def hand_dump(folder):
     """Step 3: groups A, B interleaved in the file (regrouped by prompt), a text extra key, a bool reward."""
     inputs = [CHATML_A, CHATML_B, CHATML_A, CHATML_B, CHATML_A, CHATML_B]
-    extra = {"acc": [True, False, False, False, True, True], "fmt": [1.0, 0.5, 0.0, 0.5, 1.0, None],
-             "pred": ["4", "x", "5", "y", "4", "red"], "score": [1.5, 0.5, 0.0, 0.5, 2.0, 1.0]}
-    dump_generations(3, inputs, [f"out {i}" for i in range(6)], ["4", "red", "4", "red", "4", "red"],
-                     extra["score"], extra, str(folder))
+    extra = {
+        "acc": [True, False, False, False, True, True],
+        "fmt": [1.0, 0.5, 0.0, 0.5, 1.0, None],
+        "pred": ["4", "x", "5", "y", "4", "red"],
+        "score": [1.5, 0.5, 0.0, 0.5, 2.0, 1.0],
+    }
+    dump_generations(
+        3,
+        inputs,
+        [f"out {i}" for i in range(6)],
+        ["4", "red", "4", "red", "4", "red"],
+        extra["score"],
+        extra,
+        str(folder),
+    )
     return folder
 
 
@@ -34,8 +46,10 @@ def test_a_hand_built_dump_opens_with_groups_rewards_and_grpo_advantages(tmp_pat
     assert frame["reward/acc"].tolist() == [1.0, 0.0, 1.0, 0.0, 0.0, 1.0]
     assert math.isnan(frame["reward/fmt"].iloc[5])  # null: not scored
     assert frame["prompt"].tolist()[:1] == ["What is 2+2?"] and frame["gts"].iloc[3] == "red"
-    assert json.loads(frame["messages"].iloc[0]) == [{"role": "system", "content": "Answer briefly."},
-                                                     {"role": "user", "content": "What is 2+2?"}]
+    assert json.loads(frame["messages"].iloc[0]) == [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "What is 2+2?"},
+    ]
     scores = [1.5, 0.0, 2.0]  # group A: verl's GRPO (unbiased std, eps 1e-6)
     want = [(s - statistics.mean(scores)) / (statistics.stdev(scores) + 1e-6) for s in scores]
     assert frame["advantage"].tolist()[:3] == pytest.approx(want, abs=1e-12)
@@ -75,7 +89,7 @@ def test_a_zip_of_a_dump_uploads(tmp_path):
     with zipfile.ZipFile(tmp_path / "run.zip", "w") as zf:
         zf.write(tmp_path / "dump" / "3.jsonl", "rollouts/3.jsonl")
         zf.writestr("../../evil.jsonl", "{}")  # neither a step file nor a way out of the folder
-    path = trl_runs.extract_upload(tmp_path / "run.zip", tmp_path / "up", max_bytes=2**20)
+    path = run_uploads.extract_upload(tmp_path / "run.zip", tmp_path / "up", max_bytes=2**20)
     assert sorted(p.name for p in path.rglob("*") if p.is_file()) == ["3.jsonl"]
     assert trl_runs.open_run(path).steps() == [("train", 3)]
 
@@ -106,8 +120,10 @@ def test_the_verl_style_dump_replays_with_the_policy_that_wrote_it(fixture_dump,
         assert messages == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
         # the recovered messages render to the very prompt the dump holds
         ids = bundled.chat_ids(messages)
-        assert bundled.tokenizer.decode(ids, skip_special_tokens=True) == json.loads(
-            (fixture_dump / "2.jsonl").read_text().splitlines()[4 * group])["input"]
+        assert (
+            bundled.tokenizer.decode(ids, skip_special_tokens=True)
+            == json.loads((fixture_dump / "2.jsonl").read_text().splitlines()[4 * group])["input"]
+        )
         assert run_replay.record_infos(record, names) == {n: truth for n in names}
     record = trl_runs.completion_record(frame, 5)
     view = run_replay.replayed_view(bundled, frame, record, names, run_replay.record_infos(record, names))
@@ -124,8 +140,21 @@ def test_the_cli_scores_a_dump_folder(fixture_dump, tmp_path, capsys):
     from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
     out = tmp_path / "scores.jsonl"
-    assert main(["score", str(fixture_dump), "--out", str(out), "--checkpoint", str(BUNDLED_POLICY_DIR),
-                 "--verifiers", "overlap"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                str(fixture_dump),
+                "--out",
+                str(out),
+                "--checkpoint",
+                str(BUNDLED_POLICY_DIR),
+                "--verifiers",
+                "overlap",
+            ]
+        )
+        == 0
+    )
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 16 and records[0]["id"] == "step1-row0" and records[0]["task"] == "verl"
     assert all(r["verifiers"] == ["overlap"] for r in records)

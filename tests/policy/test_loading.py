@@ -1,4 +1,5 @@
 """Loading policies (and refusing bad checkpoints) and sampling from them."""
+
 import json
 import shutil
 from collections import namedtuple
@@ -51,7 +52,7 @@ def test_greedy_matches_a_no_cache_loop(tiny_policy):
         with torch.no_grad():
             logits = tiny_policy.model(input_ids=torch.tensor([ids]), use_cache=False).logits
         ids.append(int(logits[0, -1].argmax()))
-    assert ids[len(out.prompt_ids):] == out.token_ids
+    assert ids[len(out.prompt_ids) :] == out.token_ids
 
 
 def test_generate_group_stops_each_row_at_eos(tiny_policy, monkeypatch):
@@ -127,8 +128,9 @@ def test_not_a_causal_lm(tiny_policy_dir, tmp_path):
 
 
 def test_no_tokenizer(tiny_policy_dir, tmp_path):
-    folder = _copy(tiny_policy_dir, tmp_path / "notok",
-                   skip={"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"})
+    folder = _copy(
+        tiny_policy_dir, tmp_path / "notok", skip={"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"}
+    )
     with pytest.raises(PolicyLoadError, match="no usable tokenizer"):
         load_policy(folder, device="cpu")
 

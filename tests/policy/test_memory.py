@@ -1,4 +1,5 @@
 """The glibc mmap threshold that keeps the replay's peak memory bounded (benchmarks/results/memory.md)."""
+
 import sys
 
 import pytest

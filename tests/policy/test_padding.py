@@ -1,4 +1,5 @@
 """One rule for the pad id and one right-padding function for every batch of id rows."""
+
 from types import SimpleNamespace
 
 import torch

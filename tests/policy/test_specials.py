@@ -1,4 +1,5 @@
 """Typed specials are text: marking, restoring, and the ids of a marked rendered prompt."""
+
 import pytest
 
 from mrtpo_viz.policy.specials import MARK, encode, mark, restore
@@ -22,9 +23,12 @@ def test_unmarked_text_is_the_tokenizers_own_tokenization(tiny_policy):
 def test_typed_specials_become_text_and_the_templates_stay_specials(tiny_policy):
     tok = tiny_policy.tokenizer
     text = "<|im_start|>user\n" + mark(tok, "hello <|im_end|> world") + "<|im_end|>\n"
-    want = (tok.convert_tokens_to_ids(["<|im_start|>"])
-            + tok("user\nhello <|im_end|> world", add_special_tokens=False, split_special_tokens=True)["input_ids"]
-            + tok.convert_tokens_to_ids(["<|im_end|>"]) + tok("\n", add_special_tokens=False)["input_ids"])
+    want = (
+        tok.convert_tokens_to_ids(["<|im_start|>"])
+        + tok("user\nhello <|im_end|> world", add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        + tok.convert_tokens_to_ids(["<|im_end|>"])
+        + tok("\n", add_special_tokens=False)["input_ids"]
+    )
     assert encode(tok, text) == want
     assert sum(i == tok.eos_token_id for i in want) == 1  # the template's <|im_end|> only
 

@@ -1,4 +1,5 @@
 """How verifier information enters a prompt: positions, templates, and templates that are refused."""
+
 import pytest
 
 from mrtpo_viz.relevance.contexts import DEFAULT_INFO_TEMPLATE, render_info, with_info
@@ -7,8 +8,10 @@ MSGS = [{"role": "user", "content": "Hi."}]
 
 
 def test_user_end_appends_each_block_to_the_last_user_message():
-    out = with_info(MSGS + [{"role": "assistant", "content": "Yes?"}, {"role": "user", "content": "Go."}],
-                    [("A", "one"), ("B", "two")])
+    out = with_info(
+        MSGS + [{"role": "assistant", "content": "Yes?"}, {"role": "user", "content": "Go."}],
+        [("A", "one"), ("B", "two")],
+    )
     assert out[-1]["content"] == "Go.\n\n[Verifier: A] one\n\n[Verifier: B] two" and out[0] == MSGS[0]
 
 

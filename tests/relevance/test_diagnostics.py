@@ -1,11 +1,17 @@
 """Weight diagnostics: Gini, effective-token ratio and span share of MRTPO's token weights, on hand-built cases."""
+
 import pytest
 import torch
 
 from mrtpo_viz.advantages import mrtpo_token_weights
 from mrtpo_viz.relevance.results import Relevance
-from mrtpo_viz.relevance.diagnostics import (effective_token_ratio, gini, relevance_weight_diagnostics, span_share,
-                                         weight_diagnostics)
+from mrtpo_viz.relevance.diagnostics import (
+    effective_token_ratio,
+    gini,
+    relevance_weight_diagnostics,
+    span_share,
+    weight_diagnostics,
+)
 
 
 def test_gini_of_uniform_one_hot_and_a_worked_case():
@@ -39,8 +45,12 @@ def test_span_share():
 
 
 def test_diagnostics_of_a_peaked_and_a_flat_verifier():
-    d = torch.tensor([[0.0, 0.9, 0.0, 0.0, 0.0],     # all on token 1
-                      [0.2, 0.2, 0.2, 0.2, 0.2]])    # flat: GDPO credit
+    d = torch.tensor(
+        [
+            [0.0, 0.9, 0.0, 0.0, 0.0],  # all on token 1
+            [0.2, 0.2, 0.2, 0.2, 0.2],
+        ]
+    )  # flat: GDPO credit
     out = weight_diagnostics(d, ["peak", "flat"], [[False, True, False, False, False], None])
     w = mrtpo_token_weights(d[None, None], torch.ones(1, 1, 5))[0, 0]
     assert torch.equal(out.weights, w) and out.weights.sum(-1).tolist() == pytest.approx([5.0, 5.0])
@@ -56,9 +66,16 @@ def test_diagnostics_of_a_peaked_and_a_flat_verifier():
 
 
 def test_diagnostics_of_a_replay_use_its_spans():
-    rel = Relevance(tokens=["a", "b", "c"], token_ids=[1, 2, 3], verifiers=["v"], scores=[[0.1, 0.8, 0.1]],
-                    raw_scores=[[0.3, 0.3, 0.3]], response="abc", offsets=[(0, 1), (1, 2), (2, 3)],
-                    spans={"v": [(1, 2)]})
+    rel = Relevance(
+        tokens=["a", "b", "c"],
+        token_ids=[1, 2, 3],
+        verifiers=["v"],
+        scores=[[0.1, 0.8, 0.1]],
+        raw_scores=[[0.3, 0.3, 0.3]],
+        response="abc",
+        offsets=[(0, 1), (1, 2), (2, 3)],
+        spans={"v": [(1, 2)]},
+    )
     out = relevance_weight_diagnostics(rel)
     assert out.span_share[0] == pytest.approx(0.8) and out.span_tokens[0] == pytest.approx(1 / 3)
     assert float(relevance_weight_diagnostics(rel, raw=True).gini[0]) == pytest.approx(0.0, abs=1e-6)

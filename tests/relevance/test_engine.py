@@ -1,4 +1,5 @@
 """The with/without-information replay on the tiny random-init policy (sharp outputs: initializer_range=0.2)."""
+
 import math
 
 import pytest
@@ -17,14 +18,22 @@ torch.set_num_threads(1)
 
 PROMPT = "What is the weather in Paris for the next 3 days? Use the tool and answer with one call."
 RESPONSE = ' <tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}</tool_call>'
-INFOS = {"t.format": "The answer must be one JSON object inside <tool_call> tags.",
-         "t.correct": "The gold call is get_weather with city Paris and days 3."}
+INFOS = {
+    "t.format": "The answer must be one JSON object inside <tool_call> tags.",
+    "t.correct": "The gold call is get_weather with city Paris and days 3.",
+}
 
 
 def _verifier(name, title, score=1.0, spans=None):
-    return Verifier(name=name, task="custom", title=title, description="test verifier",
-                    info_fn=lambda ex: ex.meta.get(name, ""), check_fn=lambda r, ex: Verdict(score, f"{name} says"),
-                    spans_fn=None if spans is None else (lambda r, ex: spans))
+    return Verifier(
+        name=name,
+        task="custom",
+        title=title,
+        description="test verifier",
+        info_fn=lambda ex: ex.meta.get(name, ""),
+        check_fn=lambda r, ex: Verdict(score, f"{name} says"),
+        spans_fn=None if spans is None else (lambda r, ex: spans),
+    )
 
 
 FMT = _verifier("t.format", "Tool call format", 1.0, spans=[(1, 12)])
@@ -181,9 +190,11 @@ def test_control_placebo(tiny_policy):
 
 
 def test_control_corrupted(tiny_policy):
-    pool = [EXAMPLE, Example("custom", PROMPT, dict(INFOS), id="custom-1"),  # same information: skipped
-            Example("custom", PROMPT, {"t.format": "Answer in plain prose.", "t.correct": "Use city Lima."},
-                    id="custom-2")]
+    pool = [
+        EXAMPLE,
+        Example("custom", PROMPT, dict(INFOS), id="custom-1"),  # same information: skipped
+        Example("custom", PROMPT, {"t.format": "Answer in plain prose.", "t.correct": "Use city Lima."}, id="custom-2"),
+    ]
     c = ControlInput([FMT, COR], list(INFOS.values()), EXAMPLE, tiny_policy.tokenizer, pool)
     assert _corrupted_infos(c) == ["Answer in plain prose.", "Use city Lima."]
     rel = replay(tiny_policy, EXAMPLE, RESPONSE, [FMT, COR], control="corrupted", pool=pool)
@@ -240,9 +251,40 @@ def test_real_tool_calling_example_and_cli(tiny_policy_dir, tiny_policy, tmp_pat
     assert rel.spans["tool_call.format"][0] == (0, 11)  # the opening tag decides the format verdict
     assert any(rel.token_in_span("tool_call.correctness"))
     out = tmp_path / "r.json"
-    assert main(["replay", "--checkpoint", str(tiny_policy_dir), "--task", "tool_calling", "--example", "0",
-                 "--out", str(out), "--threads", "1"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                "--checkpoint",
+                str(tiny_policy_dir),
+                "--task",
+                "tool_calling",
+                "--example",
+                "0",
+                "--out",
+                str(out),
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "tool_call.format: reward 1.00" in printed and printed.count("\n") > rel.T
     back = Relevance.from_json(out.read_text())
     assert back.token_ids == rel.token_ids and torch.allclose(back.scores, rel.scores, atol=1e-6)
+
+
+def test_the_placebo_control_does_not_warn_about_a_too_long_sequence(capfd):
+    """The README's replay_variants example printed transformers' "(3649 > 2048) ... indexing errors" warning:
+    the placebo's filler pool is tokenized once, longer than the context, but never fed to the model."""
+    from mrtpo_viz import load_examples, load_policy
+    from mrtpo_viz.relevance import replay_variants
+
+    policy = load_policy("tiny-mrtpo")
+    ex = load_examples("tool_calling", split="test")[0]
+    capfd.readouterr()
+    both = replay_variants(policy, ex, ex.reference, ["tool_call.correctness"], [("js", "none"), ("js", "placebo")])
+    assert set(both) == {("js", "none"), ("js", "placebo")}
+    said = capfd.readouterr()
+    assert "indexing errors" not in said.err + said.out and "maximum sequence length" not in said.err + said.out

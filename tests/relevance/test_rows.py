@@ -1,4 +1,5 @@
 """The rollout-row schema and the reader's limits."""
+
 import json
 
 import pytest
@@ -16,15 +17,18 @@ def test_a_valid_row_is_normalized():
     assert messages == [{"role": "user", "content": "q"}]  # the template sees role and content only
 
 
-@pytest.mark.parametrize("change, says", [
-    (dict(task=5), "'task' must be a non-empty string, got int"),
-    (dict(response=""), "'response' must be a non-empty string, got an empty one"),
-    (dict(response="a\udc80"), "unpaired surrogate"),
-    (dict(meta={"db_path": "/etc/passwd"}), "'meta.db_path' is not accepted"),
-    (dict(meta={"db": "shop", "gold_sql": "SELECT 1", "ordered": "yes"}), "meta.ordered must be true or false"),
-    (dict(verifiers=["a", 3]), "'verifiers' must be a list"),
-    (dict(meta={"a": [[[[[[[[1]]]]]]]]}), "nested more than 4 levels deep"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (dict(task=5), "'task' must be a non-empty string, got int"),
+        (dict(response=""), "'response' must be a non-empty string, got an empty one"),
+        (dict(response="a\udc80"), "unpaired surrogate"),
+        (dict(meta={"db_path": "/etc/passwd"}), "'meta.db_path' is not accepted"),
+        (dict(meta={"db": "shop", "gold_sql": "SELECT 1", "ordered": "yes"}), "meta.ordered must be true or false"),
+        (dict(verifiers=["a", 3]), "'verifiers' must be a list"),
+        (dict(meta={"a": [[[[[[[[1]]]]]]]]}), "nested more than 4 levels deep"),
+    ],
+)
 def test_bad_rows_say_what_is_wrong(change, says):
     with pytest.raises(ValueError, match=says.replace("(", r"\(")):
         check_row({**ROW, **change}, 1, RowLimits(max_depth=4))
@@ -42,8 +46,12 @@ def test_caps_on_characters_and_verifiers():
 
 def test_long_lines_are_skipped_without_losing_the_line_count(tmp_path):
     path = tmp_path / "r.jsonl"
-    lines = [json.dumps({**ROW, "id": "a"}), json.dumps({**ROW, "response": "y" * 5000}), "",
-             json.dumps({**ROW, "id": "b"})]
+    lines = [
+        json.dumps({**ROW, "id": "a"}),
+        json.dumps({**ROW, "response": "y" * 5000}),
+        "",
+        json.dumps({**ROW, "id": "b"}),
+    ]
     path.write_text("\n".join(lines) + "\n")
     rows, problems = read_rows(path, RowLimits(max_line_bytes=1000))
     assert [(r["id"], r["line"]) for r in rows] == [("a", 1), ("b", 4)]

@@ -1,5 +1,6 @@
 """Scoring across processes: the split, the merge (one process's order), resume from the parts of a killed run, and
 a real 2-process launch (``accelerate launch --multi_gpu``, gloo on CPU) whose output equals one process's."""
+
 import json
 import os
 import subprocess
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from mrtpo_viz.relevance.scaleout import (Shard, merge_records, part_path, part_paths, score_sharded, split_rows)
+from mrtpo_viz.relevance.scaleout import Shard, merge_records, part_path, part_paths, score_sharded, split_rows
 from mrtpo_viz.relevance.scoring import ScoreProgress, read_rollouts, score_rollouts, score_rows
 from mrtpo_viz.tasks.base import VERIFIERS, Verdict, Verifier, register
 from tests.apphelpers import REPO, free_port
@@ -28,17 +29,28 @@ class OneProcess:
 
 @pytest.fixture
 def length_verifier():
-    v = Verifier(name="test_scaleout.short", task="test_scaleout", title="Short answer", description="test",
-                 info_fn=lambda ex: f"Answer in at most {ex.meta.get('words', 5)} words.",
-                 check_fn=lambda r, ex: Verdict(float(len(r.split()) <= ex.meta.get("words", 5)), "counted"))
+    v = Verifier(
+        name="test_scaleout.short",
+        task="test_scaleout",
+        title="Short answer",
+        description="test",
+        info_fn=lambda ex: f"Answer in at most {ex.meta.get('words', 5)} words.",
+        check_fn=lambda r, ex: Verdict(float(len(r.split()) <= ex.meta.get("words", 5)), "counted"),
+    )
     register(v, replace=True)
     yield v
     VERIFIERS.pop(v.name, None)
 
 
 def _row(i, **kw):
-    row = {"id": f"r{i}", "task": "test_scaleout", "prompt": f"Name a city number {i}.",
-           "response": f" Paris is city {i}", "meta": {"words": 3}, "verifiers": ["test_scaleout.short"]}
+    row = {
+        "id": f"r{i}",
+        "task": "test_scaleout",
+        "prompt": f"Name a city number {i}.",
+        "response": f" Paris is city {i}",
+        "meta": {"words": 3},
+        "verifiers": ["test_scaleout.short"],
+    }
     return {**row, **kw}
 
 
@@ -64,11 +76,20 @@ def test_split_takes_every_nth_row_and_covers_all():
 def test_part_paths_sit_next_to_the_output(tmp_path):
     out = tmp_path / "scores.csv"
     assert part_path(out, Shard(1, 2)) == tmp_path / "scores.csv.part-1-of-2.jsonl"
-    for name in ["scores.csv.part-1-of-2.jsonl", "scores.csv.part-0-of-2.jsonl", "scores.csv.part-2-of-10.jsonl",
-                 "scores.csv.part-x-of-2.jsonl", "other.csv.part-0-of-2.jsonl", ".scores.csv.part-0-of-2.jsonl.tmp"]:
+    for name in [
+        "scores.csv.part-1-of-2.jsonl",
+        "scores.csv.part-0-of-2.jsonl",
+        "scores.csv.part-2-of-10.jsonl",
+        "scores.csv.part-x-of-2.jsonl",
+        "other.csv.part-0-of-2.jsonl",
+        ".scores.csv.part-0-of-2.jsonl.tmp",
+    ]:
         (tmp_path / name).write_text("")
-    assert [p.name for p in part_paths(out)] == ["scores.csv.part-0-of-2.jsonl", "scores.csv.part-1-of-2.jsonl",
-                                                 "scores.csv.part-2-of-10.jsonl"]
+    assert [p.name for p in part_paths(out)] == [
+        "scores.csv.part-0-of-2.jsonl",
+        "scores.csv.part-1-of-2.jsonl",
+        "scores.csv.part-2-of-10.jsonl",
+    ]
 
 
 def test_merge_orders_as_one_process_would():
@@ -78,8 +99,15 @@ def test_merge_orders_as_one_process_would():
     part0 = [{"id": "r0", "v": 1}, {"id": "r0", "v": 2}, {"id": "r4", "v": 1}]
     part1 = [{"id": "r1", "v": 1}, {"id": "gone", "v": 1}, {"id": "r3", "v": 9}]
     merged = merge_records(rows, existing, [part0, part1])
-    assert [(r["id"], r["v"]) for r in merged] == [("r3", 0), ("old", 0), ("r0", 1), ("r0", 2), ("r1", 1),
-                                                   ("r4", 1), ("gone", 1)]
+    assert [(r["id"], r["v"]) for r in merged] == [
+        ("r3", 0),
+        ("old", 0),
+        ("r0", 1),
+        ("r0", 2),
+        ("r1", 1),
+        ("r4", 1),
+        ("gone", 1),
+    ]
 
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
@@ -132,9 +160,22 @@ def _score(tmp_path, out, processes):
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_PORT")}
     env.update(PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", HF_HOME=str(tmp_path / "hf"))
     score = ["-m", "mrtpo_viz", "score", str(tmp_path / "r.jsonl"), "--out", str(out), "--checkpoint", "tiny-mrtpo"]
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-              "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-              "--main_process_port", str(free_port())]
+    launch = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(free_port()),
+    ]
     cmd = launch + score if processes == 2 else [sys.executable] + score
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
@@ -149,8 +190,11 @@ def test_two_processes_write_what_one_writes(tmp_path):
     # Byte for byte: the same CPU, the same kernels, one thread per process and each row replayed on its own, so
     # no float may differ (the CSV has no wall-clock timings; the JSONL's "timings" would).
     assert (tmp_path / "two.csv").read_bytes() == (tmp_path / "one.csv").read_bytes()
-    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".csv", ".jsonl", ".tmp")) == \
-        ["one.csv", "r.jsonl", "two.csv"]  # no part and no temporary file is left
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".csv", ".jsonl", ".tmp")) == [
+        "one.csv",
+        "r.jsonl",
+        "two.csv",
+    ]  # no part and no temporary file is left
     # each problem once, with its line number, and the right counts
     problems = sorted(ln for ln in two if ": skipped: " in ln)
     assert problems == sorted(ln for ln in one if ": skipped: " in ln) and len(problems) == 2

@@ -1,4 +1,5 @@
 """Scoring a rollouts file: reading with line-numbered problems, resume, atomic output, the CLI."""
+
 import json
 
 import pytest
@@ -15,17 +16,28 @@ torch.set_num_threads(1)
 
 @pytest.fixture
 def length_verifier():
-    v = Verifier(name="test_scoring.short", task="test_scoring", title="Short answer", description="test",
-                 info_fn=lambda ex: f"Answer in at most {ex.meta.get('words', 5)} words.",
-                 check_fn=lambda r, ex: Verdict(float(len(r.split()) <= ex.meta.get("words", 5)), "counted"))
+    v = Verifier(
+        name="test_scoring.short",
+        task="test_scoring",
+        title="Short answer",
+        description="test",
+        info_fn=lambda ex: f"Answer in at most {ex.meta.get('words', 5)} words.",
+        check_fn=lambda r, ex: Verdict(float(len(r.split()) <= ex.meta.get("words", 5)), "counted"),
+    )
     register(v, replace=True)
     yield v
     VERIFIERS.pop(v.name, None)
 
 
 def _row(i, **kw):
-    row = {"id": f"r{i}", "task": "test_scoring", "prompt": f"Name a city number {i}.",
-           "response": f" Paris is city {i}", "meta": {"words": 3}, "verifiers": ["test_scoring.short"]}
+    row = {
+        "id": f"r{i}",
+        "task": "test_scoring",
+        "prompt": f"Name a city number {i}.",
+        "response": f" Paris is city {i}",
+        "meta": {"words": 3},
+        "verifiers": ["test_scoring.short"],
+    }
     row.update(kw)
     return row
 
@@ -36,14 +48,34 @@ def _write(path, lines):
 
 
 def test_read_rollouts_reports_bad_lines(tmp_path):
-    path = _write(tmp_path / "r.jsonl", [_row(0), "{not json", {"task": "x", "prompt": "p"}, "", _row(0),
-                                         {"task": "x", "prompt": "p", "response": "ok"}])
+    path = _write(
+        tmp_path / "r.jsonl",
+        [
+            _row(0),
+            "{not json",
+            {"task": "x", "prompt": "p"},
+            "",
+            _row(0),
+            {"task": "x", "prompt": "p", "response": "ok"},
+        ],
+    )
     rows, problems = read_rollouts(path)
     assert [r["id"] for r in rows] == ["r0", "line6"]
     assert [r["line"] for r in rows] == [1, 6]
     assert [n for n, _ in problems] == [2, 3, 5]
     assert "not valid JSON" in problems[0][1] and "missing field(s) response" in problems[1][1]
     assert "repeated id 'r0'" in problems[2][1]
+
+
+def test_a_json_error_names_the_column_where_the_row_breaks(tmp_path):
+    cut = '{"task": "tool_calling", "prompt": "What is the weather in Paris",'  # a row split over two lines
+    bad = '{"task": "tool_calling", "prompt": "p" "response": "r"}'
+    path = _write(tmp_path / "r.jsonl", [cut, '"response": "x"}', bad])
+    _, problems = read_rollouts(path)
+    said = dict(problems)
+    assert f"at the end of the line, column {len(cut) + 1}" in said[1], said[1]  # not "column 1" of the next line
+    assert "Extra data at column 11" in said[2]  # the second half: a string, then more
+    assert "Expecting ',' delimiter at column 40" in said[3] and bad[39] == '"'
 
 
 def test_read_rollouts_limits(tmp_path):
@@ -102,8 +134,14 @@ def test_score_csv_long_frame_and_resume(tiny_policy, length_verifier, tmp_path)
     out = tmp_path / "out.csv"
     list(score_rollouts(tiny_policy, path, out=out, control="others"))
     frame = pd.read_csv(out)
-    T0 = len(replay(tiny_policy, Example("test_scoring", _row(0)["prompt"], {"words": 3}), _row(0)["response"],
-                    [length_verifier]).token_ids)
+    T0 = len(
+        replay(
+            tiny_policy,
+            Example("test_scoring", _row(0)["prompt"], {"words": 3}),
+            _row(0)["response"],
+            [length_verifier],
+        ).token_ids
+    )
     assert (frame["id"] == "r0").sum() == T0 and set(frame["control"]) == {"others"}
     last = list(score_rollouts(tiny_policy, path, out=out))[-1]
     assert (last.total, last.resumed) == (0, 2) and len(pd.read_csv(out)) == len(frame)
@@ -125,8 +163,7 @@ def test_cli_score(tiny_policy_dir, length_verifier, tmp_path, capsys):
 
     path = _write(tmp_path / "r.jsonl", [_row(0), "oops", _row(1)])
     out = tmp_path / "out.jsonl"
-    assert main(["score", str(path), "--checkpoint", str(tiny_policy_dir), "--out", str(out),
-                 "--threads", "1"]) == 0
+    assert main(["score", str(path), "--checkpoint", str(tiny_policy_dir), "--out", str(out), "--threads", "1"]) == 0
     printed = capsys.readouterr().out
     assert f"{path}:2: skipped: not valid JSON" in printed
     assert "scored 2 rollouts, 0 already in the output, skipped 1" in printed

@@ -3,6 +3,7 @@
 The policy tests use the committed checkpoint; the thresholds are set below what the committed policy measured
 (numbers in the comments), so they catch a broken or untrained policy, not seed noise.
 """
+
 import importlib.util
 import json
 import random
@@ -11,11 +12,25 @@ import sys
 import pytest
 import torch
 
-from mrtpo_viz.sample_policy.build import (CHAT_TEMPLATE, IM_END, TinyPolicyConfig, _collate, build_tokenizer, encode,
-                                          lr_at, sft_loss)
+from mrtpo_viz.sample_policy.build import (
+    CHAT_TEMPLATE,
+    IM_END,
+    TinyPolicyConfig,
+    _collate,
+    build_tokenizer,
+    encode,
+    lr_at,
+    sft_loss,
+)
 from mrtpo_viz.sample_policy.violations import VIOLATIONS
-from mrtpo_viz.sample_policy.sft_data import (NoiseConfig, Pools, SftExample, build_sft_data, inject_error,
-                                             make_sft_example)
+from mrtpo_viz.sample_policy.sft_data import (
+    NoiseConfig,
+    Pools,
+    SftExample,
+    build_sft_data,
+    inject_error,
+    make_sft_example,
+)
 from mrtpo_viz.tasks.bundled_data import SAMPLE_DATA
 from mrtpo_viz.tasks.base import Example
 from mrtpo_viz.tasks.example_sources import load_examples
@@ -23,16 +38,29 @@ from mrtpo_viz.tasks import get_verifier
 from tests.apphelpers import REPO
 
 POLICY_DIR = SAMPLE_DATA / "policies" / "tiny-mrtpo"
-TOOL = {"name": "get_weather", "description": "Current weather for a city.",
-        "parameters": {"type": "object", "properties": {
+TOOL = {
+    "name": "get_weather",
+    "description": "Current weather for a city.",
+    "parameters": {
+        "type": "object",
+        "properties": {
             "city": {"type": "string", "description": "City name"},
-            "unit": {"type": "string", "description": "Temperature unit", "enum": ["celsius", "fahrenheit"]}},
-            "required": ["city"]}}
-WEATHER = Example(task="tool_calling", prompt="What's the weather in Oslo in celsius?",
-                  meta={"category": "simple", "functions": [TOOL],
-                        "possible_answer": [{"get_weather": {"city": ["Oslo"], "unit": ["celsius"]}}]},
-                  reference='<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "celsius"}}'
-                            '</tool_call>', verifiers=("tool_call.format", "tool_call.correctness"))
+            "unit": {"type": "string", "description": "Temperature unit", "enum": ["celsius", "fahrenheit"]},
+        },
+        "required": ["city"],
+    },
+}
+WEATHER = Example(
+    task="tool_calling",
+    prompt="What's the weather in Oslo in celsius?",
+    meta={
+        "category": "simple",
+        "functions": [TOOL],
+        "possible_answer": [{"get_weather": {"city": ["Oslo"], "unit": ["celsius"]}}],
+    },
+    reference='<tool_call>{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "celsius"}}</tool_call>',
+    verifiers=("tool_call.format", "tool_call.correctness"),
+)
 GOLD_ARGS = {"city": "Oslo", "unit": "celsius"}
 POOLS = Pools(tool_values={("get_weather", "city"): ("Oslo", "Lima", "Paris")})
 
@@ -49,8 +77,11 @@ def test_information_present_means_the_target_passes_its_verifier():
         sft = make_sft_example(WEATHER, rng, cfg, POOLS)
         assert set(sft.present) == set(WEATHER.verifiers) and sft.noised == ()
         assert _passes(sft.response, WEATHER) == {"tool_call.format": True, "tool_call.correctness": True}
-        assert sft.messages[-1]["content"].count("[Verifier: ") + sum(
-            m["content"].count("[Verifier: ") for m in sft.messages[:-1]) == 2
+        assert (
+            sft.messages[-1]["content"].count("[Verifier: ")
+            + sum(m["content"].count("[Verifier: ") for m in sft.messages[:-1])
+            == 2
+        )
 
 
 def test_absent_correctness_information_gives_one_wrong_value_and_a_valid_form():
@@ -115,11 +146,22 @@ def test_injected_errors_on_a_multi_call_example():
     changes, or the first block's form breaks; the other verifier still passes."""
     from mrtpo_viz.tasks.bfcl import make_example
 
-    fn = {"name": "spotify.play", "parameters": {"type": "dict", "required": ["artist"], "properties": {
-        "artist": {"type": "string"}, "duration": {"type": "integer"}}}}
-    ex = make_example({"id": "parallel_0", "function": [fn], "question": [[{"role": "user", "content": "q"}]]},
-                      [{"spotify.play": {"artist": ["Adele"], "duration": [20]}},
-                       {"spotify.play": {"artist": ["Queen"], "duration": [15, ""]}}], "parallel")
+    fn = {
+        "name": "spotify.play",
+        "parameters": {
+            "type": "dict",
+            "required": ["artist"],
+            "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}},
+        },
+    }
+    ex = make_example(
+        {"id": "parallel_0", "function": [fn], "question": [[{"role": "user", "content": "q"}]]},
+        [
+            {"spotify.play": {"artist": ["Adele"], "duration": [20]}},
+            {"spotify.play": {"artist": ["Queen"], "duration": [15, ""]}},
+        ],
+        "parallel",
+    )
     fmt, cor = get_verifier("tool_call.format"), get_verifier("tool_call.correctness")
     for seed in range(8):
         bad = inject_error(ex, "tool_call.correctness", random.Random(seed))
@@ -212,8 +254,9 @@ def test_training_is_deterministic_and_the_same_on_one_or_two_threads(small_toke
     # (1e-3) and 0.1% of the weights beyond 1e-5; a real divergence (another batch order or seed) moves the weights
     # by about lr everywhere.
     diff = torch.cat([(a - b).abs().flatten() for a, b in zip(one, two)])
-    print("1 vs 2 threads: max", diff.max().item(), "weights beyond 1e-5:", int((diff > 1e-5).sum()), "of",
-          diff.numel())
+    print(
+        "1 vs 2 threads: max", diff.max().item(), "weights beyond 1e-5:", int((diff > 1e-5).sum()), "of", diff.numel()
+    )
     assert diff.max() < 1e-3
     assert int((diff > 1e-5).sum()) < 1e-3 * diff.numel()
 
@@ -222,8 +265,17 @@ def test_sft_loss_equals_the_full_logits_loss():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                         num_attention_heads=2, num_key_value_heads=2, initializer_range=0.2))
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=50,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            initializer_range=0.2,
+        )
+    )
     input_ids, labels = _collate([([1, 2, 3, 4, 5, 6], 3), ([7, 8, 9], 1)], pad_id=0)
     logp = torch.log_softmax(model(input_ids=input_ids).logits[:, :-1].float(), dim=-1)  # (B, L-1, V)
     target = labels[:, 1:]
@@ -261,13 +313,13 @@ def test_greedy_generation_is_a_parseable_tool_call(policy):
     for ex in load_examples("tool_calling", "test")[:3]:
         text = policy.generate(ex, temperature=0, max_new_tokens=96).text
         assert get_verifier("tool_call.format").score(text, ex) == 1.0, text
-        call = json.loads(text[text.index("{"):text.rindex("}") + 1])
+        call = json.loads(text[text.index("{") : text.rindex("}") + 1])
         assert set(call) == {"name", "arguments"}
 
 
 N_RELEVANCE = 16
-PEAK_IN_VALUES_MIN = 0.8     # committed policy: the raw JS peak sits in the argument values for 16 of 16
-P_GOLD_GAIN_MIN = 0.08       # committed policy: mean p(gold) on the values 0.857 without, 0.951 with (+0.095)
+PEAK_IN_VALUES_MIN = 0.8  # committed policy: the raw JS peak sits in the argument values for 16 of 16
+P_GOLD_GAIN_MIN = 0.08  # committed policy: mean p(gold) on the values 0.857 without, 0.951 with (+0.095)
 
 
 @pytest.fixture(scope="module")
@@ -317,11 +369,13 @@ def test_model_card_names_the_one_command_that_rebuilds_every_stage():
 
     out = "sample_data/policies/tiny-mrtpo"
     assert _commands([stage(2000, 0), stage(2500, 1, out), stage(1500, 2, out)], out) == (
-        "python -m mrtpo_viz make-sample-policy --stages 2000,2500,1500 --seed 0 --threads 1 --out " + out)
+        "python -m mrtpo_viz make-sample-policy --stages 2000,2500,1500 --seed 0 --threads 1 --out " + out
+    )
     # a continuation of a policy built elsewhere cannot be rebuilt by one command: one line per stage
     lines = _commands([stage(300, 4, "/elsewhere")], out).splitlines()
-    assert lines == ["python -m mrtpo_viz make-sample-policy --steps 300 --seed 4 --threads 1 --init-from /elsewhere "
-                     "--out " + out]
+    assert lines == [
+        "python -m mrtpo_viz make-sample-policy --steps 300 --seed 4 --threads 1 --init-from /elsewhere --out " + out
+    ]
 
 
 def test_make_sample_policy_plans_the_default_stages(monkeypatch, tmp_path):
@@ -332,8 +386,13 @@ def test_make_sample_policy_plans_the_default_stages(monkeypatch, tmp_path):
     from mrtpo_viz.cli.commands import make_sample_policy
 
     calls = []
-    monkeypatch.setattr(sp, "build", lambda cfg, out, noise, checkpoint_every: calls.append(
-        (cfg.steps, cfg.seed, cfg.init_from, noise.max_content_edits, cfg.lr)) or (None, None, {}))
+    monkeypatch.setattr(
+        sp,
+        "build",
+        lambda cfg, out, noise, checkpoint_every: (
+            calls.append((cfg.steps, cfg.seed, cfg.init_from, noise.max_content_edits, cfg.lr)) or (None, None, {})
+        ),
+    )
     monkeypatch.setattr(ev, "evaluate", lambda model, tok, seed: {})
     monkeypatch.setattr(ev, "write_model_card", lambda *a: None)
     args = argparse.Namespace(out=str(tmp_path), steps=None, stages=None, seed=3, threads=1, init_from=None)

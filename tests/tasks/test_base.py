@@ -1,12 +1,19 @@
 """Examples and the verifier registry: round trips, validation, and clear errors."""
+
 import pytest
 
 from mrtpo_viz.tasks.base import VERIFIERS, Example, Verdict, Verifier, get_verifier, list_verifiers, register
 
 
 def _verifier(name="test.base_dummy", task="custom"):
-    return Verifier(name=name, task=task, title="Dummy", description="scores the length",
-                    info_fn=lambda ex: "be short", check_fn=lambda r, ex: Verdict(float(len(r) < 5), "length"))
+    return Verifier(
+        name=name,
+        task=task,
+        title="Dummy",
+        description="scores the length",
+        info_fn=lambda ex: "be short",
+        check_fn=lambda r, ex: Verdict(float(len(r) < 5), "length"),
+    )
 
 
 def test_example_round_trip_and_messages():
@@ -48,9 +55,15 @@ def test_verifier_names_are_dotted_without_spaces(name):
 def test_arguments_read_and_set_meta_and_report_what_is_missing():
     from mrtpo_viz.tasks.base import Argument
 
-    v = Verifier("test.args", "custom", "Args", "needs a gold value", lambda ex: f"gold is {ex.meta['gold']}",
-                 lambda r, ex: Verdict(float(r == ex.meta["gold"]), "exact"),
-                 arguments=(Argument("gold", "Gold answer"), Argument("note", "Note", required=False)))
+    v = Verifier(
+        "test.args",
+        "custom",
+        "Args",
+        "needs a gold value",
+        lambda ex: f"gold is {ex.meta['gold']}",
+        lambda r, ex: Verdict(float(r == ex.meta["gold"]), "exact"),
+        arguments=(Argument("gold", "Gold answer"), Argument("note", "Note", required=False)),
+    )
     free = Example("custom", "a free prompt")
     assert v.missing_args(free) == ["gold"] and v.args(free) == {}
     filled = v.with_args(free, {"gold": "42"})

@@ -1,5 +1,6 @@
 """BFCL as a task family: loading from a bfcl-eval-shaped data folder, the reference, the prompt, refused categories,
 a clear error without bfcl-eval; and, where bfcl-eval is installed, every supported category of its real data."""
+
 import importlib.util
 import json
 import os
@@ -10,19 +11,29 @@ from mrtpo_viz.names import BFCL_CATEGORIES, TASKS
 from mrtpo_viz.tasks import bfcl, get_verifier, list_verifiers, load_examples
 from mrtpo_viz.tasks.example_sources import available_tasks
 
-FN = {"name": "weather.get", "description": "Weather.", "parameters": {"type": "dict", "required": ["city"],
-      "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}
+FN = {
+    "name": "weather.get",
+    "description": "Weather.",
+    "parameters": {
+        "type": "dict",
+        "required": ["city"],
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+    },
+}
 ANSWER = [{"weather.get": {"city": ["Paris", "Paris, France"], "days": ["", 3]}}]
 HAVE_BFCL = importlib.util.find_spec("bfcl_eval") is not None
-needs_bfcl = pytest.mark.skipif(not HAVE_BFCL and not os.environ.get("MRTPO_REQUIRE_REFERENCES"),
-                                reason="bfcl-eval is not installed (pip install bfcl-eval==2026.3.23 --no-deps)")
+needs_bfcl = pytest.mark.skipif(
+    not HAVE_BFCL and not os.environ.get("MRTPO_REQUIRE_REFERENCES"),
+    reason="bfcl-eval is not installed (pip install bfcl-eval==2026.3.23 --no-deps)",
+)
 
 
 def _root(tmp_path, rows, answers, version=4, category="simple_python"):
     (tmp_path / "possible_answer").mkdir(exist_ok=True)
     (tmp_path / f"BFCL_v{version}_{category}.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "possible_answer" / f"BFCL_v{version}_{category}.json").write_text(
-        "".join(json.dumps(a) + "\n" for a in answers))
+        "".join(json.dumps(a) + "\n" for a in answers)
+    )
     return tmp_path
 
 
@@ -32,12 +43,19 @@ def _row(i, system=None):
 
 
 def test_load_from_a_data_folder(tmp_path):
-    root = _root(tmp_path, [_row(0), _row(1, system="Be brief.")],
-                 [{"id": f"simple_python_{i}", "ground_truth": ANSWER} for i in (1, 0)])
+    root = _root(
+        tmp_path,
+        [_row(0), _row(1, system="Be brief.")],
+        [{"id": f"simple_python_{i}", "ground_truth": ANSWER} for i in (1, 0)],
+    )
     ex0, ex1 = bfcl.load_bfcl(root=root)
     assert (ex0.task, ex0.id, ex0.verifiers) == ("bfcl", "bfcl-simple_python_0", bfcl.VERIFIERS)
-    assert ex0.meta == {"category": "simple_python", "bfcl_id": "simple_python_0", "functions": [FN],
-                        "possible_answer": ANSWER}
+    assert ex0.meta == {
+        "category": "simple_python",
+        "bfcl_id": "simple_python_0",
+        "functions": [FN],
+        "possible_answer": ANSWER,
+    }
     assert ex0.reference == '<tool_call>{"name": "weather.get", "arguments": {"city": "Paris"}}</tool_call>'
     system, user = ex0.prompt
     assert system["role"] == "system" and '"name": "weather.get"' in system["content"] and user["content"] == "q0"
@@ -57,28 +75,55 @@ def test_the_newest_data_version_is_read(tmp_path):
 
 def test_rows_without_answers_and_missing_files_are_clear_errors(tmp_path):
     root = _root(tmp_path, [_row(0), _row(1)], [{"id": "simple_python_0", "ground_truth": ANSWER}])
-    with pytest.raises(ValueError,
-                       match=r"1 rows of BFCL simple_python have no possible answer \(first: simple_python_1\)"):
+    with pytest.raises(
+        ValueError, match=r"1 rows of BFCL simple_python have no possible answer \(first: simple_python_1\)"
+    ):
         bfcl.load_bfcl(root=root)
     with pytest.raises(FileNotFoundError, match="no BFCL_v\\*_multiple.json"):
         bfcl.load_bfcl("multiple", root=root)
 
 
 def test_reference_rendering():
-    fn = {"name": "f", "parameters": {"type": "dict", "required": ["r", "e", "a"], "properties": {
-        "r": {"type": "string"}, "o": {"type": "string"}, "d": {"type": "dict"}, "e": {"type": "string"},
-        "a": {"type": "array"}, "l": {"type": "array", "items": {"type": "dict"}}}}}
-    answer = {"r": ["", "x"], "o": ["", "y"], "d": [{"k": ["v"], "m": ["", 1]}], "l": [[{"a": [1]}]], "u": ["", 2],
-              "e": [""], "a": [""]}
+    fn = {
+        "name": "f",
+        "parameters": {
+            "type": "dict",
+            "required": ["r", "e", "a"],
+            "properties": {
+                "r": {"type": "string"},
+                "o": {"type": "string"},
+                "d": {"type": "dict"},
+                "e": {"type": "string"},
+                "a": {"type": "array"},
+                "l": {"type": "array", "items": {"type": "dict"}},
+            },
+        },
+    }
+    answer = {
+        "r": ["", "x"],
+        "o": ["", "y"],
+        "d": [{"k": ["v"], "m": ["", 1]}],
+        "l": [[{"a": [1]}]],
+        "u": ["", 2],
+        "e": [""],
+        "a": [""],
+    }
     assert bfcl.reference_arguments(answer, fn) == {"r": "x", "d": {"k": "v"}, "l": [{"a": 1}], "e": "", "a": []}
 
 
-@pytest.mark.parametrize("category, reason", [
-    ("simple_java", "Java/JavaScript source literals"), ("simple_javascript", "Java/JavaScript"),
-    ("irrelevance", "no possible answers"), ("live_relevance", "makes any call"),
-    ("multi_turn_base", "multi-turn"), ("memory", "agentic"), ("format_sensitivity", "non-scoring"),
-    ("poetry", "unknown BFCL category 'poetry'"),
-])
+@pytest.mark.parametrize(
+    "category, reason",
+    [
+        ("simple_java", "Java/JavaScript source literals"),
+        ("simple_javascript", "Java/JavaScript"),
+        ("irrelevance", "no possible answers"),
+        ("live_relevance", "makes any call"),
+        ("multi_turn_base", "multi-turn"),
+        ("memory", "agentic"),
+        ("format_sensitivity", "non-scoring"),
+        ("poetry", "unknown BFCL category 'poetry'"),
+    ],
+)
 def test_refused_categories_say_why(category, reason):
     with pytest.raises(ValueError, match=reason):
         load_examples("bfcl", category=category)
@@ -101,8 +146,16 @@ def test_options_belong_to_bfcl():
     assert list_verifiers("bfcl") == ["tool_call.format", "tool_call.correctness"]
 
 
-ROWS = {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200, "live_simple": 258,
-        "live_multiple": 1053, "live_parallel": 16, "live_parallel_multiple": 24}
+ROWS = {
+    "simple_python": 400,
+    "multiple": 200,
+    "parallel": 200,
+    "parallel_multiple": 200,
+    "live_simple": 258,
+    "live_multiple": 1053,
+    "live_parallel": 16,
+    "live_parallel_multiple": 24,
+}
 
 
 @needs_bfcl

@@ -3,6 +3,7 @@ calls for every row of its shipped data; the rows where BFCL's data contradicts 
 rule or raises. Needs bfcl-eval (``pip install bfcl-eval==2026.3.23 --no-deps``, as .ci/run does); skipped without it
 unless MRTPO_REQUIRE_REFERENCES is set (CI), then it fails. The cases and the runner: benchmarks/bfcl_agreement.py
 (``python benchmarks/reference_agreement.py --bfcl`` writes the tables to benchmarks/results/)."""
+
 import importlib.util
 import os
 import sys
@@ -16,8 +17,10 @@ from tests.apphelpers import REPO
 
 if importlib.util.find_spec("bfcl_eval") is None:
     if os.environ.get("MRTPO_REQUIRE_REFERENCES"):
-        raise RuntimeError("MRTPO_REQUIRE_REFERENCES is set but bfcl-eval is not installed: "
-                           "pip install --no-deps -r requirements-ref.txt")
+        raise RuntimeError(
+            "MRTPO_REQUIRE_REFERENCES is set but bfcl-eval is not installed: "
+            "pip install --no-deps -r requirements-ref.txt"
+        )
     pytest.skip("bfcl-eval is not installed (pip install bfcl-eval==2026.3.23 --no-deps)", allow_module_level=True)
 
 
@@ -42,8 +45,10 @@ def results():
 def test_agreement_with_bfcls_checker_per_category(results, capsys):
     rows = A.table(results, "category")
     with capsys.disabled():  # the figures go to the CI log
-        print("\nBFCL agreement (tool_call.correctness vs bfcl-eval's ast_checker):\n" + "".join(
-            f"  {r['category']:<24} {r['agree']:>6}/{r['cases']:<6} {r['agreement_%']:6.2f}%\n" for r in rows))
+        print(
+            "\nBFCL agreement (tool_call.correctness vs bfcl-eval's ast_checker):\n"
+            + "".join(f"  {r['category']:<24} {r['agree']:>6}/{r['cases']:<6} {r['agreement_%']:6.2f}%\n" for r in rows)
+        )
     assert {r["category"] for r in rows} == set(BFCL_CATEGORIES) | {"total"}
     assert rows[-1]["cases"] > 70_000  # every row of the 8 categories, ~30 cases each
     assert all(r["agreement_%"] >= 99.0 for r in rows), rows
@@ -66,18 +71,32 @@ def test_error_classes_agree(results):
 
 KNOWN_FORMAT_FAILURES = {
     # the possible answer's type contradicts its schema (BFCL accepts it through its "variable" rule)
-    "bfcl-parallel_multiple_21", "bfcl-parallel_multiple_94", "bfcl-live_multiple_552-153-1",
-    "bfcl-live_multiple_595-158-1", "bfcl-live_multiple_596-158-2", "bfcl-live_multiple_731-167-2",
-    "bfcl-live_multiple_733-167-4", "bfcl-live_multiple_735-167-6",
+    "bfcl-parallel_multiple_21",
+    "bfcl-parallel_multiple_94",
+    "bfcl-live_multiple_552-153-1",
+    "bfcl-live_multiple_595-158-1",
+    "bfcl-live_multiple_596-158-2",
+    "bfcl-live_multiple_731-167-2",
+    "bfcl-live_multiple_733-167-4",
+    "bfcl-live_multiple_735-167-6",
     # the possible answer lies outside the schema's enum (BFCL's checker never reads enums)
-    "bfcl-live_multiple_87-38-4", "bfcl-live_multiple_750-169-5", "bfcl-live_multiple_756-169-11",
-    "bfcl-live_multiple_835-178-10", "bfcl-live_multiple_871-182-8", "bfcl-live_multiple_947-197-0",
+    "bfcl-live_multiple_87-38-4",
+    "bfcl-live_multiple_750-169-5",
+    "bfcl-live_multiple_756-169-11",
+    "bfcl-live_multiple_835-178-10",
+    "bfcl-live_multiple_871-182-8",
+    "bfcl-live_multiple_947-197-0",
     "bfcl-live_parallel_multiple_2-2-0",
     # no call can meet the possible answer (an undeclared, non-optional answer argument)
-    "bfcl-live_multiple_862-181-3", "bfcl-live_multiple_964-207-0",
+    "bfcl-live_multiple_862-181-3",
+    "bfcl-live_multiple_964-207-0",
 }
-KNOWN_UNSATISFIABLE = {"live_simple_106-63-0", "live_simple_112-68-0", "live_multiple_862-181-3",
-                       "live_multiple_964-207-0"}
+KNOWN_UNSATISFIABLE = {
+    "live_simple_106-63-0",
+    "live_simple_112-68-0",
+    "live_multiple_862-181-3",
+    "live_multiple_964-207-0",
+}
 """Rows whose reference BFCL's own checker rejects: the accepted list of a required array is ``[]`` (nothing can match),
 or the answer uses an undeclared argument instead of a required one."""
 
@@ -109,9 +128,11 @@ def test_extensions_where_bfcl_has_no_rule():
     verdict (number = float, object = dict, no item check)."""
     ast_checker, language = A.load_bfcl_checker()
     assert "bfcl_eval.constants.model_config" not in sys.modules  # the stub was there for the import only
-    for prop, answer, value, wrong in (({"type": "number"}, [2.5], 2.5, "2.5"),
-                                       ({"type": "object"}, [{"k": ["v"]}], {"k": "V"}, {"k": "w"}),
-                                       ({"type": "array"}, [[1, 2]], [1, 2], [2, 1])):
+    for prop, answer, value, wrong in (
+        ({"type": "number"}, [2.5], 2.5, "2.5"),
+        ({"type": "object"}, [{"k": ["v"]}], {"k": "V"}, {"k": "w"}),
+        ({"type": "array"}, [[1, 2]], [1, 2], [2, 1]),
+    ):
         fn = {"name": "f", "parameters": {"type": "object", "required": [], "properties": {"x": prop}}}
         gt = [{"f": {"x": answer}}]
         with pytest.raises(KeyError):
@@ -125,8 +146,14 @@ def test_inputs_on_which_bfcl_raises_become_verdicts():
     """A non-dict item in a list-of-dict value where ``""`` is accepted (AttributeError in BFCL) and a possible answer
     naming an undeclared function (TypeError): ours scores 0 with a reason."""
     ast_checker, language = A.load_bfcl_checker()
-    fn = {"name": "f", "parameters": {"type": "dict", "required": [], "properties": {
-        "x": {"type": "array", "items": {"type": "dict"}}}}}
+    fn = {
+        "name": "f",
+        "parameters": {
+            "type": "dict",
+            "required": [],
+            "properties": {"x": {"type": "array", "items": {"type": "dict"}}},
+        },
+    }
     gt = [{"f": {"x": ["", [{"a": [1]}]]}}]
     with pytest.raises(AttributeError):
         ast_checker([fn], [{"f": {"x": [1]}}], gt, language.PYTHON, "simple", A.MODELS[False])

@@ -1,4 +1,5 @@
 """Custom verifiers: TRL adapters round-trip; declarative regex / keyword / JSON-schema verifiers and their spans."""
+
 import math
 
 import pytest
@@ -6,8 +7,13 @@ import pytest
 from mrtpo_viz.tasks.base import Example
 from mrtpo_viz.tasks.example_sources import load_examples
 from mrtpo_viz.tasks import Verdict, Verifier, get_verifier
-from mrtpo_viz.tasks.custom import (DECLARATIVE_KINDS, MAX_PATTERN_CHARS, DeclarativeSpec, build_declarative,
-                                   schema_errors)
+from mrtpo_viz.tasks.custom import (
+    DECLARATIVE_KINDS,
+    MAX_PATTERN_CHARS,
+    DeclarativeSpec,
+    build_declarative,
+    schema_errors,
+)
 from mrtpo_viz.tasks.base import as_trl_reward, verifier_from_trl
 
 EX = Example(task="custom", prompt="What is 6 * 7?", meta={"solution": "42"})
@@ -33,8 +39,10 @@ def test_from_trl_scores(response, score):
 def test_from_trl_none_is_nan_and_errors_are_zero():
     v = verifier_from_trl(exact_match, name="custom.exact", info="x")
     assert math.isnan(v.score("42", Example(task="custom", prompt="p", meta={"solution": None})))
-    assert v.check("42", Example(task="custom", prompt="p", meta={"solution": None})).reason == \
-        "does not apply to this example"
+    assert (
+        v.check("42", Example(task="custom", prompt="p", meta={"solution": None})).reason
+        == "does not apply to this example"
+    )
     broken = verifier_from_trl(lambda completions, **kw: [1 / 0], name="custom.broken", info="x")
     assert broken.check("a", EX) == broken.check("b", EX)
     assert broken.score("a", EX) == 0.0 and "ZeroDivisionError" in broken.check("a", EX).reason
@@ -65,7 +73,8 @@ def test_trl_round_trip_gives_the_same_numbers():
     assert reward.__name__ == "custom.exact"
     assert reward(prompts, completions, solution=solution) == direct == [1.0, 0.0, 1.0, None]
     assert as_trl_reward(verifier_from_trl(length_penalty, name="custom.len", info="x"))(
-        prompts, completions) == pytest.approx([-0.2, -0.2, -0.4, -0.9])
+        prompts, completions
+    ) == pytest.approx([-0.2, -0.2, -0.4, -0.9])
 
 
 def test_trl_reward_of_a_task_verifier_and_back():
@@ -117,11 +126,14 @@ def test_regex_spans_are_the_matches():
 TIMEOUT = "the pattern took longer than 0.25 s on this response (catastrophic regex?)"
 
 
-@pytest.mark.parametrize("pattern,text,reason", [
-    (r"(a+)+$", "a" * 40 + "!", "the pattern does not match"),  # the regex engine avoids this blow-up itself
-    (r"(a|aa)+$", "a" * 60 + "!", TIMEOUT),  # ~fib(60) paths: stopped by the time budget
-    (r"(a|a)+$", "a" * 60 + "!", TIMEOUT),  # 2**60 paths
-])
+@pytest.mark.parametrize(
+    "pattern,text,reason",
+    [
+        (r"(a+)+$", "a" * 40 + "!", "the pattern does not match"),  # the regex engine avoids this blow-up itself
+        (r"(a|aa)+$", "a" * 60 + "!", TIMEOUT),  # ~fib(60) paths: stopped by the time budget
+        (r"(a|a)+$", "a" * 60 + "!", TIMEOUT),  # 2**60 paths
+    ],
+)
 def test_catastrophic_regex_returns_instead_of_hanging(pattern, text, reason):
     v = build_declarative(spec("regex_must", pattern=pattern))
     assert v.check(text, EX) == Verdict(0.0, reason)
@@ -147,13 +159,16 @@ def test_bad_specs_are_clear_value_errors():
     assert list(DECLARATIVE_KINDS) == ["regex_must", "regex_must_not", "keywords", "json_schema"]
 
 
-@pytest.mark.parametrize("response,score", [
-    ("Paris is the capital of France.", 1.0),
-    ("PARIS, france", 1.0),
-    ("Paris only", 0.5),
-    ("Parisian cuisine in Francefood", 0.0),  # whole words only
-    ("", 0.0),
-])
+@pytest.mark.parametrize(
+    "response,score",
+    [
+        ("Paris is the capital of France.", 1.0),
+        ("PARIS, france", 1.0),
+        ("Paris only", 0.5),
+        ("Parisian cuisine in Francefood", 0.0),  # whole words only
+        ("", 0.0),
+    ],
+)
 def test_keywords_score_the_fraction_present(response, score):
     v = build_declarative(spec("keywords", keywords=["paris", "France"]))
     assert v.score(response, EX) == score
@@ -166,31 +181,43 @@ def test_keyword_spans_and_reason():
     assert v.check("a cat", EX).reason == "1 of 2 keywords present; missing: blue sky"
 
 
-SCHEMA = {"type": "object", "required": ["city", "days"], "additionalProperties": False,
-          "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1, "maximum": 14},
-                         "units": {"enum": ["metric", "imperial"]},
-                         "stops": {"type": "array", "maxItems": 2,
-                                   "items": {"type": "object", "required": ["name"],
-                                             "properties": {"name": {"type": "string"}}}}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["city", "days"],
+    "additionalProperties": False,
+    "properties": {
+        "city": {"type": "string"},
+        "days": {"type": "integer", "minimum": 1, "maximum": 14},
+        "units": {"enum": ["metric", "imperial"]},
+        "stops": {
+            "type": "array",
+            "maxItems": 2,
+            "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
+        },
+    },
+}
 
 
-@pytest.mark.parametrize("response,score", [
-    ('{"city": "Paris", "days": 3}', 1.0),
-    ('```json\n{"city": "東京", "days": 3, "units": "metric"}\n```', 1.0),
-    ('  {"city": "Oslo", "days": 2.0, "stops": [{"name": "A"}, {"name": "B"}]}  ', 1.0),
-    ('{"city": "Paris", "days": "3"}', 0.0),  # a number given as a string
-    ('{"city": "Paris", "days": 30}', 0.0),
-    ('{"city": "Paris", "days": true}', 0.0),
-    ('{"city": "Paris"}', 0.0),
-    ('{"city": "Paris", "days": 3, "extra": 1}', 0.0),
-    ('{"city": "Paris", "days": 3, "units": "kelvin"}', 0.0),
-    ('{"city": "Oslo", "days": 2, "stops": [{"name": "A"}, {"title": "B"}]}', 0.0),  # nested required
-    ('{"city": "Oslo", "days": 2, "stops": [{"name": "A"}, {"name": "B"}, {"name": "C"}]}', 0.0),
-    ('["Paris", 3]', 0.0),
-    ('{"city": "Paris", "days": 3', 0.0),
-    ("", 0.0),
-    ("[" * 100000, 0.0),
-])
+@pytest.mark.parametrize(
+    "response,score",
+    [
+        ('{"city": "Paris", "days": 3}', 1.0),
+        ('```json\n{"city": "東京", "days": 3, "units": "metric"}\n```', 1.0),
+        ('  {"city": "Oslo", "days": 2.0, "stops": [{"name": "A"}, {"name": "B"}]}  ', 1.0),
+        ('{"city": "Paris", "days": "3"}', 0.0),  # a number given as a string
+        ('{"city": "Paris", "days": 30}', 0.0),
+        ('{"city": "Paris", "days": true}', 0.0),
+        ('{"city": "Paris"}', 0.0),
+        ('{"city": "Paris", "days": 3, "extra": 1}', 0.0),
+        ('{"city": "Paris", "days": 3, "units": "kelvin"}', 0.0),
+        ('{"city": "Oslo", "days": 2, "stops": [{"name": "A"}, {"title": "B"}]}', 0.0),  # nested required
+        ('{"city": "Oslo", "days": 2, "stops": [{"name": "A"}, {"name": "B"}, {"name": "C"}]}', 0.0),
+        ('["Paris", 3]', 0.0),
+        ('{"city": "Paris", "days": 3', 0.0),
+        ("", 0.0),
+        ("[" * 100000, 0.0),
+    ],
+)
 def test_json_schema_cases(response, score):
     assert build_declarative(spec("json_schema", schema=SCHEMA)).score(response, EX) == score
 
@@ -198,8 +225,11 @@ def test_json_schema_cases(response, score):
 def test_json_schema_reasons_and_spans():
     v = build_declarative(spec("json_schema", schema=SCHEMA))
     assert v.check('{"city": "Paris", "days": "3"}', EX).reason == '$.days should be of type integer, got "3"'
-    assert schema_errors({"stops": [{}]}, SCHEMA) == ["$ is missing the key 'city'", "$ is missing the key 'days'",
-                                                     "$.stops[0] is missing the key 'name'"]
+    assert schema_errors({"stops": [{}]}, SCHEMA) == [
+        "$ is missing the key 'city'",
+        "$ is missing the key 'days'",
+        "$.stops[0] is missing the key 'name'",
+    ]
     text = 'Here: ```json\n{"city": "Rome", "days": 2}\n```'
     assert [text[a:b] for a, b in v.relevant_spans(text, EX)] == ['"city"', '"days"']
     assert v.relevant_spans("not json", EX) == [(0, 8)]

@@ -1,5 +1,6 @@
 """The bundled sample data: both splits present, ids unique, every gold reference scores 1 on all its verifiers, and
 the files are what the generators write. The data ships inside the package: a missing file is a failure here."""
+
 import importlib
 
 import pytest

@@ -1,5 +1,6 @@
 """The sample-data generators: deterministic for a seed, no repeated prompts, every gold reference passes, every
 SQL template runs on its database, and the instruction-following examples use IFEval's ids and kwargs."""
+
 import importlib
 import itertools
 import random
@@ -27,8 +28,9 @@ def test_generation_is_deterministic_unique_and_passes(task):
         assert all(get_verifier(n).score(ex.reference, ex) == 1.0 for n in ex.verifiers), ex.id
 
 
-@pytest.mark.parametrize("db,templates", [("shop", SHOP_TEMPLATES), ("school", SCHOOL_TEMPLATES),
-                                          ("company", COMPANY_TEMPLATES)])
+@pytest.mark.parametrize(
+    "db,templates", [("shop", SHOP_TEMPLATES), ("school", SCHOOL_TEMPLATES), ("company", COMPANY_TEMPLATES)]
+)
 def test_every_template_gives_a_gold_query_that_runs(db, templates):
     assert len(templates) >= 35
     rng = random.Random(0)

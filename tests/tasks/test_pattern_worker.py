@@ -1,4 +1,5 @@
 """The pattern worker's answers (called in this process; tests/tasks/test_patterns.py runs it as a process)."""
+
 import re
 
 from mrtpo_viz.tasks import pattern_worker

@@ -1,5 +1,6 @@
 """The one path of user patterns: the check, the bounded cache that bypasses the libraries' caches, the static
 backtracking bound that decides inline or worker, and ``re``'s semantics on both paths."""
+
 import math
 import re
 
@@ -11,8 +12,13 @@ from mrtpo_viz.tasks import patterns
 
 def test_check_refuses_what_could_be_huge_to_compile():
     patterns.check_pattern(r"\d{4}-\d{2}")
-    for bad, says in [("a" * 301, "at most 300"), ("a{1001}", "at most 1,000"), ("(a{100}){1001}", "at most"),
-                      ("((a{10}){100}){101}", "multiply to more than 100,000"), ("(?:ab){e<=1}", "fuzzy")]:
+    for bad, says in [
+        ("a" * 301, "at most 300"),
+        ("a{1001}", "at most 1,000"),
+        ("(a{100}){1001}", "at most"),
+        ("((a{10}){100}){101}", "multiply to more than 100,000"),
+        ("(?:ab){e<=1}", "fuzzy"),
+    ]:
         with pytest.raises(ValueError, match=says):
             patterns.check_pattern(bad)
 
@@ -40,18 +46,26 @@ def test_backtrack_bound():
 
 
 @pytest.mark.parametrize("inline", [True, False])
-@pytest.mark.parametrize("op, pattern, flags, text", [
-    ("search", "ı", re.I, "IŞIK"), ("search", r"file\ssep", re.I, "FILE\x1cSEP"),
-    ("count", "a*", 0, "baab"), ("count", r"\bcat\b", re.I, "Cat cat cats"),
-    ("split", r"\s?(S)\s?\d+\s?", 0, "x S 1 y S 2 z"), ("spans", r"\s*p\.\s?s\..*$", re.M, "a\n p.s. b\np.s. c"),
-])
+@pytest.mark.parametrize(
+    "op, pattern, flags, text",
+    [
+        ("search", "ı", re.I, "IŞIK"),
+        ("search", r"file\ssep", re.I, "FILE\x1cSEP"),
+        ("count", "a*", 0, "baab"),
+        ("count", r"\bcat\b", re.I, "Cat cat cats"),
+        ("split", r"\s?(S)\s?\d+\s?", 0, "x S 1 y S 2 z"),
+        ("spans", r"\s*p\.\s?s\..*$", re.M, "a\n p.s. b\np.s. c"),
+    ],
+)
 def test_re_semantics_inline_and_in_the_worker(monkeypatch, inline, op, pattern, flags, text):
     if not inline:
         monkeypatch.setattr(patterns, "INLINE_STEPS", -1)  # every match goes to the worker process
-    want = {"search": lambda: re.search(pattern, text, flags) is not None,
-            "count": lambda: len(re.findall(pattern, text, flags)),
-            "split": lambda: len(re.split(pattern, text, flags=flags)),
-            "spans": lambda: [m.span() for m in re.finditer(pattern, text, flags) if m.end() > m.start()]}[op]()
+    want = {
+        "search": lambda: re.search(pattern, text, flags) is not None,
+        "count": lambda: len(re.findall(pattern, text, flags)),
+        "split": lambda: len(re.split(pattern, text, flags=flags)),
+        "spans": lambda: [m.span() for m in re.finditer(pattern, text, flags) if m.end() > m.start()],
+    }[op]()
     assert patterns.re_run(op, pattern, text, flags) == want
 
 
@@ -77,6 +91,7 @@ def test_a_worker_error_is_a_pattern_error_and_a_failing_verdict(monkeypatch):
     class _Answering:
         def run(self, request, budget_s):
             return {"error": "the pattern needs more memory than allowed on this response"}
+
     monkeypatch.setattr(patterns, "_pool", lambda: _Answering())
     monkeypatch.setattr(patterns, "INLINE_STEPS", -1)
     with pytest.raises(patterns.PatternError, match="could not run on this response: the pattern needs more memory"):

@@ -1,4 +1,5 @@
 """The read-only SQL sandbox: reads work, anything else is refused with a reason, and the file never changes."""
+
 import hashlib
 
 import pytest
@@ -26,9 +27,11 @@ def test_reads_rows(shop):
 
 
 def test_schema(shop):
-    assert schema(shop) == {"customers": ("id", "name", "city"),
-                            "orders": ("id", "customer_id", "product_id", "quantity", "year"),
-                            "products": ("id", "name", "price", "category")}
+    assert schema(shop) == {
+        "customers": ("id", "name", "city"),
+        "orders": ("id", "customer_id", "product_id", "quantity", "year"),
+        "products": ("id", "name", "price", "category"),
+    }
 
 
 HOSTILE = [
@@ -49,11 +52,12 @@ HOSTILE = [
     ("SELECT zeroblob(1000000000)", "denied: FUNCTION zeroblob"),
     ("SELECT printf('%.*c', 1000000000, 'x')", "denied: FUNCTION printf"),
     ("SELECT length(replace(hex(name), '', '')) FROM products", None),  # harmless: allowed
-    ("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT COUNT(*) FROM r",
-     "step or time budget"),
+    ("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT COUNT(*) FROM r", "step or time budget"),
     ("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT x FROM r", "more than 1000 rows"),
-    ("WITH RECURSIVE r(s) AS (SELECT 'ab' UNION ALL SELECT s || s FROM r) SELECT MAX(LENGTH(s)) FROM r",
-     "SQL error: string or blob too big"),
+    (
+        "WITH RECURSIVE r(s) AS (SELECT 'ab' UNION ALL SELECT s || s FROM r) SELECT MAX(LENGTH(s)) FROM r",
+        "SQL error: string or blob too big",
+    ),
     ("SELECT COUNT(*) FROM orders a, orders b, orders c, orders d", "step or time budget"),
     ("SELECT 1; DELETE FROM orders", "more than one SQL statement"),
     ("", "empty query"),

@@ -1,17 +1,22 @@
 """The slots family: each reward reads two tokens of its own part (the header's city and the code), its information
 is that one fact, and its relevant spans are exactly those decision tokens (one token each in the bundled
 tokenizer)."""
+
 import random
 
 import pytest
 
 from mrtpo_viz.tasks import get_verifier, list_verifiers, load_examples
 from mrtpo_viz.tasks.generators import slots as gen
-from mrtpo_viz.tasks.slots import CODE_OF, CODES, VERIFIERS, decision
+from mrtpo_viz.tasks.code_slots import CODE_OF, CODES, VERIFIERS, decision
 
 EX = gen.generate(1, seed=3)[0]
-LINES = ["Part 1, {city}: rain snow {code} moon.", "Part 2, {city}: {code} fish bees.",
-         "Part 3, {city}: calm quiet waves {code}.", "Part 4, {city}: trees {code} salt."]
+LINES = [
+    "Part 1, {city}: rain snow {code} moon.",
+    "Part 2, {city}: {code} fish bees.",
+    "Part 3, {city}: calm quiet waves {code}.",
+    "Part 4, {city}: trees {code} salt.",
+]
 
 
 def _response(codes, cities=None):
@@ -76,7 +81,9 @@ def test_each_span_is_the_decision_token():
     city = EX.meta["cities"][1]
     start = text.index(f"Part 2, {city}:")
     assert get_verifier("slots.part2").relevant_spans(text, EX) == [
-        (start + 8, start + 8 + len(city)), (start + 9 + len(city), text.index("\nPart 3"))]
+        (start + 8, start + 8 + len(city)),
+        (start + 9 + len(city), text.index("\nPart 3")),
+    ]
     assert get_verifier("slots.part4").relevant_spans("Part 1: GBP.", EX) == []
 
 
@@ -92,7 +99,7 @@ def test_references_are_long_and_load_from_the_sample_file():
 def test_fine_tuning_rows_weigh_the_four_code_tokens_and_noise_only_uninformed_parts():
     from transformers import AutoTokenizer
 
-    from mrtpo_viz.sample_policy.slots import CODE_WEIGHT, sft_examples, weighted_rows
+    from mrtpo_viz.sample_policy.slots_policy import CODE_WEIGHT, sft_examples, weighted_rows
     from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
     tok = AutoTokenizer.from_pretrained(BUNDLED_POLICY_DIR)

@@ -1,4 +1,5 @@
 """sql.format and sql.execution: tables of pass / fail / edge cases, spans, information, and the sample data."""
+
 import hashlib
 import math
 import sqlite3
@@ -21,8 +22,11 @@ def dbs(tmp_path_factory):
 
 def example(dbs, gold, ordered=None):
     ordered = " ORDER BY " in gold if ordered is None else ordered
-    return Example(task="text_to_sql", prompt="q", meta={"db": "shop", "db_path": str(dbs["shop"]),
-                                                          "gold_sql": gold, "ordered": ordered})
+    return Example(
+        task="text_to_sql",
+        prompt="q",
+        meta={"db": "shop", "db_path": str(dbs["shop"]), "gold_sql": gold, "ordered": ordered},
+    )
 
 
 def block(sql):
@@ -107,13 +111,17 @@ def test_execution_reasons_give_row_counts(dbs):
     n_30, n_90 = sum(p > 30 for p in prices), sum(p > 90 for p in prices)
     assert 0 < n_90 < n_30
     ex = example(dbs, "SELECT name FROM products WHERE price > 30")
-    assert EXE.check(block("SELECT name FROM products WHERE price > 90"), ex).reason == \
-        f"wrong result: {n_90} rows, expected {n_30} ({n_30 - n_90} expected rows missing, 0 extra)"
+    assert (
+        EXE.check(block("SELECT name FROM products WHERE price > 90"), ex).reason
+        == f"wrong result: {n_90} rows, expected {n_30} ({n_30 - n_90} expected rows missing, 0 extra)"
+    )
     reason = EXE.check(block("SELECT name FROM customers"), ex).reason
     assert reason.endswith(f"expected {n_30} ({n_30} expected rows missing, 20 extra)")
     ordered = example(dbs, "SELECT name FROM products ORDER BY price")
-    assert EXE.check(block("SELECT name FROM products ORDER BY price DESC"), ordered).reason == \
-        "right rows in the wrong order (25 rows)"
+    assert (
+        EXE.check(block("SELECT name FROM products ORDER BY price DESC"), ordered).reason
+        == "right rows in the wrong order (25 rows)"
+    )
     assert EXE.check(block("SELECT 1; SELECT 2"), ex).reason == "more than one SQL statement"
     assert EXE.check(block("SELECT nam FROM products"), ex).reason == "SQL error: no such column: nam"
     assert EXE.check(block("SELECT name, price FROM products"), ex).reason == "wrong result: 2 columns, expected 1"
@@ -122,9 +130,15 @@ def test_execution_reasons_give_row_counts(dbs):
 def test_hostile_responses_score_zero_and_leave_the_file_identical(dbs):
     ex = example(dbs, "SELECT COUNT(*) FROM orders")
     before = hashlib.sha256(dbs["shop"].read_bytes()).hexdigest()
-    for sql in ("DELETE FROM orders", "DROP TABLE orders", "ATTACH DATABASE ':memory:' AS m", "PRAGMA user_version = 7",
-                "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT COUNT(*) FROM r",
-                "SELECT randomblob(1000000000)", "SELECT load_extension('x')"):
+    for sql in (
+        "DELETE FROM orders",
+        "DROP TABLE orders",
+        "ATTACH DATABASE ':memory:' AS m",
+        "PRAGMA user_version = 7",
+        "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT COUNT(*) FROM r",
+        "SELECT randomblob(1000000000)",
+        "SELECT load_extension('x')",
+    ):
         verdict = EXE.check(block(sql), ex)
         assert verdict.score == 0.0 and ("denied" in verdict.reason or "budget" in verdict.reason), sql
     assert hashlib.sha256(dbs["shop"].read_bytes()).hexdigest() == before
@@ -143,8 +157,10 @@ def test_format_spans_are_the_decision_points(dbs):
 
 def test_execution_spans_are_names_literals_and_aggregates(dbs):
     ex = example(dbs, "SELECT 1")
-    r = ("Sure.\n```sql\nSELECT category, COUNT(*) FROM products -- per category\n"
-         "WHERE price > 20.5 AND name <> 'Kite' GROUP BY category\n```")
+    r = (
+        "Sure.\n```sql\nSELECT category, COUNT(*) FROM products -- per category\n"
+        "WHERE price > 20.5 AND name <> 'Kite' GROUP BY category\n```"
+    )
     got = [r[a:b] for a, b in EXE.relevant_spans(r, ex)]
     assert got == ["category", "COUNT", "products", "price", "20.5", "name", "'Kite'", "category"]
     assert EXE.relevant_spans("no query", ex) is None
@@ -155,9 +171,11 @@ def test_execution_spans_are_names_literals_and_aggregates(dbs):
 def test_information(dbs):
     ex = example(dbs, "SELECT name FROM products ORDER BY price DESC LIMIT 2")
     top = [r[1] for r in sorted(t2s.DATABASES["shop"].tables[0].rows, key=lambda r: -r[2])[:2]]
-    assert EXE.info(ex) == ("The query runs on the shop database and must return the same rows, in this order, "
-                            "as the gold query SELECT name FROM products ORDER BY price DESC LIMIT 2. "
-                            f"It returns 2 rows: ('{top[0]}'), ('{top[1]}').")
+    assert EXE.info(ex) == (
+        "The query runs on the shop database and must return the same rows, in this order, "
+        "as the gold query SELECT name FROM products ORDER BY price DESC LIMIT 2. "
+        f"It returns 2 rows: ('{top[0]}'), ('{top[1]}')."
+    )
     assert "```sql" in FMT.info(ex) and "SELECT" in FMT.info(ex)
 
 

@@ -1,6 +1,7 @@
 """tool_call.format and tool_call.correctness as registered verifiers: tables of pass, fail and edge cases on the
 bundled kind of example, the information texts the bundled policy was trained on (byte-identical), the verifiers'
 arguments (free prompts), spans, the catalogue and the generator."""
+
 import hashlib
 import json
 import math
@@ -16,10 +17,18 @@ from mrtpo_viz.tasks.tool_calling.schema import CHECKER_TYPES, compact_function,
 
 
 def example(tool: str, arguments: dict) -> Example:
-    meta = {"category": "simple", "functions": [gen.TOOLS[tool]],
-            "possible_answer": [{tool: {k: [v] for k, v in arguments.items()}}]}
-    return Example(task="tool_calling", prompt="(request)", meta=meta, reference=gen.format_call(tool, arguments),
-                   verifiers=gen.VERIFIERS)
+    meta = {
+        "category": "simple",
+        "functions": [gen.TOOLS[tool]],
+        "possible_answer": [{tool: {k: [v] for k, v in arguments.items()}}],
+    }
+    return Example(
+        task="tool_calling",
+        prompt="(request)",
+        meta=meta,
+        reference=gen.format_call(tool, arguments),
+        verifiers=gen.VERIFIERS,
+    )
 
 
 WEATHER = example("get_weather", {"city": "Paris", "unit": "celsius"})
@@ -33,80 +42,126 @@ def call(name, arguments, **extra) -> str:
     return "<tool_call>" + json.dumps({"name": name, "arguments": arguments, **extra}) + "</tool_call>"
 
 
-@pytest.mark.parametrize("response, score, reason", [
-    (GOLD, 1.0, "well-formed call to get_weather"),
-    ("  \n" + GOLD + "\n\t ", 1.0, "well-formed"),
-    ('<tool_call>\n  {"name":"get_weather",\n"arguments":{"city":"Paris"}}  \n</tool_call>', 1.0, "well-formed"),
-    (call("get_weather", {"city": "São Paulo ☀"}), 1.0, "well-formed"),
-    (call("get_weather", {"city": '{"nested": [1, {"x": 2}]}'}), 1.0, "well-formed"),
-    ("", 0.0, "no <tool_call> block"),
-    ('{"name": "get_weather", "arguments": {"city": "Paris"}}', 0.0, "no <tool_call> block"),
-    (GOLD + GOLD, 0.0, "2 <tool_call> blocks; exactly one is allowed"),  # the bundled data asks for one call
-    (GOLD + " Hope this helps!", 0.0, "text outside"),
-    ("Sure: " + GOLD, 0.0, "text outside"),
-    (GOLD[:-len("</tool_call>")], 0.0, "missing </tool_call>"),
-    ("</tool_call>" + GOLD[:-len("</tool_call>")], 0.0, "text outside"),
-    ("<tool_call>{'name': 'get_weather', 'arguments': {}}</tool_call>", 0.0, "not valid JSON"),
-    ('<tool_call>{"name": "get_weather", "arguments": "city=Paris"}</tool_call>', 0.0, "not {"),
-    ('<tool_call>["get_weather"]</tool_call>', 0.0, "not {"),
-    (call("get_weather", {"city": "Paris"}, id=1), 0.0, "unexpected keys ['id']"),
-    (call("get_wether", {"city": "Paris"}), 0.0, "unknown function 'get_wether'; known: get_weather"),
-    (call("get_stock_price", {"symbol": "IBM"}), 0.0, "unknown function 'get_stock_price'"),  # not this example's
-    (call("get_weather", {"unit": "celsius"}), 0.0, "missing required argument 'city'"),
-    (call("get_weather", {"city": "Paris", "country": "FR"}), 0.0, "unknown argument 'country'"),
-    (call("get_weather", {"city": "Paris", "unit": "kelvin"}), 0.0, "must be one of"),
-    (call("get_weather", {"city": {"name": "Paris"}}), 0.0, "should be of type string, got object"),
-    ("<tool_call>" + "[" * 100_000 + "</tool_call>", 0.0, "not valid JSON"),
-    ("\x00\x1b[31m\ud800", 0.0, "no <tool_call> block"),
-    ("x" * 1_000_000, 0.0, "no <tool_call> block"),
-])
+@pytest.mark.parametrize(
+    "response, score, reason",
+    [
+        (GOLD, 1.0, "well-formed call to get_weather"),
+        ("  \n" + GOLD + "\n\t ", 1.0, "well-formed"),
+        ('<tool_call>\n  {"name":"get_weather",\n"arguments":{"city":"Paris"}}  \n</tool_call>', 1.0, "well-formed"),
+        (call("get_weather", {"city": "São Paulo ☀"}), 1.0, "well-formed"),
+        (call("get_weather", {"city": '{"nested": [1, {"x": 2}]}'}), 1.0, "well-formed"),
+        ("", 0.0, "no <tool_call> block"),
+        ('{"name": "get_weather", "arguments": {"city": "Paris"}}', 0.0, "no <tool_call> block"),
+        (GOLD + GOLD, 0.0, "2 <tool_call> blocks; exactly one is allowed"),  # the bundled data asks for one call
+        (GOLD + " Hope this helps!", 0.0, "text outside"),
+        ("Sure: " + GOLD, 0.0, "text outside"),
+        (GOLD[: -len("</tool_call>")], 0.0, "missing </tool_call>"),
+        ("</tool_call>" + GOLD[: -len("</tool_call>")], 0.0, "text outside"),
+        ("<tool_call>{'name': 'get_weather', 'arguments': {}}</tool_call>", 0.0, "not valid JSON"),
+        ('<tool_call>{"name": "get_weather", "arguments": "city=Paris"}</tool_call>', 0.0, "not {"),
+        ('<tool_call>["get_weather"]</tool_call>', 0.0, "not {"),
+        (call("get_weather", {"city": "Paris"}, id=1), 0.0, "unexpected keys ['id']"),
+        (call("get_wether", {"city": "Paris"}), 0.0, "unknown function 'get_wether'; known: get_weather"),
+        (call("get_stock_price", {"symbol": "IBM"}), 0.0, "unknown function 'get_stock_price'"),  # not this example's
+        (call("get_weather", {"unit": "celsius"}), 0.0, "missing required argument 'city'"),
+        (call("get_weather", {"city": "Paris", "country": "FR"}), 0.0, "unknown argument 'country'"),
+        (call("get_weather", {"city": "Paris", "unit": "kelvin"}), 0.0, "must be one of"),
+        (call("get_weather", {"city": {"name": "Paris"}}), 0.0, "should be of type string, got object"),
+        ("<tool_call>" + "[" * 100_000 + "</tool_call>", 0.0, "not valid JSON"),
+        ("\x00\x1b[31m\ud800", 0.0, "no <tool_call> block"),
+        ("x" * 1_000_000, 0.0, "no <tool_call> block"),
+    ],
+)
 def test_format_table(response, score, reason):
     verdict = FORMAT.check(response, WEATHER)
     assert verdict.score == score
     assert reason in verdict.reason
 
 
-@pytest.mark.parametrize("ex, response, reason", [
-    (MONEY, call("convert_currency", {"amount": "12.5", "from_currency": "EUR", "to_currency": "USD"}),
-     "should be of type number, got string"),
-    (example("set_timer", {"minutes": 2}), call("set_timer", {"minutes": 2.5}),
-     "should be of type integer, got number"),
-    (example("set_timer", {"minutes": 2}), call("set_timer", {"minutes": True}), "of type integer, got boolean"),
-    (ALARM, call("set_alarm", {"time": "07:30", "repeat_daily": "true"}), "should be of type boolean"),
-])
+@pytest.mark.parametrize(
+    "ex, response, reason",
+    [
+        (
+            MONEY,
+            call("convert_currency", {"amount": "12.5", "from_currency": "EUR", "to_currency": "USD"}),
+            "should be of type number, got string",
+        ),
+        (
+            example("set_timer", {"minutes": 2}),
+            call("set_timer", {"minutes": 2.5}),
+            "should be of type integer, got number",
+        ),
+        (example("set_timer", {"minutes": 2}), call("set_timer", {"minutes": True}), "of type integer, got boolean"),
+        (ALARM, call("set_alarm", {"time": "07:30", "repeat_daily": "true"}), "should be of type boolean"),
+    ],
+)
 def test_format_types_are_exact(ex, response, reason):
     verdict = FORMAT.check(response, ex)
     assert verdict.score == 0.0 and reason in verdict.reason
 
 
-@pytest.mark.parametrize("ex, response, score, reason", [
-    (WEATHER, GOLD, 1.0, "matches the possible answer"),
-    (WEATHER, call("get_weather", {"unit": " Celsius ", "city": "PARIS"}), 1.0, ""),   # BFCL's string standardizing
-    (WEATHER, call("get_weather", {"city": "pa-ris", "unit": "CEL_SIUS"}), 1.0, ""),
-    (WEATHER, call("get_weather", {"city": "Lyon", "unit": "celsius"}), 0.0, "argument 'city' is \"Lyon\"; accepted"),
-    (WEATHER, call("get_weather", {"city": "Paris"}), 0.0, "argument 'unit' is missing"),  # no partial credit
-    (WEATHER, call("get_weather", {}), 0.0, "missing required argument 'city'"),
-    (WEATHER, call("get_stock_price", {"symbol": "Paris"}), 0.0, "called 'get_stock_price'; expected 'get_weather'"),
-    (WEATHER, call("Get_Weather", {"city": "Paris", "unit": "celsius"}), 0.0, "expected 'get_weather'"),  # exact name
-    (WEATHER, GOLD + call("get_weather", {}), 0.0, "2 call(s); expected 1"),
-    (WEATHER, GOLD[:-len("</tool_call>")] + " trailing", 0.0, "not valid JSON"),
-    (WEATHER, GOLD[:-len("</tool_call>")], 1.0, ""),  # a missing closing tag is a format error only
-    (WEATHER, "Sure! " + GOLD, 1.0, ""),              # and so is text around the block
-    (WEATHER, "", 0.0, "no <tool_call> block"),
-    (MONEY, call("convert_currency", {"amount": 12.5, "from_currency": "eur", "to_currency": "usd"}), 1.0, ""),
-    (MONEY, call("convert_currency", {"amount": "12.5", "from_currency": "EUR", "to_currency": "USD"}), 0.0,
-     "should be number"),                             # "12.5" is no number
-    (MONEY, call("convert_currency", {"amount": 12, "from_currency": "EUR", "to_currency": "USD"}), 0.0,
-     "argument 'amount' is 12.0; accepted: 12.5"),
-    (example("set_timer", {"minutes": 10}), call("set_timer", {"minutes": 10.0}), 0.0, "should be integer"),
-    (example("set_timer", {"minutes": 10}), call("set_timer", {"minutes": "10"}), 0.0, "should be integer"),
-    (example("convert_units", {"value": 3, "from_unit": "km", "to_unit": "miles"}),
-     call("convert_units", {"value": 3.0, "from_unit": "km", "to_unit": "miles"}), 1.0, ""),  # number: int == float
-    (ALARM, call("set_alarm", {"time": "07:30", "repeat_daily": "true"}), 0.0, "should be boolean"),
-    (ALARM, call("set_alarm", {"time": "7:30", "repeat_daily": True}), 0.0, "argument 'time'"),
-    (ALARM, call("set_alarm", {"time": "07:30", "repeat_daily": True, "label": "gym"}), 0.0,
-     "unexpected argument 'label'"),                  # an optional argument the gold call does not give
-])
+@pytest.mark.parametrize(
+    "ex, response, score, reason",
+    [
+        (WEATHER, GOLD, 1.0, "matches the possible answer"),
+        (WEATHER, call("get_weather", {"unit": " Celsius ", "city": "PARIS"}), 1.0, ""),  # BFCL's string standardizing
+        (WEATHER, call("get_weather", {"city": "pa-ris", "unit": "CEL_SIUS"}), 1.0, ""),
+        (
+            WEATHER,
+            call("get_weather", {"city": "Lyon", "unit": "celsius"}),
+            0.0,
+            "argument 'city' is \"Lyon\"; accepted",
+        ),
+        (WEATHER, call("get_weather", {"city": "Paris"}), 0.0, "argument 'unit' is missing"),  # no partial credit
+        (WEATHER, call("get_weather", {}), 0.0, "missing required argument 'city'"),
+        (
+            WEATHER,
+            call("get_stock_price", {"symbol": "Paris"}),
+            0.0,
+            "called 'get_stock_price'; expected 'get_weather'",
+        ),
+        (
+            WEATHER,
+            call("Get_Weather", {"city": "Paris", "unit": "celsius"}),
+            0.0,
+            "expected 'get_weather'",
+        ),  # exact name
+        (WEATHER, GOLD + call("get_weather", {}), 0.0, "2 call(s); expected 1"),
+        (WEATHER, GOLD[: -len("</tool_call>")] + " trailing", 0.0, "not valid JSON"),
+        (WEATHER, GOLD[: -len("</tool_call>")], 1.0, ""),  # a missing closing tag is a format error only
+        (WEATHER, "Sure! " + GOLD, 1.0, ""),  # and so is text around the block
+        (WEATHER, "", 0.0, "no <tool_call> block"),
+        (MONEY, call("convert_currency", {"amount": 12.5, "from_currency": "eur", "to_currency": "usd"}), 1.0, ""),
+        (
+            MONEY,
+            call("convert_currency", {"amount": "12.5", "from_currency": "EUR", "to_currency": "USD"}),
+            0.0,
+            "should be number",
+        ),  # "12.5" is no number
+        (
+            MONEY,
+            call("convert_currency", {"amount": 12, "from_currency": "EUR", "to_currency": "USD"}),
+            0.0,
+            "argument 'amount' is 12.0; accepted: 12.5",
+        ),
+        (example("set_timer", {"minutes": 10}), call("set_timer", {"minutes": 10.0}), 0.0, "should be integer"),
+        (example("set_timer", {"minutes": 10}), call("set_timer", {"minutes": "10"}), 0.0, "should be integer"),
+        (
+            example("convert_units", {"value": 3, "from_unit": "km", "to_unit": "miles"}),
+            call("convert_units", {"value": 3.0, "from_unit": "km", "to_unit": "miles"}),
+            1.0,
+            "",
+        ),  # number: int == float
+        (ALARM, call("set_alarm", {"time": "07:30", "repeat_daily": "true"}), 0.0, "should be boolean"),
+        (ALARM, call("set_alarm", {"time": "7:30", "repeat_daily": True}), 0.0, "argument 'time'"),
+        (
+            ALARM,
+            call("set_alarm", {"time": "07:30", "repeat_daily": True, "label": "gym"}),
+            0.0,
+            "unexpected argument 'label'",
+        ),  # an optional argument the gold call does not give
+    ],
+)
 def test_correctness_table(ex, response, score, reason):
     verdict = CORRECTNESS.check(response, ex)
     assert verdict.score == score and reason in verdict.reason, verdict.reason
@@ -130,20 +185,24 @@ def test_bundled_information_texts_are_byte_identical():
     first = next(e for e in examples if e.id == "tool_calling-test-0300")
     assert FORMAT.info(first) == (
         'Reply with exactly one <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> block and nothing else;'
-        ' the arguments must fit the schema: create_calendar_event(title: string (required), date: string '
-        '(required), time: string (required), duration_minutes: integer)')
+        " the arguments must fit the schema: create_calendar_event(title: string (required), date: string "
+        "(required), time: string (required), duration_minutes: integer)"
+    )
     assert CORRECTNESS.info(first) == (
         'The correct call is {"name": "create_calendar_event", "arguments": {"title": "Project review", '
-        '"date": "2026-02-26", "time": "01:00", "duration_minutes": 30}}')
+        '"date": "2026-02-26", "time": "01:00", "duration_minutes": 30}}'
+    )
 
 
 def test_information_texts():
     assert FORMAT.info(WEATHER).endswith('get_weather(city: string (required), unit: "celsius"|"fahrenheit")')
-    assert CORRECTNESS.info(WEATHER) == ('The correct call is {"name": "get_weather", "arguments": '
-                                         '{"city": "Paris", "unit": "celsius"}}')
+    assert CORRECTNESS.info(WEATHER) == (
+        'The correct call is {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}'
+    )
 
 
 # --- arguments: what a free prompt must be given -----------------------------------------------------------------
+
 
 def test_arguments_are_declared_and_read_from_the_bundled_meta():
     assert [a.name for a in FORMAT.arguments] == ["functions", "category"]
@@ -167,11 +226,14 @@ def test_a_free_prompt_needs_input_and_gets_no_placeholder():
     assert CORRECTNESS.relevant_spans(GOLD, FREE) is None
 
 
-@pytest.mark.parametrize("answer", [
-    {"name": "get_weather", "arguments": {"city": "Rome"}},                       # the gold call
-    [{"get_weather": {"city": ["Rome", "Roma"]}}],                                # BFCL's possible answers
-    '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}}</tool_call>',  # a gold response
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"name": "get_weather", "arguments": {"city": "Rome"}},  # the gold call
+        [{"get_weather": {"city": ["Rome", "Roma"]}}],  # BFCL's possible answers
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Rome"}}</tool_call>',  # a gold response
+    ],
+)
 def test_a_free_prompt_with_arguments_scores(answer):
     tool = {"type": "function", "function": gen.TOOLS["get_weather"]}
     filled = CORRECTNESS.with_args(FREE, {"functions": [tool], "possible_answer": answer})
@@ -185,21 +247,25 @@ def test_a_free_prompt_with_arguments_scores(answer):
 
 
 def test_arguments_override_the_bundled_gold_call():
-    other = CORRECTNESS.with_args(WEATHER, {"possible_answer": {"name": "get_weather", "arguments": {"city": "Oslo"}},
-                                            "category": "parallel"})
+    other = CORRECTNESS.with_args(
+        WEATHER, {"possible_answer": {"name": "get_weather", "arguments": {"city": "Oslo"}}, "category": "parallel"}
+    )
     assert CORRECTNESS.score(call("get_weather", {"city": "Oslo"}), other) == 1.0
     assert CORRECTNESS.score(GOLD, other) == 0.0 and tool_args(CORRECTNESS, other)["category"] == "parallel"
 
 
-@pytest.mark.parametrize("values, match", [
-    ({"functions": []}, "non-empty list of function schemas"),
-    ({"functions": ["get_weather"]}, "non-empty list of function schemas"),
-    ({"functions": [{"description": "no name"}]}, "needs a 'name'"),
-    ({"possible_answer": [["get_weather"]]}, "each expected call must be"),
-    ({"possible_answer": "get_weather(city='Rome')"}, "must be <tool_call> blocks"),
-    ({"category": "sequential"}, "unknown category 'sequential'"),
-    ({"gold": 1}, r"takes no argument\(s\) \['gold'\]"),
-])
+@pytest.mark.parametrize(
+    "values, match",
+    [
+        ({"functions": []}, "non-empty list of function schemas"),
+        ({"functions": ["get_weather"]}, "non-empty list of function schemas"),
+        ({"functions": [{"description": "no name"}]}, "needs a 'name'"),
+        ({"possible_answer": [["get_weather"]]}, "each expected call must be"),
+        ({"possible_answer": "get_weather(city='Rome')"}, "must be <tool_call> blocks"),
+        ({"category": "sequential"}, "unknown category 'sequential'"),
+        ({"gold": 1}, r"takes no argument\(s\) \['gold'\]"),
+    ],
+)
 def test_bad_argument_values_are_clear_errors(values, match):
     with pytest.raises(ValueError, match=match):
         CORRECTNESS.with_args(FREE, values)
@@ -211,6 +277,7 @@ def test_with_tool_args_normalizes_what_it_stores():
 
 
 # --- spans ---------------------------------------------------------------------------------------------------------
+
 
 def test_format_spans_are_the_decision_points():
     response = "  " + GOLD
@@ -226,19 +293,26 @@ def test_format_spans_partial_and_unparseable():
 
 
 def test_correctness_spans_are_name_and_gold_values():
-    response = '<tool_call>{"arguments": {"unit": "celsius", "extra": 1, "city": "Paris"}, "name": "get_weather"}' \
-               "</tool_call>"
+    response = (
+        '<tool_call>{"arguments": {"unit": "celsius", "extra": 1, "city": "Paris"}, "name": "get_weather"}</tool_call>'
+    )
     spans = CORRECTNESS.relevant_spans(response, WEATHER)
     assert [response[a:b] for a, b in spans] == ["celsius", "Paris", "get_weather"]
     money = call("convert_currency", {"amount": 12.5, "from_currency": "EUR", "to_currency": "USD"})
-    assert [money[a:b] for a, b in CORRECTNESS.relevant_spans(money, MONEY)] == ["convert_currency", "12.5", "EUR",
-                                                                                  "USD"]
-    assert CORRECTNESS.relevant_spans('<tool_call>{"name": "get_weather", "arguments": {"city": Paris}}',
-                                      WEATHER) is None
+    assert [money[a:b] for a, b in CORRECTNESS.relevant_spans(money, MONEY)] == [
+        "convert_currency",
+        "12.5",
+        "EUR",
+        "USD",
+    ]
+    assert (
+        CORRECTNESS.relevant_spans('<tool_call>{"name": "get_weather", "arguments": {"city": Paris}}', WEATHER) is None
+    )
     assert CORRECTNESS.relevant_spans("", WEATHER) is None
 
 
 # --- registry, catalogue, generator ----------------------------------------------------------------------------------
+
 
 def test_registry_and_catalogue():
     assert set(list_verifiers("tool_calling")) == {"tool_call.format", "tool_call.correctness"}

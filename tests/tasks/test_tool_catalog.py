@@ -1,4 +1,5 @@
 """The built-in tool catalogue is a consistent set of JSON schemas."""
+
 import pytest
 
 from mrtpo_viz.tasks.tool_catalog import CLOSE_TAG, OPEN_TAG, TOOLS

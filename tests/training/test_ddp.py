@@ -1,5 +1,6 @@
 """A 2-process CPU run (gloo, through ``torchrun``; accelerate picks the process group up) finishes and leaves
 identical parameters on both ranks."""
+
 import os
 import socket
 import subprocess
@@ -10,7 +11,7 @@ import pytest
 
 from tests.apphelpers import REPO as ROOT  # noqa: E402
 
-DRIVER = textwrap.dedent('''
+DRIVER = textwrap.dedent("""
     import hashlib, json, sys
     import torch
     torch.set_num_threads(1)
@@ -40,7 +41,7 @@ DRIVER = textwrap.dedent('''
               "mean_reward": metrics.mean_reward}
     with open(f"{out}/rank{acc.process_index}.json", "w") as fh:
         json.dump(record, fh)
-''')
+""")
 
 
 def _free_port() -> int:
@@ -58,8 +59,19 @@ def test_two_process_gloo_run_keeps_ranks_identical(tiny_policy_dir, tmp_path, m
     driver.write_text(DRIVER)
     # `accelerate launch --cpu` runs a single process (its multi-CPU mode needs MPI); torchrun starts the two.
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT), ACCELERATE_USE_CPU="1")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(_free_port()),
-           str(driver), str(tiny_policy_dir), str(tmp_path), method]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        str(_free_port()),
+        str(driver),
+        str(tiny_policy_dir),
+        str(tmp_path),
+        method,
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]

@@ -1,6 +1,7 @@
 """The training loop on the tiny random-init policy: learning, method equivalence, resume, the comparison report.
 
 The Live training tab's generator is tested in tests/ui/test_training_tab.py."""
+
 import csv
 import math
 
@@ -27,20 +28,49 @@ def _brevity(response: str, example) -> Verdict:
     return Verdict(1.0 if len(response) <= 20 else 0.0, f"{len(response)} characters")
 
 
-register(Verifier("test.letter_e", "custom", "Letter e", "Rewards responses made of the letter e.",
-                  lambda ex: f"Use the letter {LETTER} as often as you can.", _share_of_letter), replace=True)
-register(Verifier("test.brief", "custom", "Brief", "Rewards responses of at most 20 characters.",
-                  lambda ex: "Answer in at most 20 characters.", _brevity), replace=True)
+register(
+    Verifier(
+        "test.letter_e",
+        "custom",
+        "Letter e",
+        "Rewards responses made of the letter e.",
+        lambda ex: f"Use the letter {LETTER} as often as you can.",
+        _share_of_letter,
+    ),
+    replace=True,
+)
+register(
+    Verifier(
+        "test.brief",
+        "custom",
+        "Brief",
+        "Rewards responses of at most 20 characters.",
+        lambda ex: "Answer in at most 20 characters.",
+        _brevity,
+    ),
+    replace=True,
+)
 
 
 def _examples(verifiers=("test.letter_e",), n=4):
-    return [Example("custom", f"Write something about the weather in city {i}.", id=f"ex{i}",
-                    verifiers=tuple(verifiers)) for i in range(n)]
+    return [
+        Example("custom", f"Write something about the weather in city {i}.", id=f"ex{i}", verifiers=tuple(verifiers))
+        for i in range(n)
+    ]
 
 
 def _config(tmp_path=None, **kw):
-    base = dict(task="custom", method="gdpo", group_size=4, prompts_per_step=2, steps=2, lr=1e-3,
-                max_new_tokens=12, seed=0, threads=1)
+    base = dict(
+        task="custom",
+        method="gdpo",
+        group_size=4,
+        prompts_per_step=2,
+        steps=2,
+        lr=1e-3,
+        max_new_tokens=12,
+        seed=0,
+        threads=1,
+    )
     base.update(kw)
     if tmp_path is not None:
         base["out_dir"] = str(tmp_path)
@@ -52,6 +82,7 @@ def _params(policy_run):
 
 
 # --- learning ------------------------------------------------------------------------------------------------------
+
 
 def test_seeded_steps_raise_the_mean_reward(tiny_policy):
     cfg = _config(method="grpo", steps=10, group_size=8, prompts_per_step=2, lr=1e-2, max_new_tokens=10)
@@ -86,18 +117,22 @@ def test_the_shared_policy_is_not_trained(tiny_policy):
 
 # --- validation ----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kw, words", [
-    ({"method": "ppo"}, "unknown method"),
-    ({"control": "nothing"}, "unknown control"),
-    ({"group_size": 1}, "group_size"),
-    ({"temperature": 0.0}, "temperature"),
-    ({"alpha": 1.5}, "alpha"),
-    ({"clip_eps": 0.0}, "clip_eps"),
-    ({"lr": -1.0}, "lr"),
-    ({"save_every": 2}, "out_dir"),
-    ({"metric": "cosine"}, "unknown metric"),
-    ({"info_position": "middle"}, "unknown info_position"),
-])
+
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        ({"method": "ppo"}, "unknown method"),
+        ({"control": "nothing"}, "unknown control"),
+        ({"group_size": 1}, "group_size"),
+        ({"temperature": 0.0}, "temperature"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"clip_eps": 0.0}, "clip_eps"),
+        ({"lr": -1.0}, "lr"),
+        ({"save_every": 2}, "out_dir"),
+        ({"metric": "cosine"}, "unknown metric"),
+        ({"info_position": "middle"}, "unknown info_position"),
+    ],
+)
 def test_config_rejects_bad_values(kw, words):
     with pytest.raises(ValueError, match=words):
         TrainConfig(**kw)
@@ -113,6 +148,7 @@ def test_unknown_task_and_weights_are_reported(tiny_policy):
 
 # --- relevance: the batched group replay equals the replay -----------------------------------------------------------
 
+
 @pytest.mark.parametrize("control", ["none", "placebo", "others"])
 def test_group_relevance_equals_replay_per_completion(tiny_policy, control):
     from mrtpo_viz.relevance.engine import replay
@@ -125,8 +161,8 @@ def test_group_relevance_equals_replay_per_completion(tiny_policy, control):
     assert got.shape == (3, 2, max(len(r) for r in responses))
     for g, ids in enumerate(responses):
         want = replay(tiny_policy, ex, ids, ["test.letter_e", "test.brief"], control=control).scores
-        assert torch.allclose(got[g, :, :len(ids)], want, atol=2e-5), (got[g], want)
-        assert torch.all(got[g, :, len(ids):] == 0)
+        assert torch.allclose(got[g, :, : len(ids)], want, atol=2e-5), (got[g], want)
+        assert torch.all(got[g, :, len(ids) :] == 0)
     assert got.max() > 0.01  # the sharp random-init model does react to the information
 
 
@@ -142,21 +178,30 @@ def test_training_forward_serves_as_the_no_information_branch(tiny_policy, contr
     full = rollout_relevance(tiny_policy, rollouts, names, metric="js", control=control, info_position="user_end")
     seen = []
     real = tr.branch_logits_for_group
-    monkeypatch.setattr(tr, "branch_logits_for_group",
-                        lambda model, br, *a, **kw: seen.append(br.B) or real(model, br, *a, **kw))
-    _, logits = token_logprobs(tiny_policy.model, rollouts, tiny_policy.tokenizer.pad_token_id or 0,
-                               tiny_policy.device, temperature=0.7, return_logits=True)
+    monkeypatch.setattr(
+        tr, "branch_logits_for_group", lambda model, br, *a, **kw: seen.append(br.B) or real(model, br, *a, **kw)
+    )
+    _, logits = token_logprobs(
+        tiny_policy.model,
+        rollouts,
+        tiny_policy.tokenizer.pad_token_id or 0,
+        tiny_policy.device,
+        temperature=0.7,
+        return_logits=True,
+    )
     assert logits.shape[:2] == (6, rollouts.T) and not logits.requires_grad
-    reused = rollout_relevance(tiny_policy, rollouts, names, metric="js", control=control, info_position="user_end",
-                               without_logits=logits)
+    reused = rollout_relevance(
+        tiny_policy, rollouts, names, metric="js", control=control, info_position="user_end", without_logits=logits
+    )
     assert seen == [2 if control == "none" else 4] * 2  # K (+ K placebo) branches: no-information one skipped
     assert full.abs().max() > 0.01
     assert torch.allclose(reused, full, atol=2e-5), (reused - full).abs().max()
     # prompt ids that are not the replay's no-information context: the branch is computed, not borrowed
     seen.clear()
     rollouts.prompt_ids[0] = rollouts.prompt_ids[0][:-1]
-    rollout_relevance(tiny_policy, rollouts, names, metric="js", control=control, info_position="user_end",
-                      without_logits=logits)
+    rollout_relevance(
+        tiny_policy, rollouts, names, metric="js", control=control, info_position="user_end", without_logits=logits
+    )
     assert seen[0] == seen[1] + 1
 
 
@@ -175,8 +220,14 @@ def test_sampling_prompt_cache_serves_the_replay_prefix(tiny_policy, monkeypatch
     prefix_runs = []
     real = tr.prefix_cache
     monkeypatch.setattr(tr, "prefix_cache", lambda *a: prefix_runs.append(1) or real(*a))
-    fresh = rollout_relevance(tiny_policy, dataclasses.replace(rollouts, prompt_caches=None), names, metric="js",
-                              control="none", info_position="user_end")
+    fresh = rollout_relevance(
+        tiny_policy,
+        dataclasses.replace(rollouts, prompt_caches=None),
+        names,
+        metric="js",
+        control="none",
+        info_position="user_end",
+    )
     assert len(prefix_runs) == 2
     cached = rollout_relevance(tiny_policy, rollouts, names, metric="js", control="none", info_position="user_end")
     assert len(prefix_runs) == 2  # no prefix forward this time
@@ -190,6 +241,7 @@ def test_sampling_prompt_cache_serves_the_replay_prefix(tiny_policy, monkeypatch
 
 
 # --- one verifier, alpha = 0: the three methods give the same update ------------------------------------------------
+
 
 def _one_step_params(tiny_policy, **kw):
     from mrtpo_viz.training.loop import setup_run, train_step
@@ -229,6 +281,7 @@ def test_one_verifier_alpha_zero_gives_identical_updates(tiny_policy):
 
 
 # --- checkpoints: kill and resume ----------------------------------------------------------------------------------
+
 
 def _csv_rows(path):
     with open(path, newline="") as fh:
@@ -274,6 +327,7 @@ def test_corrupted_or_foreign_checkpoint_is_reported(tiny_policy, tmp_path):
 
 # --- the comparison report -----------------------------------------------------------------------------------------
 
+
 def _hand_frame():
     import pandas as pd
 
@@ -282,8 +336,18 @@ def _hand_frame():
     for variant, ys in curves.items():
         for seed, shift in ((0, 0.0), (1, 0.1)):
             for step, y in enumerate(ys):
-                rows.append({"variant": variant, "seed": seed, "step": step, "reward/mean": y + shift,
-                             "all_pass": y / 2, "reward/a": y, "time/sample": 1.0, "time/replay": 0.5})
+                rows.append(
+                    {
+                        "variant": variant,
+                        "seed": seed,
+                        "step": step,
+                        "reward/mean": y + shift,
+                        "all_pass": y / 2,
+                        "reward/a": y,
+                        "time/sample": 1.0,
+                        "time/replay": 0.5,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -339,17 +403,38 @@ def test_span_masks_mark_the_tokens_of_each_verifiers_spans(tiny_policy):
     assert "<tool_call>" in marked.replace(" ", "") or "tool_call" in marked  # the opening tag is a format span
     assert masks[0, 0, 1].sum() > 0 and masks[0, 0, 2].sum() == 0  # the example does not use test.letter_e
 
+
 def test_a_step_on_multi_call_bfcl_examples(tiny_policy):
     """BFCL-style examples (two expected calls, any order; the functions in the system message) train like any
     other: both tool-call verifiers score every completion and MRTPO replays them."""
     from mrtpo_viz.tasks.bfcl import make_example
 
-    fn = {"name": "spotify.play", "description": "Play songs.", "parameters": {"type": "dict", "required": ["artist"],
-          "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}}}}
-    examples = [make_example({"id": f"parallel_{i}", "function": [fn], "question": [[
-        {"role": "user", "content": f"Play artist {i} for {i} minutes and artist {i + 1} for 5."}]]},
-        [{"spotify.play": {"artist": [f"artist {i}"], "duration": [i]}},
-         {"spotify.play": {"artist": [f"artist {i + 1}"], "duration": [5, ""]}}], "parallel") for i in range(2)]
+    fn = {
+        "name": "spotify.play",
+        "description": "Play songs.",
+        "parameters": {
+            "type": "dict",
+            "required": ["artist"],
+            "properties": {"artist": {"type": "string"}, "duration": {"type": "integer"}},
+        },
+    }
+    examples = [
+        make_example(
+            {
+                "id": f"parallel_{i}",
+                "function": [fn],
+                "question": [
+                    [{"role": "user", "content": f"Play artist {i} for {i} minutes and artist {i + 1} for 5."}]
+                ],
+            },
+            [
+                {"spotify.play": {"artist": [f"artist {i}"], "duration": [i]}},
+                {"spotify.play": {"artist": [f"artist {i + 1}"], "duration": [5, ""]}},
+            ],
+            "parallel",
+        )
+        for i in range(2)
+    ]
     assert all(ex.reference.count("<tool_call>") == 2 for ex in examples)
     cfg = _config(task="bfcl", method="mrtpo", steps=1, group_size=2, max_new_tokens=12)
     (m,) = list(train(cfg, examples=examples, policy=tiny_policy))

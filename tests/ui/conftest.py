@@ -2,6 +2,7 @@
 environment (``app_env``, a fixture a module overrides), and a chromium page on it (``page``; its script errors
 collect in ``page_errors``). A browser test module starts with ``sync_api = require_browser()``.
 """
+
 import os
 from pathlib import Path
 
@@ -11,8 +12,16 @@ from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 from tests.apphelpers import free_port, patient_url_ok
 
 CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TIMEOUT_MS = 180_000  # a loaded 2-core CI machine: model load plus a replay or the first training steps take a while
 
 
@@ -21,10 +30,11 @@ def require_browser():
     is a failure; returns ``playwright.sync_api``."""
     if not CHROMIUM.exists():
         if os.environ.get("MRTPO_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"MRTPO_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)",
-                        pytrace=False)
-        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium); set MRTPO_REQUIRE_BROWSER=1 to fail "
-                    "instead", allow_module_level=True)
+            pytest.fail(f"MRTPO_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)", pytrace=False)
+        pytest.skip(
+            f"{CHROMIUM} is missing (apt-get install chromium); set MRTPO_REQUIRE_BROWSER=1 to fail instead",
+            allow_module_level=True,
+        )
     return pytest.importorskip("playwright.sync_api")
 
 
@@ -70,8 +80,12 @@ def page(app_url, page_errors, tmp_path_factory):
 
     with sync_api.sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-            args=FLAGS, viewport={"width": 1440, "height": 1000})
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=FLAGS,
+            viewport={"width": 1440, "height": 1000},
+        )
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
         page.on("pageerror", lambda e: page_errors.append(str(e)))

@@ -3,6 +3,7 @@ bad inputs that must come back as readable errors while the app keeps serving.
 
 One app per module; the checkpoint is the bundled policy when it exists, else the tests' random-init tiny policy.
 """
+
 import json
 import re
 
@@ -64,8 +65,18 @@ def replay_args(checkpoint, example, task="tool_calling", index=0, **kw):
     """The positional inputs of /replay: checkpoint ... template, then six information boxes."""
     from mrtpo_viz.ui.example_picker import prompt_text
 
-    d = dict(checkpoint=checkpoint, task=task, index=index, prompt=prompt_text(example), response=example.reference,
-             verifiers=list(example.verifiers), position="user_end", metric="js", control="none", template=TEMPLATE)
+    d = dict(
+        checkpoint=checkpoint,
+        task=task,
+        index=index,
+        prompt=prompt_text(example),
+        response=example.reference,
+        verifiers=list(example.verifiers),
+        position="user_end",
+        metric="js",
+        control="none",
+        template=TEMPLATE,
+    )
     infos = kw.pop("infos", None)
     d.update(kw)
     if infos is None:
@@ -93,8 +104,17 @@ def view(value) -> dict:
 
 def test_api_lists_the_named_endpoints(client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
-    assert {"/generate", "/replay", "/advantages", "/sample_group", "/ab", "/rollouts", "/load_checkpoint",
-            "/token_relevance", "/score_response"} <= names
+    assert {
+        "/generate",
+        "/replay",
+        "/advantages",
+        "/sample_group",
+        "/ab",
+        "/rollouts",
+        "/load_checkpoint",
+        "/token_relevance",
+        "/score_response",
+    } <= names
 
 
 def test_load_status_names_the_model_or_the_problem(client, checkpoint):
@@ -106,15 +126,17 @@ def test_load_status_names_the_model_or_the_problem(client, checkpoint):
 def test_generate_returns_text_and_token_count(client, checkpoint, example):
     from mrtpo_viz.ui.example_picker import prompt_text
 
-    text, status = client.predict(checkpoint, "tool_calling", 0, prompt_text(example), 1.0, 1.0, 16, 3,
-                                  api_name="/generate")
+    text, status = client.predict(
+        checkpoint, "tool_calling", 0, prompt_text(example), 1.0, 1.0, 16, 3, api_name="/generate"
+    )
     n = int(re.search(r"Generated (\d+) tokens", status).group(1))
     assert isinstance(text, str) and 1 <= n <= 16
 
 
 def test_replay_renders_tokens_heatmap_verdicts_and_downloads(client, checkpoint, example):
     tokens, raw_view, heat, raw_heat, verdicts, rewards, status = client.predict(
-        *replay_args(checkpoint, example), api_name="/replay")
+        *replay_args(checkpoint, example), api_name="/replay"
+    )
     csv, js = client.predict(api_name="/downloads")  # the step after the replay: its tables as files
     rel = Relevance.from_json(open(js["value"], encoding="utf-8").read())
     K, T = rel.K, rel.T
@@ -137,8 +159,10 @@ def test_replay_renders_tokens_heatmap_verdicts_and_downloads(client, checkpoint
 def test_advantages_follow_the_typed_group(client, checkpoint, example):
     client.predict(*replay_args(checkpoint, example), api_name="/replay")
     K = len(example.verifiers)
-    group = {"headers": ["response", *example.verifiers],
-             "data": [["replayed"] + [1.0] * K, ["b"] + [0.0] * K, ["c"] + [1.0] + [0.0] * (K - 1)]}
+    group = {
+        "headers": ["response", *example.verifiers],
+        "data": [["replayed"] + [1.0] * K, ["b"] + [0.0] * K, ["c"] + [1.0] + [0.0] * (K - 1)],
+    }
     fig, text, weights, tokens = client.predict(group, 1.0, 1.0, "controlled", api_name="/advantages")
     data = plot(fig)["data"]
     bars = [t for t in data if t["type"] == "bar"]
@@ -147,7 +171,7 @@ def test_advantages_follow_the_typed_group(client, checkpoint, example):
     stacked = torch.tensor([b["y"] for b in bars]).sum(0)
     assert torch.allclose(stacked, torch.tensor(total), atol=1e-4)  # stacks sum to the MRTPO advantage
     assert sum(total) / len(total) == pytest.approx(gdpo, abs=1e-3)  # whose token mean is GDPO's
-    assert gdpo > 0 and f"GDPO advantage {gdpo:+.3f}" in text  # the best response of the group
+    assert gdpo > 0 and f"GDPO advantage +{gdpo:.3g}" in text  # the best response of the group
     assert weights.splitlines()[0] == "| | format | correctness |" and weights.splitlines()[2].startswith("| Gini | 0.")
     adv = json.loads(tokens["props"]["adv"])  # the token view's panel gets both methods' advantages
     assert adv[0][0] == "GDPO" and adv[0][1] == pytest.approx(gdpo, rel=5e-3)
@@ -156,16 +180,20 @@ def test_advantages_follow_the_typed_group(client, checkpoint, example):
     assert "| Gini | 0 | 0 |" in flat_weights and "| effective tokens | 1 | 1 |" in flat_weights  # alpha = 0: GDPO
     assert max(abs(y - gdpo) for y in next(t for t in plot(flat)["data"] if t["name"] == "MRTPO total")["y"]) < 1e-3
     with pytest.raises(AppError, match="must be a number"):
-        client.predict({**group, "data": [["a"] + ["high"] * K, ["b"] + [0.0] * K]}, 1.0, 1.0, "controlled",
-                       api_name="/advantages")
+        client.predict(
+            {**group, "data": [["a"] + ["high"] * K, ["b"] + [0.0] * K]}, 1.0, 1.0, "controlled", api_name="/advantages"
+        )
 
 
 def test_sample_group_scores_new_responses(client, checkpoint, example):
     from mrtpo_viz.ui.example_picker import prompt_text
 
     client.predict(*replay_args(checkpoint, example), api_name="/replay")
-    out = table(client.predict(checkpoint, "tool_calling", 0, prompt_text(example), 3, 1.0, 1.0, 12, 0,
-                               api_name="/sample_group"))
+    out = table(
+        client.predict(
+            checkpoint, "tool_calling", 0, prompt_text(example), 3, 1.0, 1.0, 12, 0, api_name="/sample_group"
+        )
+    )
     assert len(out) == 3 and out["response"][0].startswith("1 (replayed): ")
     assert out["response"][1].startswith("2: ") and len(out["response"][1]) <= 3 + 32 + 6  # short, distinct labels
     assert out[list(example.verifiers)].map(lambda r: 0.0 <= r <= 1.0).all().all()
@@ -208,11 +236,24 @@ def test_ab_difference_is_b_minus_a(client, checkpoint, example):
     name = example.verifiers[-1]
     info_a = get_verifier(name).info(example)
     view_a, view_b, diff, summary, status = client.predict(
-        checkpoint, "tool_calling", 0, prompt_text(example), example.reference, name, info_a,
-        "Check the answer carefully.", "user_end", "js", "none", api_name="/ab")
+        checkpoint,
+        "tool_calling",
+        0,
+        prompt_text(example),
+        example.reference,
+        name,
+        info_a,
+        "Check the answer carefully.",
+        "user_end",
+        "js",
+        "none",
+        api_name="/ab",
+    )
     pa, pb = view(view_a), view(view_b)
-    assert pa["title"].startswith("information: The correct call") and pb["title"] == \
-        "information: Check the answer carefully."
+    assert (
+        pa["title"].startswith("information: The correct call")
+        and pb["title"] == "information: Check the answer carefully."
+    )
     ab, d = (plot(diff)["data"][i]["z"] for i in (0, 1))
     a, b = ab  # full precision in the figure; the views carry 3 significant digits
     assert len(a) == len(b) == len(d[0]) == len(pa["tokens"]) > 5
@@ -227,10 +268,18 @@ def test_ab_difference_is_b_minus_a(client, checkpoint, example):
 def test_rollouts_scores_good_rows_and_reports_bad_lines(client, checkpoint, tmp_path):
     rows = [json.loads(line) for line in open(SAMPLE_DATA / "rollouts" / "sample_rollouts.jsonl")][:2]
     path = tmp_path / "mixed.jsonl"
-    path.write_text(json.dumps(rows[0]) + "\n{not json\n" + json.dumps({"task": "tool_calling"}) + "\n"
-                    + json.dumps(rows[1]) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(rows[0])
+        + "\n{not json\n"
+        + json.dumps({"task": "tool_calling"})
+        + "\n"
+        + json.dumps(rows[1])
+        + "\n",
+        encoding="utf-8",
+    )
     status, bars, top, summary, csv, picker, tokens = client.predict(
-        checkpoint, gradio_client.handle_file(str(path)), "js", "none", "user_end", api_name="/rollouts")
+        checkpoint, gradio_client.handle_file(str(path)), "js", "none", "user_end", api_name="/rollouts"
+    )
     assert "Scored 2 rollouts" in status and "line 2: not valid JSON" in status and "line 3: missing" in status
     s = table(summary)
     assert sorted(set(s["id"])) == sorted(r["id"] for r in rows)
@@ -244,16 +293,19 @@ def test_rollouts_scores_good_rows_and_reports_bad_lines(client, checkpoint, tmp
     assert p["verifiers"] == list(dict.fromkeys(first["verifier"])) and len(p["tokens"]) == first["position"].max() + 1
 
 
-@pytest.mark.parametrize("change,message", [
-    (dict(checkpoint="/no/such/checkpoint"), "policy not found"),
-    (dict(response=""), "response is empty"),
-    (dict(response="   \n "), "response is empty"),
-    (dict(verifiers=["no_such.verifier"]), "not in the list of choices"),
-    (dict(verifiers=[]), "at least one verifier"),
-    (dict(response="x" * 20_000), "too long"),
-    (dict(infos=["i" * 100_000]), "too long: 100,000 characters"),
-    (dict(template="{nope}"), "bad information template"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (dict(checkpoint="/no/such/checkpoint"), "policy not found"),
+        (dict(response=""), "response is empty"),
+        (dict(response="   \n "), "response is empty"),
+        (dict(verifiers=["no_such.verifier"]), "not in the list of choices"),
+        (dict(verifiers=[]), "at least one verifier"),
+        (dict(response="x" * 20_000), "too long"),
+        (dict(infos=["i" * 100_000]), "too long: 100,000 characters"),
+        (dict(template="{nope}"), "bad information template"),
+    ],
+)
 def test_bad_replay_inputs_give_readable_errors(client, checkpoint, example, change, message):
     with pytest.raises(AppError, match=re.escape(message)) as err:
         client.predict(*replay_args(**{"checkpoint": checkpoint, "example": example, **change}), api_name="/replay")
@@ -275,8 +327,9 @@ def test_bad_rollouts_files(client, checkpoint, tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("not json\n", encoding="utf-8")
     with pytest.raises(AppError, match="holds no valid rollout"):
-        client.predict(checkpoint, gradio_client.handle_file(str(empty)), "js", "none", "user_end",
-                       api_name="/rollouts")
+        client.predict(
+            checkpoint, gradio_client.handle_file(str(empty)), "js", "none", "user_end", api_name="/rollouts"
+        )
     with pytest.raises(AppError, match="policy not found"):
         client.predict("/no/such/checkpoint", None, "js", "none", "user_end", api_name="/rollouts")
 
@@ -314,8 +367,9 @@ def test_changing_the_verifier_selection_keeps_edited_information():
     assert out[0]["value"] == "my edited correctness text" and out[0]["visible"] is True
     assert out[1]["visible"] is False and out[-2] == [cor] and out[-1]["value"] == [cor]
     # add the format verifier back: its box starts from the template, correctness keeps the edit
-    again = reselect_info_boxes("tool_calling", 0, [cor, fmt], [cor], None, "my edited correctness text",
-                                *[""] * (M - 1 + M * F))
+    again = reselect_info_boxes(
+        "tool_calling", 0, [cor, fmt], [cor], None, "my edited correctness text", *[""] * (M - 1 + M * F)
+    )
     assert again[0]["value"] == "my edited correctness text"
     assert again[1]["value"] == get_verifier(fmt).info(ex) and again[-2] == [cor, fmt]
 
@@ -326,11 +380,11 @@ def test_more_than_six_verifiers_are_cut_up_front_with_a_warning():
     from mrtpo_viz.ui.relevance_tab import reselect_info_boxes
     from mrtpo_viz.tasks import list_verifiers
 
-    names = list_verifiers("instruction_following")[:MAX_VERIFIERS + 2]
-    with pytest.warns(UserWarning,
-                      match=f"At most {MAX_VERIFIERS} verifiers at once: {names[-2]}, {names[-1]} left out"):
-        out = reselect_info_boxes("instruction_following", 0, names, [], None,
-                                  *[""] * (MAX_VERIFIERS * (1 + FIELDS)))
+    names = list_verifiers("instruction_following")[: MAX_VERIFIERS + 2]
+    with pytest.warns(
+        UserWarning, match=f"At most {MAX_VERIFIERS} verifiers at once: {names[-2]}, {names[-1]} left out"
+    ):
+        out = reselect_info_boxes("instruction_following", 0, names, [], None, *[""] * (MAX_VERIFIERS * (1 + FIELDS)))
     assert out[-1]["value"] == names[:MAX_VERIFIERS] and out[-2] == names[:MAX_VERIFIERS]
 
 
@@ -342,12 +396,17 @@ def test_sql_arguments_fill_the_fields_and_a_free_prompt_needs_them():
 
     ex = get_example("text_to_sql", 0)
     out = info_boxes("text_to_sql", 0, ["sql.format", "sql.execution"])
-    fields = out[MAX_VERIFIERS + FIELDS:MAX_VERIFIERS + 2 * FIELDS]  # the second box's fields
-    assert [f["label"] for f in fields] == ["sql.execution: database (one of company, school, shop)",
-                                           "sql.execution: gold SQL",
-                                           "sql.execution: order matters (true / false; optional)"]
-    assert [f["value"] for f in fields] == [ex.meta["db"], ex.meta["gold_sql"],
-                                            "true" if ex.meta["ordered"] else "false"]
+    fields = out[MAX_VERIFIERS + FIELDS : MAX_VERIFIERS + 2 * FIELDS]  # the second box's fields
+    assert [f["label"] for f in fields] == [
+        "sql.execution: database (one of company, school, shop)",
+        "sql.execution: gold SQL",
+        "sql.execution: order matters (true / false; optional)",
+    ]
+    assert [f["value"] for f in fields] == [
+        ex.meta["db"],
+        ex.meta["gold_sql"],
+        "true" if ex.meta["ordered"] else "false",
+    ]
     assert out[MAX_VERIFIERS]["visible"] is False  # sql.format takes no arguments: its fields stay hidden
     free = info_boxes("text_to_sql", FREE_PROMPT, ["sql.execution"])
     assert free[0]["value"] == "" and free[0]["label"].endswith("needs input: database, gold SQL")
@@ -390,11 +449,18 @@ def test_a_free_prompt_scores_a_lowercase_response_and_marks_what_needs_input(cl
     from mrtpo_viz.ui.example_picker import FREE_PROMPT
 
     switch(client, "instruction_following", FREE_PROMPT)
-    free = dict(checkpoint=checkpoint, task="instruction_following", index=FREE_PROMPT,
-                prompt="Describe the sea in one sentence, all in lowercase.",
-                response="the sea is calm and blue today.",
-                verifiers=["ifeval.lowercase", "ifeval.no_comma"], position="user_end", metric="js", control="none",
-                template=TEMPLATE)
+    free = dict(
+        checkpoint=checkpoint,
+        task="instruction_following",
+        index=FREE_PROMPT,
+        prompt="Describe the sea in one sentence, all in lowercase.",
+        response="the sea is calm and blue today.",
+        verifiers=["ifeval.lowercase", "ifeval.no_comma"],
+        position="user_end",
+        metric="js",
+        control="none",
+        template=TEMPLATE,
+    )
     out = client.predict(*free.values(), *[""] * 6, api_name="/replay")
     v = table(out[4]).set_index("verifier")
     assert v.loc["ifeval.lowercase", "reward"] == 1 and v.loc["ifeval.no_comma", "reward"] == 1
@@ -403,8 +469,13 @@ def test_a_free_prompt_scores_a_lowercase_response_and_marks_what_needs_input(cl
     assert table(shouting[4]).set_index("verifier").loc["ifeval.lowercase", "reward"] == 0
     # an SQL verifier without its database and gold query is neither scored nor replayed
     switch(client, "text_to_sql", FREE_PROMPT)
-    sql = {**free, "task": "text_to_sql", "verifiers": ["sql.format", "sql.execution"],
-           "response": "```sql\nSELECT name FROM products\n```", "prompt": "List the products."}
+    sql = {
+        **free,
+        "task": "text_to_sql",
+        "verifiers": ["sql.format", "sql.execution"],
+        "response": "```sql\nSELECT name FROM products\n```",
+        "prompt": "List the products.",
+    }
     out = client.predict(*sql.values(), *[""] * 6, *[""] * 18, api_name="/replay")  # fields: the example's own
     v = table(out[4]).set_index("verifier")
     assert v.loc["sql.format", "reward"] == 1 and v.loc["sql.execution", "reward"] == "needs input"
@@ -431,21 +502,48 @@ def test_switching_the_task_clears_the_results():
 
 
 def test_the_json_endpoints_replay_and_score(client, checkpoint, example):
-    out = json.loads(client.predict(example.reference, list(example.verifiers), "tool_calling", 0, "", None, "js",
-                                    "none", checkpoint, api_name="/token_relevance"))
+    out = json.loads(
+        client.predict(
+            example.reference,
+            list(example.verifiers),
+            "tool_calling",
+            0,
+            "",
+            None,
+            "js",
+            "none",
+            checkpoint,
+            api_name="/token_relevance",
+        )
+    )
     names = list(example.verifiers)
     assert list(out["verifiers"]) == names and out["needs_input"] == {} and len(out["tokens"]) > 5
     first = out["verifiers"][names[0]]
     assert first["reward"] == 1.0 and len(first["relevance"]) == len(out["tokens"]) and len(first["top_tokens"]) == 5
     t, tok, score = first["top_tokens"][0]
     assert out["tokens"][t] == tok and score == max(first["relevance"])
-    scored = json.loads(client.predict("the sea. THE END", ["ifeval.lowercase", "sql.execution"],
-                                       "instruction_following", -1, api_name="/score_response"))
+    scored = json.loads(
+        client.predict(
+            "the sea. THE END",
+            ["ifeval.lowercase", "sql.execution"],
+            "instruction_following",
+            -1,
+            api_name="/score_response",
+        )
+    )
     assert scored["ifeval.lowercase"]["reward"] == 0 and scored["sql.execution"]["reward"] is None
     assert scored["sql.execution"]["reason"] == "needs input: database, gold SQL"
-    given = json.loads(client.predict("```sql\nSELECT name FROM products\n```", ["sql.execution"], "text_to_sql", -1,
-                                      "", {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products"}},
-                                      api_name="/score_response"))
+    given = json.loads(
+        client.predict(
+            "```sql\nSELECT name FROM products\n```",
+            ["sql.execution"],
+            "text_to_sql",
+            -1,
+            "",
+            {"sql.execution": {"db": "shop", "gold_sql": "SELECT name FROM products"}},
+            api_name="/score_response",
+        )
+    )
     assert given["sql.execution"]["reward"] == 1
 
 
@@ -463,8 +561,10 @@ def test_the_token_view_component_sends_one_json_string_and_its_templates_hold_n
         assert "${" not in template and "{{" not in template
     assert "__VIRIDIS__" not in token_component.JS_ON_LOAD and "[68, 1, 84]" in token_component.JS_ON_LOAD  # Viridis'
     # first stop
-    assert json.loads(token_component.advantages_json({"GDPO": 0.5, "MRTPO": [1.0, -0.123456]}, 2)) == \
-        [["GDPO", 0.5], ["MRTPO", [1, -0.123]]]
+    assert json.loads(token_component.advantages_json({"GDPO": 0.5, "MRTPO": [1.0, -0.123456]}, 2)) == [
+        ["GDPO", 0.5],
+        ["MRTPO", [1, -0.123]],
+    ]
     assert token_component.advantages_json({}, 2) is None
     locked = relevance_layout.lock_buttons()
     assert [u["interactive"] for u in locked] == [False, False]
@@ -473,17 +573,29 @@ def test_the_token_view_component_sends_one_json_string_and_its_templates_hold_n
 
 
 def test_a_custom_verifier_from_the_form_scores_and_replays_in_its_session_only(client, checkpoint, example):
-    added = client.predict("tool_calling", list(example.verifiers), "no_apology", "No apology",
-                           "The response must not apologize.", "regex_must_not",
-                           r"\bsorry\b", "", "", True, api_name="/add_verifier")
+    added = client.predict(
+        "tool_calling",
+        list(example.verifiers),
+        "no_apology",
+        "No apology",
+        "The response must not apologize.",
+        "regex_must_not",
+        r"\bsorry\b",
+        "",
+        "",
+        True,
+        api_name="/add_verifier",
+    )
     choice, status = added
     assert "custom.no_apology" in [c[0] for c in choice["choices"]] and "Added `custom.no_apology`" in status
     names = [*example.verifiers, "custom.no_apology"]
     out = client.predict(*replay_args(checkpoint, example, verifiers=names, infos=[""] * 3), api_name="/replay")
     v = table(out[4]).set_index("verifier")
     assert v.loc["custom.no_apology", "reward"] == 1 and view(out[0])["verifiers"] == names
-    sorry = client.predict(*replay_args(checkpoint, example, verifiers=names, infos=[""] * 3,
-                                        response="Sorry, " + example.reference), api_name="/replay")
+    sorry = client.predict(
+        *replay_args(checkpoint, example, verifiers=names, infos=[""] * 3, response="Sorry, " + example.reference),
+        api_name="/replay",
+    )
     assert table(sorry[4]).set_index("verifier").loc["custom.no_apology", "reward"] == 0
     from mrtpo_viz.tasks import VERIFIERS
 
@@ -494,20 +606,46 @@ def test_a_custom_verifier_from_the_form_scores_and_replays_in_its_session_only(
             other.predict(*replay_args(checkpoint, example, verifiers=names, infos=[""] * 3), api_name="/replay")
     finally:
         other.close()
-    for bad, says in [(("x y", "t", "i", "regex_must", "a", "", "", False), "a name without spaces"),
-                      (("bad", "t", "i", "regex_must", "(", "", "", False), "bad regex"),
-                      (("js", "t", "i", "json_schema", "", "", "{not json", False), "not valid JSON"),
-                      (("kw", "t", "i", "keywords", "", " , ", "", False), "keywords must be a non-empty list")]:
-        with pytest.raises(AppError, match=says):
-            client.predict("tool_calling", [], *bad, api_name="/add_verifier")
+    for bad, says in [
+        (("x y", "t", "i", "regex_must", "a", "", "", False), "a name without spaces"),
+        (("bad", "t", "i", "regex_must", "(", "", "", False), "bad regex"),
+        (("js", "t", "i", "json_schema", "", "", "{not json", False), "not valid JSON"),
+        (("kw", "t", "i", "keywords", "", " , ", "", False), "keywords must be a non-empty list"),
+    ]:
+        # reported in place, in the form's status line, and nothing chosen changes
+        chosen, said = client.predict("tool_calling", [], *bad, api_name="/add_verifier")
+        assert said.startswith("**⚠ Not added:**") and re.search(says, said), said
+        assert chosen == {"__type__": "update"}  # the choice is left as it was
+    said = client.predict(
+        "tool_calling",
+        [],
+        "js2",
+        "t",
+        "i",
+        "json_schema",
+        "",
+        "",
+        '{"type": "object",,}',
+        False,
+        api_name="/add_verifier",
+    )[1]
+    assert "line 1, column 19" in said, said  # where the JSON breaks
 
 
 def test_custom_specs_resolve_in_their_session_and_keep_the_task_choices():
     from mrtpo_viz.tasks import list_verifiers
     from mrtpo_viz.ui import custom_verifiers as cv
 
-    spec = cv.spec_from_form("json_answer", "", "Answer with a JSON object that has an answer.", "json_schema", "",
-                             "", '{"type": "object", "required": ["answer"]}', False)
+    spec = cv.spec_from_form(
+        "json_answer",
+        "",
+        "Answer with a JSON object that has an answer.",
+        "json_schema",
+        "",
+        "",
+        '{"type": "object", "required": ["answer"]}',
+        False,
+    )
     assert spec["name"] == "custom.json_answer" and spec["title"] == "custom.json_answer"
     customs = {spec["name"]: spec}
     v = cv.resolve("custom.json_answer", customs)
@@ -523,7 +661,7 @@ def test_stop_in_rollouts_says_where_it_stopped_and_a_run_starts_from_empty_view
     from mrtpo_viz.ui import rollouts_tab
 
     said = rollouts_tab.stopped("Scoring `mixed.jsonl`: 39 / 48 rollouts.")
-    assert said.startswith("**Stopped** at 39 / 48 rollouts of `mixed.jsonl`") and "nothing below" in said
+    assert said.startswith("**Stopped at rollout 39** / 48 of `mixed.jsonl`") and "nothing below" in said
     assert rollouts_tab.stopped("Scored 2 rollouts.") == "Scored 2 rollouts."  # a finished run keeps its line
     first = next(rollouts_tab.score_file(checkpoint, None, "js", "none", "user_end"))
     status, bars, top, table_, download, picker, view_, path = first
@@ -531,3 +669,24 @@ def test_stop_in_rollouts_says_where_it_stopped_and_a_run_starts_from_empty_view
     assert list(table_.columns) == rollouts_tab.TABLE_HEADERS and view_ is None and path is None
     assert download == {"__type__": "update", "value": None, "interactive": False}
     assert not [t for t in bars.data if t.type == "bar"]  # the previous run's bars are gone
+
+
+def test_stop_in_rollouts_ends_the_run_after_the_current_rollout_without_an_error(checkpoint):
+    from mrtpo_viz.ui import rollouts_tab
+    from mrtpo_viz.ui.result_state import StopFlag
+
+    flag = StopFlag()
+    assert rollouts_tab.stop_scoring(flag) == {"__type__": "update"}  # nothing running: nothing changes
+    gen = rollouts_tab.score_file(checkpoint, None, "js", "none", "user_end", flag)
+    try:
+        next(gen)  # the views emptied
+        first = next(gen)[0]  # 0 / n: the file is read
+        assert first.startswith("Scoring `sample_rollouts.jsonl`: 0 / ") and flag.running
+        assert rollouts_tab.stop_scoring(flag).startswith("**Stopping**")
+        out = next(gen)  # the rollout that was being replayed ends, then the run
+        assert out[0].startswith("**Stopped at rollout 1** / ") and all(o == {"__type__": "update"} for o in out[1:])
+        with pytest.raises(StopIteration):
+            next(gen)
+    finally:
+        gen.close()
+    assert not flag.running

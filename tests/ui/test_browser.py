@@ -5,6 +5,7 @@ Replay until the new response is in the box. No screenshots here: ``python scrip
 
 Skipped when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), where that is a failure.
 """
+
 import json
 import re
 
@@ -33,8 +34,10 @@ def choose(page, label: str, option, tab=None) -> None:
 
 def wait_for_text(page, selector: str, pattern: str) -> str:
     """Wait until the element's text matches the regex; returns the text."""
-    page.wait_for_function("([sel, pat]) => { const e = document.querySelector(sel); "
-                           "return e && new RegExp(pat).test(e.innerText); }", arg=[selector, pattern])
+    page.wait_for_function(
+        "([sel, pat]) => { const e = document.querySelector(sel); return e && new RegExp(pat).test(e.innerText); }",
+        arg=[selector, pattern],
+    )
     return page.locator(selector).inner_text()
 
 
@@ -104,8 +107,10 @@ def test_a_free_prompt_with_ifeval_lowercase_scores_a_lowercase_response_1(page)
     page.locator("#prompt-box textarea").fill("Describe the sea in one sentence, all in lowercase.")
     page.locator("#response-box textarea").fill("the sea is calm and blue today.")
     page.locator("#verifier-choice").get_by_label("ifeval.lowercase", exact=True).check()
-    page.wait_for_function("() => [...document.querySelectorAll('textarea')].some(t => "
-                           "t.value.startsWith('Your entire response should be in English, and in all lowercase'))")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('textarea')].some(t => "
+        "t.value.startsWith('Your entire response should be in English, and in all lowercase'))"
+    )
     page.locator("#replay-btn").click()
     verdicts = wait_for_text(page, "#verdicts", r"ifeval\.lowercase")
     assert re.search(r"ifeval\.lowercase\s+1\s", verdicts), verdicts
@@ -136,8 +141,7 @@ def test_ab_tab_click_a_token_pins_its_panel(page):
     assert page.locator("#ab-tokens-b .tv-h").inner_text() == "B"
     panel = pinned_panel(page, "ab-tokens-a", 0, 3)
     assert "tool_call.format" in panel and "log p with" in panel
-    assert page.locator("#ab-tokens-b .tv-panel").inner_text().startswith("Hover or click")  # B has its own pin
-    panel_b = pinned_panel(page, "ab-tokens-b", 0, 3)
+    panel_b = wait_for_text(page, "#ab-tokens-b .tv-panel", r"^token 3\b[\s\S]*pinned")  # B follows A's pin
     assert panel_b.splitlines()[1] == panel.splitlines()[1]  # the same token, replayed with the other information
 
 

@@ -1,5 +1,6 @@
 """The app's checkpoint picker: the default, the bundled policy, then the downloaded real models (those the
 operator's allow-list admits), then the allow-list."""
+
 import json
 
 import pytest

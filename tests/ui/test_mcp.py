@@ -1,5 +1,6 @@
 """MRTPO_MCP: with it on, the app serves /token_relevance and /score_response as MCP tools (Gradio's MCP server), an
 MCP client lists exactly those two and calls one; with it off there is no MCP server at all."""
+
 import asyncio
 
 import httpx
@@ -28,9 +29,15 @@ async def _tools_and_a_call(url: str):
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools = (await session.list_tools()).tools
-            result = await session.call_tool("score_response", {
-                "response": "the sea is calm", "verifiers": ["ifeval.lowercase"], "task": "instruction_following",
-                "example": -1})
+            result = await session.call_tool(
+                "score_response",
+                {
+                    "response": "the sea is calm",
+                    "verifiers": ["ifeval.lowercase"],
+                    "task": "instruction_following",
+                    "example": -1,
+                },
+            )
             return tools, result
 
 

@@ -1,5 +1,6 @@
 """The Method tab's "Does token credit help?" section: the study's results when the file is there, "not run yet"
 otherwise, and a readable line (not a traceback) for a damaged file."""
+
 import json
 
 import gradio as gr

@@ -29,8 +29,9 @@ def test_the_runs_tab_opens_a_trl_run_and_shows_a_completions_tokens(page, trl_e
     page.wait_for_function("() => document.querySelector('#run-status').innerText.includes('Opened an MRTPO run')")
     page.locator("#run-curves .main-svg .scatterlayer .trace").first.wait_for()
     # the table of the step's 8 completions (a virtual table: its grid counts the header row too)
-    page.wait_for_function("() => document.querySelector('#run-table [role=grid]')?.getAttribute('aria-rowcount')"
-                           " === '9'")
+    page.wait_for_function(
+        "() => document.querySelector('#run-table [role=grid]')?.getAttribute('aria-rowcount') === '9'"
+    )
     row = 2
     page.locator("#run-row input").fill(str(row))
     page.locator("#run-show").click()

@@ -1,5 +1,6 @@
 """The Runs tab's handlers on the example run (MRTPO) and on its TRL files alone (a plain run): what each returns,
 and a readable message for every bad input (no traceback reaches the page)."""
+
 import json
 import re
 import shutil
@@ -35,6 +36,9 @@ def test_opening_the_example_run_by_its_folder(runs_dir):
     assert len(payload["tokens"]) > 5 and all(len(row) == len(payload["tokens"]) for row in payload["scores"])
     assert max(max(row) for row in payload["scores"]) > 0.01
     assert "from the run's per-token log" in note and len(bars.data) >= 3
+    # "Replay with the checkpoint" starts from each reward's information, not from an empty box
+    lines = infos.splitlines()
+    assert [ln.split(":")[0] for ln in lines] == NAMES and all(len(ln.split(": ", 1)[1]) > 20 for ln in lines)
 
 
 def test_a_plain_run_uploaded_as_a_zip_is_replayed(trl_example_run, tmp_path, monkeypatch):
@@ -50,16 +54,22 @@ def test_a_plain_run_uploaded_as_a_zip_is_replayed(trl_example_run, tmp_path, mo
     assert infos.splitlines()[1].startswith("tool_call.correctness: The correct call is")
     view, bars, note = runs_tab.replay_completion("tiny-mrtpo", state, "train:2", 0, infos, 1.0, 1.0)
     assert len(json.loads(view)["tokens"]) > 10 and "replayed with `tiny-mrtpo`" in note
+    # nothing typed: the replay starts from each reward's default information (not "give at least one ...")
+    view, _, note = runs_tab.replay_completion("tiny-mrtpo", state, "train:2", 0, "", 1.0, 1.0)
+    assert len(json.loads(view)["tokens"]) > 10 and "replayed with `tiny-mrtpo`" in note
     with pytest.raises(gr.Error, match="not understood: 'nonsense'"):
         runs_tab.replay_completion("tiny-mrtpo", state, "train:2", 0, "nonsense: x", 1.0, 1.0)
 
 
-@pytest.mark.parametrize("typed, upload, says", [
-    ("", None, "Type a run folder"),
-    ("/etc", None, "is not under the runs folder"),
-    ("../..", None, "is not under the runs folder"),
-    ("nothing-here", None, "There is no run folder 'nothing-here'"),
-])
+@pytest.mark.parametrize(
+    "typed, upload, says",
+    [
+        ("", None, "Type a run folder"),
+        ("/etc", None, "is not under the runs folder"),
+        ("../..", None, "is not under the runs folder"),
+        ("nothing-here", None, "There is no run folder 'nothing-here'"),
+    ],
+)
 def test_bad_run_paths_read_as_messages(runs_dir, typed, upload, says):
     with pytest.raises(gr.Error, match=re.escape(says)):
         runs_tab.open_run(typed, upload)

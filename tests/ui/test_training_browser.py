@@ -1,14 +1,17 @@
 """The Live training tab in a real browser (playwright driving Debian's chromium): Start streams curves, Stop leaves
-"Stopped at step n" that no late update overwrites, frees the training slot, and a second run starts.
+"Stopped at step n" that no late update overwrites, no output in Gradio's error state and the curves with their
+points, frees the training slot, and a second run starts.
 
 The app runs in this process (``prevent_thread_lock``), so the test can read the training slots directly.
 Skipped when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), where that is a failure.
 """
+
 import re
 import time
 
 import pytest
 
+from tests.ui.browser import ERROR_STATE
 from tests.ui.conftest import require_browser
 
 sync_api = require_browser()
@@ -42,12 +45,18 @@ def test_start_then_stop_leaves_stopped_at_step_n(page):
     page.wait_for_function("() => document.querySelector('#live-status').innerText.includes('Stopped at step')")
     n = int(re.search(r"Stopped at step (\d+)", _status(page)).group(1))
     assert 1 <= n < training_tab.LIVE.steps
+    # every curve keeps its points (n or n + 1 steps per method)
+    points = page.locator("#live-curves .scatterlayer .trace path.js-line").evaluate_all(
+        "ps => ps.map(p => (p.getAttribute('d') || '').split('L').length)"
+    )
+    assert points and min(points) >= n, points
     page.wait_for_function("() => document.querySelector('#live-summary').innerText.includes('Summary after')")
     summary = page.locator("#live-summary").inner_text()
     assert all(f"{m}: final mean reward" in summary for m in training_tab.LIVE.methods)
     _wait_for_slot(free)
-    page.wait_for_timeout(1500)  # a late update of the cancelled run would land here
+    page.wait_for_timeout(1500)  # a late update (or a cancel's error state) would land here
     assert f"Stopped at step {n}" in _status(page)
+    assert page.evaluate(ERROR_STATE) == []  # no output in Gradio's error state (a cancel put "Error" on all)
     # the slot came back: a second run starts (not "busy") and stops the same way
     page.locator("#live-start").click()
     page.wait_for_function("() => /Step \\d+\\//.test(document.querySelector('#live-status').innerText)")

@@ -4,6 +4,7 @@
 The generator runs on the tests' random-init tiny policy (fast); the defaults' effect on the bundled policy is
 measured by ``benchmarks/live_defaults.py`` (its results file is checked against ``LIVE`` below).
 """
+
 import dataclasses
 import json
 import threading
@@ -21,9 +22,21 @@ def _run(tiny_policy_dir, methods=("gdpo", "mrtpo"), steps=5, progress=None, **k
     """The tab's handler with small settings (G = 2, 8 new tokens) on the tiny policy."""
     args = dict(seed=0, shared_samples=True, smoothing=1, temperature=1.0)
     args.update(kw)
-    return tab.run_live_training(str(tiny_policy_dir), "tool_calling", list(methods), steps, 1e-3, 2, 8, "none",
-                                 args["seed"], args["shared_samples"], args["smoothing"], args["temperature"],
-                                 progress)
+    return tab.run_live_training(
+        str(tiny_policy_dir),
+        "tool_calling",
+        list(methods),
+        steps,
+        1e-3,
+        2,
+        8,
+        "none",
+        args["seed"],
+        args["shared_samples"],
+        args["smoothing"],
+        args["temperature"],
+        progress,
+    )
 
 
 def _built_tab():
@@ -34,6 +47,7 @@ def _built_tab():
 
 
 # --- the defaults: one source ----------------------------------------------------------------------------------------
+
 
 def test_the_tab_starts_runs_with_exactly_the_live_defaults(monkeypatch):
     """Start pressed on an untouched tab trains LIVE.train_config(m) for every default method (nothing else)."""
@@ -53,9 +67,25 @@ def test_the_tab_starts_runs_with_exactly_the_live_defaults(monkeypatch):
     assert configs == [LIVE.train_config(m) for m in LIVE.methods]
     assert "**Done**" in out[-1][3]
     cfg = configs[0]
-    assert (cfg.task, cfg.steps, cfg.group_size, cfg.prompts_per_step, cfg.max_new_tokens, cfg.lr, cfg.temperature,
-            cfg.seed) == (LIVE.task, LIVE.steps, LIVE.group_size, LIVE.prompts_per_step, LIVE.max_new_tokens, LIVE.lr,
-                          LIVE.temperature, LIVE.seed)
+    assert (
+        cfg.task,
+        cfg.steps,
+        cfg.group_size,
+        cfg.prompts_per_step,
+        cfg.max_new_tokens,
+        cfg.lr,
+        cfg.temperature,
+        cfg.seed,
+    ) == (
+        LIVE.task,
+        LIVE.steps,
+        LIVE.group_size,
+        LIVE.prompts_per_step,
+        LIVE.max_new_tokens,
+        LIVE.lr,
+        LIVE.temperature,
+        LIVE.seed,
+    )
 
 
 def test_shared_samples_give_every_method_the_seed_and_otherwise_its_own():
@@ -71,12 +101,13 @@ def test_shared_samples_give_every_method_the_seed_and_otherwise_its_own():
 def test_the_benchmark_results_are_for_the_current_defaults():
     """README quotes benchmarks/results/live_defaults.md: rerun benchmarks/live_defaults.py when LIVE changes."""
     results = json.loads((REPO / "benchmarks" / "results" / "live_defaults.json").read_text())
-    (label, measured), = results["settings"].items()
+    ((label, measured),) = results["settings"].items()
     assert label == "defaults"
     display_only = ("smoothing", "max_steps")  # change the plot and the slider's range, not the training
     current = json.loads(json.dumps(dataclasses.asdict(LIVE)))
-    assert {k: v for k, v in measured.items() if k not in display_only} == \
-        {k: v for k, v in current.items() if k not in display_only}
+    assert {k: v for k, v in measured.items() if k not in display_only} == {
+        k: v for k, v in current.items() if k not in display_only
+    }
     per_seed = results["results"][label]["seeds"]
     assert sorted(per_seed) == ["0", "1", "2"]
     for seed in per_seed.values():
@@ -84,6 +115,7 @@ def test_the_benchmark_results_are_for_the_current_defaults():
 
 
 # --- a run: streaming, stop, summary ---------------------------------------------------------------------------------
+
 
 def test_live_training_generator_streams_and_stops_when_cancelled(tiny_policy_dir, request):
     threads_before = set(threading.enumerate())
@@ -99,7 +131,7 @@ def test_live_training_generator_streams_and_stops_when_cancelled(tiny_policy_di
     assert {t.name for t in fig.data if t.showlegend} == {"gdpo", "mrtpo"}
     assert "<span" in sample_html and "Latest mrtpo sample (step 1)" in sample_html  # the MRTPO sample
     assert "| mrtpo |" in times_md and "replay" in times_md
-    gen.close()  # what a Stop (cancel) does to the handler
+    gen.close()  # a closed generator (a client that went away) releases its slot
     assert tab.SLOTS.free() == free  # slot released at once
     left = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
     assert left == []  # no training thread left behind (threads of earlier tests may end meanwhile)
@@ -112,20 +144,22 @@ def test_stop_says_stopped_at_step_n_and_keeps_the_summary(tiny_policy_dir):
         for _ in range(1 + 2 * 2):  # preparing, then 2 steps of 2 methods
             next(gen)
         assert progress.done == 2 and progress.running and len(progress.rows) == 4
-        status, summary = tab.stop_live_training(progress)  # the Stop button's own handler
-        assert status.startswith("**Stopped at step 2** of 5")
-        assert "**Summary after 2 steps**" in summary and "- **gdpo**: final mean reward" in summary
-        assert "- **mrtpo**:" in summary
-        # should the generator get to run once more before the cancel lands, it reports the stop, not a step
-        out = next(gen)
-        assert out[3].startswith("**Stopped at step 2** of 5") and "**Summary after 2 steps**" in out[4]
-        assert len(progress.rows) == 5  # gdpo's third step is drawn; the summary counts finished steps only
+        status = tab.stop_live_training(progress)  # the Stop button's handler: no cancel, a flag
+        assert status.startswith("**Stopping** after the step that is running (step 3 of 5)")
+        assert tab.stop_live_training(progress) == gr.update()  # a second click changes nothing
+        # the generator's next turn reports the stop with the curves so far, then ends
+        fig, _, _, status, summary = next(gen)
+        assert status.startswith("**Stopped at step 2** of 5") and "**Summary after 2 steps**" in summary
+        assert "- **gdpo**: final mean reward" in summary and "- **mrtpo**:" in summary
+        assert len(progress.rows) == 4  # no step was started after the click
+        points = [len(t.x) for t in fig.data if t.mode == "lines+markers"]
+        assert points and all(n == 2 for n in points)  # the curves keep their 2 points per method
         with pytest.raises(StopIteration):
             next(gen)
     finally:
         gen.close()
     assert not progress.running
-    assert tab.stop_live_training(progress) == (gr.update(), gr.update())  # nothing running: Stop changes nothing
+    assert tab.stop_live_training(progress) == gr.update()  # nothing running: Stop changes nothing
 
 
 def test_stop_before_the_first_step_says_so(tiny_policy_dir):
@@ -134,7 +168,9 @@ def test_stop_before_the_first_step_says_so(tiny_policy_dir):
     try:
         next(gen)  # preparing
         assert progress.methods == 1
-        assert tab.stop_live_training(progress) == ("**Stopped at step 0** of 3, before any step had finished.", "")
+        assert tab.stop_live_training(progress).startswith("**Stopping**")
+        out = next(gen)
+        assert out[3] == "**Stopped at step 0** of 3, before any step had finished." and out[4] == ""
     finally:
         gen.close()
 
@@ -172,8 +208,9 @@ def test_shared_samples_make_the_first_step_equal_and_own_seeds_do_not(tiny_poli
 
 def test_smoothing_redraws_the_curves_so_far():
     raw = [0.2, 0.6, 0.7]
-    progress = LiveProgress(rows=[{"variant": "gdpo", "seed": 0, "step": s, "reward/mean": y, "all_pass": 0.0}
-                                  for s, y in enumerate(raw)])
+    progress = LiveProgress(
+        rows=[{"variant": "gdpo", "seed": 0, "step": s, "reward/mean": y, "all_pass": 0.0} for s, y in enumerate(raw)]
+    )
     fig = tab.redraw(progress, 3)
     line = next(t for t in fig.data if t.mode == "lines+markers" and t.xaxis == "x")
     assert list(line.y) == pytest.approx([0.2, 0.4, 0.5])  # trailing means over up to 3 steps
@@ -196,6 +233,7 @@ def test_the_sample_control_shows_the_chosen_methods_latest_sample():
 
 # --- limits and bad input --------------------------------------------------------------------------------------------
 
+
 def test_live_training_reports_a_full_cap(tiny_policy_dir):
     held = [tab.SLOTS.acquire() for _ in range(tab.SLOTS.free())]
     try:
@@ -209,14 +247,17 @@ def test_live_training_reports_a_full_cap(tiny_policy_dir):
             tab.SLOTS.release()
 
 
-@pytest.mark.parametrize("kw, words", [
-    (dict(methods=()), "at least one method"),
-    (dict(methods=("nope",)), "at least one method"),
-    (dict(steps=LIVE.max_steps + 1), "Steps must lie between"),
-    (dict(seed=-1), "seed must be a whole number"),
-    (dict(seed=1.5), "seed must be a whole number"),
-    (dict(temperature=0.0), r"temperature must lie in \[0.01, 100\]"),
-])
+@pytest.mark.parametrize(
+    "kw, words",
+    [
+        (dict(methods=()), "at least one method"),
+        (dict(methods=("nope",)), "at least one method"),
+        (dict(steps=LIVE.max_steps + 1), "Steps must lie between"),
+        (dict(seed=-1), "seed must be a whole number"),
+        (dict(seed=1.5), "seed must be a whole number"),
+        (dict(temperature=0.0), r"temperature must lie in \[0.01, 100\]"),
+    ],
+)
 def test_bad_live_inputs_are_readable_errors(tiny_policy_dir, kw, words):
     free = tab.SLOTS.free()
     with pytest.raises(gr.Error, match=words):

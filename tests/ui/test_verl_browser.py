@@ -4,6 +4,7 @@ policy and the prefilled information (the row's ground truth), and shows its tok
 
 Skipped when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), where that is a failure.
 """
+
 import os
 from pathlib import Path
 
@@ -12,15 +13,25 @@ import pytest
 from tests.apphelpers import free_port, patient_url_ok
 
 CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TIMEOUT_MS = 180_000  # a loaded 2-core CI machine
 
 if not CHROMIUM.exists():
     if os.environ.get("MRTPO_REQUIRE_BROWSER") == "1":
         pytest.fail(f"MRTPO_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)", pytrace=False)
-    pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium); set MRTPO_REQUIRE_BROWSER=1 to fail instead",
-                allow_module_level=True)
+    pytest.skip(
+        f"{CHROMIUM} is missing (apt-get install chromium); set MRTPO_REQUIRE_BROWSER=1 to fail instead",
+        allow_module_level=True,
+    )
 sync_api = pytest.importorskip("playwright.sync_api")
 
 
@@ -48,8 +59,12 @@ def page(runs_dir, tmp_path_factory):
         _, url, _ = demo.launch(prevent_thread_lock=True, server_port=free_port(), quiet=True, **launch_options())
         with sync_api.sync_playwright() as pw:
             context = pw.chromium.launch_persistent_context(
-                str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
-                args=FLAGS, viewport={"width": 1440, "height": 1000})
+                str(tmp_path_factory.mktemp("chromium-profile")),
+                executable_path=str(CHROMIUM),
+                headless=True,
+                args=FLAGS,
+                viewport={"width": 1440, "height": 1000},
+            )
             page = context.new_page()
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(url, wait_until="domcontentloaded")
@@ -71,8 +86,9 @@ def test_the_runs_tab_opens_a_verl_dump_and_replays_a_completions_tokens(page, r
     page.locator("#run-curves .main-svg .scatterlayer .trace").first.wait_for()
     assert page.locator("#run-curves .main-svg .scatterlayer .trace").count() == 3  # acc, format, overlap
     # step 2 (the last) is preselected: its 8 completions (the grid counts the header row too)
-    page.wait_for_function("() => document.querySelector('#run-table [role=grid]')?.getAttribute('aria-rowcount')"
-                           " === '9'")
+    page.wait_for_function(
+        "() => document.querySelector('#run-table [role=grid]')?.getAttribute('aria-rowcount') === '9'"
+    )
     row = 5
     page.locator("#run-row input").fill(str(row))
     page.locator("#run-show").click()
@@ -85,8 +101,9 @@ def test_the_runs_tab_opens_a_verl_dump_and_replays_a_completions_tokens(page, r
     page.locator("#run-replay").click()
     tokens = page.locator("#run-tokens .mrtpo-tok")
     tokens.first.wait_for()
-    view = run_replay.replayed_view(load_policy(str(BUNDLED_POLICY_DIR)), frame, record, names,
-                                    {n: "red" for n in names})
+    view = run_replay.replayed_view(
+        load_policy(str(BUNDLED_POLICY_DIR)), frame, record, names, {n: "red" for n in names}
+    )
     assert page.locator("#run-tokens .mrtpo-row").count() == len(names)
     assert tokens.count() == len(names) * len(view.relevance.tokens)
     shown = [float(s) for s in tokens.evaluate_all("els => els.map(e => e.dataset.score)")]

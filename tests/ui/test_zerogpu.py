@@ -1,5 +1,6 @@
 """ZeroGPU: handlers are wrapped in ``spaces.GPU(duration=...)`` with a duration from the request's size; off ZeroGPU
 (and without the ``spaces`` package) nothing changes."""
+
 import sys
 import types
 
@@ -20,15 +21,19 @@ class FakeSpaces(types.ModuleType):
             import inspect
 
             if inspect.isgeneratorfunction(fn):
+
                 def gen(*a, **k):
                     self.asked.append(duration(*a, **k))
                     yield from fn(*a, **k)
+
                 return gen
 
             def call(*a, **k):
                 self.asked.append(duration(*a, **k))
                 return fn(*a, **k)
+
             return call
+
         return wrap
 
 
@@ -91,10 +96,15 @@ def test_the_app_wraps_every_handler_that_runs_the_model():
     from mrtpo_viz.ui import ab_tab, relevance_tab, rollouts_tab, runs_tab, tools, training_tab  # noqa: F401
 
     assert {k: v for k, v in zerogpu.HANDLERS.items() if k.startswith("mrtpo_viz.")} == {
-        "mrtpo_viz.ui.ab_tab.compare": "replay", "mrtpo_viz.ui.relevance_tab.generate": "replay",
-        "mrtpo_viz.ui.relevance_tab.replay_response": "replay", "mrtpo_viz.ui.relevance_tab.sample_group": "replay",
-        "mrtpo_viz.ui.rollouts_tab.score_file": "score", "mrtpo_viz.ui.runs_tab.replay_completion": "replay",
-        "mrtpo_viz.ui.tools.token_relevance": "replay", "mrtpo_viz.ui.training_tab.run_live_training": "train"}
+        "mrtpo_viz.ui.ab_tab.compare": "replay",
+        "mrtpo_viz.ui.relevance_tab.generate": "replay",
+        "mrtpo_viz.ui.relevance_tab.replay_response": "replay",
+        "mrtpo_viz.ui.relevance_tab.sample_group": "replay",
+        "mrtpo_viz.ui.rollouts_tab.score_file": "score",
+        "mrtpo_viz.ui.runs_tab.replay_completion": "replay",
+        "mrtpo_viz.ui.tools.token_relevance": "replay",
+        "mrtpo_viz.ui.training_tab.run_live_training": "train",
+    }
 
 
 def test_real_handlers_ask_for_their_durations_through_the_decorator(monkeypatch):

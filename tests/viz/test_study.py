@@ -1,4 +1,5 @@
 """The convergence study's views: the forest plot and the summary, on a hand-built results dict."""
+
 import math
 
 from mrtpo_viz.viz.study import SCHEMA, forest_rows, is_study, study_figure, study_markdown
@@ -9,13 +10,21 @@ def _paired(mean, lo, hi, n=5):
 
 
 RESULTS = {
-    "schema": SCHEMA, "study": "main", "variants": ["gdpo", "mrtpo", "mrtpo:oracle"], "complete": True,
-    "labels": {"mrtpo": "MRTPO (raw JS)", "mrtpo:oracle": "oracle"}, "min_seeds": 5, "cpu_h": 6.25,
+    "schema": SCHEMA,
+    "study": "main",
+    "variants": ["gdpo", "mrtpo", "mrtpo:oracle"],
+    "complete": True,
+    "labels": {"mrtpo": "MRTPO (raw JS)", "mrtpo:oracle": "oracle"},
+    "min_seeds": 5,
+    "cpu_h": 6.25,
     "conclusion": "Of 2 arms, the oracle beats GDPO on 1.",
-    "arms": {"tool_calling": {"vs_gdpo": {"mrtpo": _paired(0.02, -0.01, 0.05),
-                                          "mrtpo:oracle": _paired(0.10, 0.06, 0.14)},
-                              "verdict": "tool_calling: headroom."},
-             "text_to_sql": {"vs_gdpo": {"mrtpo": _paired(-0.03, None, None, n=1)}, "verdict": ""}},
+    "arms": {
+        "tool_calling": {
+            "vs_gdpo": {"mrtpo": _paired(0.02, -0.01, 0.05), "mrtpo:oracle": _paired(0.10, 0.06, 0.14)},
+            "verdict": "tool_calling: headroom.",
+        },
+        "text_to_sql": {"vs_gdpo": {"mrtpo": _paired(-0.03, None, None, n=1)}, "verdict": ""},
+    },
 }
 
 

@@ -1,5 +1,6 @@
 """Training views on a hand-built metrics frame: reward curves (axis titles, ticks, distinguishable lines,
 smoothing), the end-of-run summary, a step's sample coloured by advantage, the phase times."""
+
 import pandas as pd
 import pytest
 
@@ -39,8 +40,9 @@ def test_every_panel_has_axis_titles_and_tick_labels_and_empty_cells_hide():
 
 
 def test_coinciding_lines_stay_distinguishable():
-    rows = [{"variant": v, "seed": 0, "step": s, "reward/mean": 0.5} for v in ("grpo", "gdpo", "mrtpo")
-            for s in range(4)]  # three identical curves: what shared samples give at the first step
+    rows = [
+        {"variant": v, "seed": 0, "step": s, "reward/mean": 0.5} for v in ("grpo", "gdpo", "mrtpo") for s in range(4)
+    ]  # three identical curves: what shared samples give at the first step
     lines = _lines(viz_training.reward_curves_figure(pd.DataFrame(rows), columns=["reward/mean"]))
     assert [t.name for t in lines] == ["grpo", "gdpo", "mrtpo"]
     assert all(list(t.y) == [0.5] * 4 for t in lines)
@@ -71,19 +73,26 @@ def test_run_summary_gives_final_reward_change_and_steps_to_threshold():
     assert "- **fast**: final mean reward **0.900** (start 0.100, +0.800) · threshold reached after 2 steps" in md
     assert "- **slow**: final mean reward **0.600** (start 0.100, +0.500) · threshold reached after 4 steps" in md
     both = viz_training.run_summary_markdown(_hand_frame())  # two seeds: how many reached, and the mean steps
-    assert "- **fast**: final mean reward **0.950** (start 0.150, +0.800) · threshold reached in 2/2 seeds, after " \
-           "2.5 steps on average" in both  # threshold 0.55: seed 0 at its 3rd step, seed 1 at its 2nd
+    assert (
+        "- **fast**: final mean reward **0.950** (start 0.150, +0.800) · threshold reached in 2/2 seeds, after "
+        "2.5 steps on average" in both
+    )  # threshold 0.55: seed 0 at its 3rd step, seed 1 at its 2nd
     ys = {"up": [0.1, 0.5, 0.9], "flat": [0.1, 0.1, 0.1]}  # threshold 0.5; the flat run never gets there
-    never = pd.DataFrame([{"variant": v, "seed": 0, "step": s, "reward/mean": y} for v, c in ys.items()
-                          for s, y in enumerate(c)])
-    assert "- **flat**: final mean reward **0.100** (start 0.100, +0.000) · threshold not reached" in \
-        viz_training.run_summary_markdown(never)
+    never = pd.DataFrame(
+        [{"variant": v, "seed": 0, "step": s, "reward/mean": y} for v, c in ys.items() for s, y in enumerate(c)]
+    )
+    assert (
+        "- **flat**: final mean reward **0.100** (start 0.100, +0.000) · threshold not reached"
+        in viz_training.run_summary_markdown(never)
+    )
     assert viz_training.run_summary_markdown(pd.DataFrame()) == ""
 
 
 def test_advantage_html_escapes_tokens_and_explains_the_colours():
-    html = viz_training.advantage_tokens_html({"tokens": ["<b>", "x"], "adv": [1.0, -0.5], "rewards": {"a<": 1.0},
-                                               "relevance": {"v": [0.2, 0.1]}}, "Latest mrtpo sample (step 3)")
+    html = viz_training.advantage_tokens_html(
+        {"tokens": ["<b>", "x"], "adv": [1.0, -0.5], "rewards": {"a<": 1.0}, "relevance": {"v": [0.2, 0.1]}},
+        "Latest mrtpo sample (step 3)",
+    )
     assert "<b>" not in html.replace("<b>Latest", "") and "&lt;b&gt;" in html and "a&lt;" in html
     assert "advantage +1.000" in html and "relevance to v: 0.200" in html
     assert "<b>Latest mrtpo sample (step 3)</b>" in html and "largest token advantage" in html
@@ -95,4 +104,4 @@ def test_advantage_html_escapes_tokens_and_explains_the_colours():
 def test_phase_times_table_lists_every_phase():
     md = viz_training.phase_times_markdown({"gdpo": {"sample": 1.0, "update": 0.5}})
     assert "| method | sample | score | replay | advantages | update | total |" in md
-    assert "| gdpo | 1.00 | 0.00 | 0.00 | 0.00 | 0.50 | 1.50 |" in md
+    assert "| gdpo | 1 | 0 | 0 | 0 | 0.5 | 1.5 |" in md  # 3 significant digits

@@ -1,5 +1,6 @@
 """viz renders hand-built Relevance objects: the token view's payload, figure data (token labels, hover text), tables
 to 3 significant digits, and the advantage breakdown."""
+
 import pandas as pd
 import pytest
 import torch
@@ -13,18 +14,25 @@ from mrtpo_viz.viz import colours, figures, numbers, summaries, text, token_view
 @pytest.fixture
 def rel():
     tokens = ["<b>", "x", " ", "\n", "&amp;"]
-    scores = torch.tensor([[0.1, 0.5, 0.0, 0.2, 0.9],
-                           [0.3, 0.0, 0.4, 0.1, 0.05]])
-    return Relevance(tokens=tokens, token_ids=[10, 11, 12, 13, 14], verifiers=["fmt.a", "corr.b"], scores=scores,
-                     raw_scores=scores + 0.01, control="others", response="".join(tokens),
-                     offsets=[(0, 3), (3, 4), (4, 5), (5, 6), (6, 11)],
-                     logp_without=torch.tensor([-1.5, -0.25, -2.0, -3.0, -0.5]),
-                     logp_with=torch.tensor([[-1.0, -0.2, -2.0, -3.0, -0.1], [-1.5, -0.3, -1.0, -2.5, -0.5]]),
-                     entropy=torch.tensor([1.0, 0.5, 2.0, 0.1, 0.3]),
-                     top_without=[[("<i>", 0.6), ("y", 0.2)]] * 5,
-                     top_with=[[[("z", 0.7)]] * 5, [[("w", 0.4)]] * 5],
-                     rewards={"fmt.a": 1.0, "corr.b": 0.5}, reasons={"fmt.a": "ok", "corr.b": "half <right>"},
-                     spans={"fmt.a": [(3, 4)], "corr.b": None})
+    scores = torch.tensor([[0.1, 0.5, 0.0, 0.2, 0.9], [0.3, 0.0, 0.4, 0.1, 0.05]])
+    return Relevance(
+        tokens=tokens,
+        token_ids=[10, 11, 12, 13, 14],
+        verifiers=["fmt.a", "corr.b"],
+        scores=scores,
+        raw_scores=scores + 0.01,
+        control="others",
+        response="".join(tokens),
+        offsets=[(0, 3), (3, 4), (4, 5), (5, 6), (6, 11)],
+        logp_without=torch.tensor([-1.5, -0.25, -2.0, -3.0, -0.5]),
+        logp_with=torch.tensor([[-1.0, -0.2, -2.0, -3.0, -0.1], [-1.5, -0.3, -1.0, -2.5, -0.5]]),
+        entropy=torch.tensor([1.0, 0.5, 2.0, 0.1, 0.3]),
+        top_without=[[("<i>", 0.6), ("y", 0.2)]] * 5,
+        top_with=[[[("z", 0.7)]] * 5, [[("w", 0.4)]] * 5],
+        rewards={"fmt.a": 1.0, "corr.b": 0.5},
+        reasons={"fmt.a": "ok", "corr.b": "half <right>"},
+        spans={"fmt.a": [(3, 4)], "corr.b": None},
+    )
 
 
 def test_payload_holds_every_number_once_to_3_significant_digits(rel):
@@ -52,7 +60,7 @@ def test_payload_text_is_safe_for_the_json_encoder_and_the_page():
 
     tokens = ["a\udc80", "\ud83d\ude00", "</script><b>"]  # a lone surrogate, a surrogate pair (an emoji), markup
     p = token_view.token_view_payload(tokens, ["v"], [[0.1, float("nan"), 0.3]])
-    assert p["tokens"][:2] == ["a\\udc80", "\U0001F600"] and p["scores"] == [[0.1, None, 0.3]]
+    assert p["tokens"][:2] == ["a\\udc80", "\U0001f600"] and p["scores"] == [[0.1, None, 0.3]]
     orjson.dumps(p)
     text = token_view.encode(p)
     assert "<" not in text and json.loads(text) == p  # "<" travels escaped: no "</script>" in the page
@@ -73,8 +81,14 @@ def test_visible_whitespace():
 
 
 def test_numbers_to_3_significant_digits():
-    assert [numbers.round_sig(x) for x in (0.123456, 1234.5, -0.00012345, 2.0, float("nan"), None)] == \
-        [0.123, 1230, -0.000123, 2, None, None]
+    assert [numbers.round_sig(x) for x in (0.123456, 1234.5, -0.00012345, 2.0, float("nan"), None)] == [
+        0.123,
+        1230,
+        -0.000123,
+        2,
+        None,
+        None,
+    ]
     assert numbers.fmt_sig(0.5, signed=True) == "+0.5" and numbers.fmt_sig(-1.23456) == "-1.23"
     assert numbers.fmt_sig(None) == "n/a"
 
@@ -84,8 +98,13 @@ def test_heatmap_z_shape_and_values(rel):
     hm = fig.data[0]
     assert len(hm.z) == 2 and len(hm.z[0]) == 5
     assert hm.z[0][4] == pytest.approx(0.9) and hm.z[1][2] == pytest.approx(0.4)
-    assert list(hm.y) == ["fmt.a", "corr.b"] and list(hm.x) == ["0 &lt;b&gt;", "1 x", "2 \u00b7", "3 \u21b5",
-                                                                "4 &amp;amp;"]  # tokens on the axis, escaped
+    assert list(hm.y) == ["fmt.a", "corr.b"] and list(hm.x) == [
+        "0 &lt;b&gt;",
+        "1 x",
+        "2 \u00b7",
+        "3 \u21b5",
+        "4 &amp;amp;",
+    ]  # tokens on the axis, escaped
     assert "%{x}" in hm.hovertemplate and "%{z:.3g}" in hm.hovertemplate  # the token and 3 significant digits
     assert fig.layout.xaxis.type == "category" and fig.layout.xaxis.showticklabels is not False
     assert hm.colorbar.title.text == "js"
@@ -148,9 +167,14 @@ def test_weight_markdown_and_snippets(rel):
     assert lines[2].startswith("| Gini | 0.518 | ") and lines[3].startswith("| effective tokens | 0.521 | ")
     assert lines[4] == "| on spans | 0.294 | n/a |" and lines[5] == "| span tokens | 0.2 | n/a |"
     assert summaries.short_names(["tool_call.format", "sql.format"]) == ["tool_call.format", "sql.format"]
-    labels = summaries.distinct_snippets(["<tool_call>{\"name\": \"get_weather\", \"city\": \"Paris\"}",
-                                          "<tool_call>{\"name\": \"get_weather\", \"city\": \"Oslo\"}", "short"],
-                                         width=16)
+    labels = summaries.distinct_snippets(
+        [
+            '<tool_call>{"name": "get_weather", "city": "Paris"}',
+            '<tool_call>{"name": "get_weather", "city": "Oslo"}',
+            "short",
+        ],
+        width=16,
+    )
     assert labels[0].startswith("...") and "Paris" in labels[0] and "Oslo" in labels[1] and labels[2] == "short"
 
 
@@ -204,8 +228,10 @@ def test_rollout_summary_one_row_per_rollout_and_verifier(frame):
 def test_text_table_has_a_column_per_verifier_and_the_rewards(rel):
     out = text.format_table(rel)
     lines = out.splitlines()
-    assert lines[0] == ("relevance per token and verifier: js minus the 'others' control, in brackets the raw js "
-                        "(with vs without the verifier's information)")  # what 0.230(0.283) means
+    assert lines[0] == (
+        "relevance per token and verifier: js minus the 'others' control, in brackets the raw js "
+        "(with vs without the verifier's information)"
+    )  # what 0.230(0.283) means
     assert lines[1].split() == ["t", "token", "a", "b"]  # a column per verifier, by the last part of its name
     assert len([x for x in lines if x.strip()[:1].isdigit()]) == rel.T
     assert "fmt.a: reward" in out and "(ok)" in out

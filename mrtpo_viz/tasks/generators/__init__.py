@@ -4,6 +4,7 @@ Each family module exposes ``generate(n, seed) -> list[Example]`` (every example
 ``scripts/make_sample_data.py`` writes the bundled ``sample_data/tasks/<task>.jsonl`` from them; :func:`generate`
 runs the one of a task (the only place that imports them by name).
 """
+
 import importlib
 
 FAMILY_MODULES = {

@@ -11,6 +11,7 @@ langdetect to read the text as English, which it does not always do for short ca
 ``meta = {"topic": str, "constraints": [{"id": <official IFEval id>, "kwargs": {...}}, ...]}``; the verifiers are
 ``ifeval.<name>`` for the short names below.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,22 +26,40 @@ from ..ifeval.instruction_checks import AT_LEAST, LESS
 from ..ifeval.text_units import count_sentences, count_words
 
 TOPICS = {
-    "rivers": ("water", "fish"), "mountains": ("snow", "trails"), "coffee": ("beans", "mornings"),
-    "bicycles": ("wheels", "roads"), "libraries": ("books", "silence"), "the ocean": ("waves", "salt"),
-    "gardens": ("flowers", "soil"), "winter": ("snow", "coats"), "trains": ("tracks", "stations"),
-    "bees": ("honey", "flowers"), "music": ("songs", "rhythm"), "the moon": ("tides", "night"),
-    "forests": ("trees", "birds"), "bread": ("flour", "ovens"), "cats": ("naps", "whiskers"),
+    "rivers": ("water", "fish"),
+    "mountains": ("snow", "trails"),
+    "coffee": ("beans", "mornings"),
+    "bicycles": ("wheels", "roads"),
+    "libraries": ("books", "silence"),
+    "the ocean": ("waves", "salt"),
+    "gardens": ("flowers", "soil"),
+    "winter": ("snow", "coats"),
+    "trains": ("tracks", "stations"),
+    "bees": ("honey", "flowers"),
+    "music": ("songs", "rhythm"),
+    "the moon": ("tides", "night"),
+    "forests": ("trees", "birds"),
+    "bread": ("flour", "ovens"),
+    "cats": ("naps", "whiskers"),
     "rain": ("clouds", "puddles"),
 }
 """Topic -> two related words used by the sentence templates."""
 
 SENTENCES = (
-    "{T} can be part of daily life for many people.", "I like to learn about {t}.",
-    "When I think of {t}, I think of {a} and {b}.", "There is always something new to see in {t}.",
-    "{A} and {t} go well together.", "People write many stories about {t}.", "{t} can be calm, loud, or just quiet.",
-    "Children often ask questions about {t}.", "A good book about {t} is really nice to read.",
-    "Without {a}, {t} would feel very different.", "I want to spend more time with {t}.",
-    "Some say {t} can teach us to be patient.", "{B} can make {t} feel alive.", "Every season changes {t} a little.",
+    "{T} can be part of daily life for many people.",
+    "I like to learn about {t}.",
+    "When I think of {t}, I think of {a} and {b}.",
+    "There is always something new to see in {t}.",
+    "{A} and {t} go well together.",
+    "People write many stories about {t}.",
+    "{t} can be calm, loud, or just quiet.",
+    "Children often ask questions about {t}.",
+    "A good book about {t} is really nice to read.",
+    "Without {a}, {t} would feel very different.",
+    "I want to spend more time with {t}.",
+    "Some say {t} can teach us to be patient.",
+    "{B} can make {t} feel alive.",
+    "Every season changes {t} a little.",
 )
 """Body sentences; ``{t}`` topic, ``{a}``/``{b}`` related words (capitalized forms ``{T}``/``{A}``/``{B}``)."""
 
@@ -49,21 +68,57 @@ ENDS = ("That is all.", "Thank you for reading.", "See you soon.", "Any other qu
 FORBIDDEN_POOL = ("very", "many", "always", "really", "just", "often", "good")
 """Words that some templates use, so avoiding them takes a choice."""
 
-NAMES = ("no_comma", "lowercase", "uppercase", "word_count", "sentence_count", "bullet_count", "keyword",
-         "forbidden_words", "ends_with", "starts_with", "title", "json_format", "paragraph_count", "postscript")
+NAMES = (
+    "no_comma",
+    "lowercase",
+    "uppercase",
+    "word_count",
+    "sentence_count",
+    "bullet_count",
+    "keyword",
+    "forbidden_words",
+    "ends_with",
+    "starts_with",
+    "title",
+    "json_format",
+    "paragraph_count",
+    "postscript",
+)
 """The constraints the generator uses (verifier ``ifeval.<name>``); the other IFEval instructions are not drawn."""
 ID = {n: BY_NAME[f"ifeval.{n}"].id for n in NAMES}
 """Short name -> official instruction id."""
 
-CONFLICTS = {frozenset(p) for p in (
-    # IFEval's own INSTRUCTION_CONFLICTS among these instructions
-    ("lowercase", "uppercase"), ("paragraph_count", "sentence_count"),
-    *(("json_format", c) for c in ("bullet_count", "ends_with", "keyword", "lowercase", "no_comma", "paragraph_count",
-                                   "postscript", "sentence_count", "title", "uppercase", "word_count")),
-    # what this gold writer cannot combine
-    ("starts_with", "title"), ("ends_with", "postscript"), ("bullet_count", "paragraph_count"),
-    ("bullet_count", "sentence_count"), ("sentence_count", "postscript"), ("json_format", "starts_with"),
-)}
+CONFLICTS = {
+    frozenset(p)
+    for p in (
+        # IFEval's own INSTRUCTION_CONFLICTS among these instructions
+        ("lowercase", "uppercase"),
+        ("paragraph_count", "sentence_count"),
+        *(
+            ("json_format", c)
+            for c in (
+                "bullet_count",
+                "ends_with",
+                "keyword",
+                "lowercase",
+                "no_comma",
+                "paragraph_count",
+                "postscript",
+                "sentence_count",
+                "title",
+                "uppercase",
+                "word_count",
+            )
+        ),
+        # what this gold writer cannot combine
+        ("starts_with", "title"),
+        ("ends_with", "postscript"),
+        ("bullet_count", "paragraph_count"),
+        ("bullet_count", "sentence_count"),
+        ("sentence_count", "postscript"),
+        ("json_format", "starts_with"),
+    )
+}
 """Pairs of constraints never combined in one prompt."""
 
 
@@ -75,15 +130,21 @@ PHRASES = {
     "no_comma": lambda k: "Do not use any commas.",
     "lowercase": lambda k: "Use only lowercase letters.",
     "uppercase": lambda k: "Write everything in capital letters.",
-    "word_count": lambda k: (f"Use at least {k['num_words']} words." if k["relation"] == AT_LEAST
-                             else f"Use fewer than {k['num_words']} words."),
-    "sentence_count": lambda k: (f"Write at least {k['num_sentences']} sentences." if k["relation"] == AT_LEAST
-                                 else f"Write fewer than {k['num_sentences']} sentences."),
+    "word_count": lambda k: (
+        f"Use at least {k['num_words']} words."
+        if k["relation"] == AT_LEAST
+        else f"Use fewer than {k['num_words']} words."
+    ),
+    "sentence_count": lambda k: (
+        f"Write at least {k['num_sentences']} sentences."
+        if k["relation"] == AT_LEAST
+        else f"Write fewer than {k['num_sentences']} sentences."
+    ),
     "bullet_count": lambda k: f"Use exactly {k['num_bullets']} bullet points starting with '* '.",
     "keyword": lambda k: f"Use the word '{k['keyword']}' at least {_times(k['frequency'])}.",
     "forbidden_words": lambda k: f"Do not use the words {' or '.join(k['forbidden_words'])}.",
-    "ends_with": lambda k: f"End your response with the phrase \"{k['end_phrase']}\"",
-    "starts_with": lambda k: f"Start your response with \"{k['start_phrase']}\"",
+    "ends_with": lambda k: f'End your response with the phrase "{k["end_phrase"]}"',
+    "starts_with": lambda k: f'Start your response with "{k["start_phrase"]}"',
     "title": lambda k: "Give it a title in double angular brackets, like <<title>>.",
     "json_format": lambda k: "Wrap the whole response in JSON.",
     "paragraph_count": lambda k: f"Write {k['num_paragraphs']} paragraphs separated by ***.",
@@ -124,8 +185,7 @@ def _fixed_args(name: str, rng: random.Random, topic: str) -> dict:
     table = {
         "bullet_count": lambda: {"num_bullets": rng.randint(3, 5)},
         "paragraph_count": lambda: {"num_paragraphs": rng.randint(2, 3)},
-        "keyword": lambda: {"keyword": rng.choice(TOPICS[topic]), "frequency": rng.randint(1, 2),
-                            "relation": AT_LEAST},
+        "keyword": lambda: {"keyword": rng.choice(TOPICS[topic]), "frequency": rng.randint(1, 2), "relation": AT_LEAST},
         "forbidden_words": lambda: {"forbidden_words": rng.sample(FORBIDDEN_POOL, 2)},
         "starts_with": lambda: {"start_phrase": rng.choice(STARTS)},
         "ends_with": lambda: {"end_phrase": rng.choice(ENDS)},
@@ -162,7 +222,7 @@ def _body(rng: random.Random, topic: str, plan: Plan) -> str:
     if "paragraph_count" in plan.args:
         n = plan.args["paragraph_count"]["num_paragraphs"]
         sents = _sentences(rng, topic, plan, 2 * n)
-        return "\n***\n".join(" ".join(sents[2 * i:2 * i + 2]) for i in range(n))
+        return "\n***\n".join(" ".join(sents[2 * i : 2 * i + 2]) for i in range(n))
     return " ".join(_sentences(rng, topic, plan, rng.randint(3, 5)))
 
 
@@ -193,8 +253,10 @@ def _counted_args(name: str, rng: random.Random, gold: str) -> dict:
     relation = rng.choice((AT_LEAST, LESS))
     if name == "sentence_count":
         n = count_sentences(gold)
-        return {"num_sentences": max(1, n - rng.randint(0, 1)) if relation == AT_LEAST else n + rng.randint(1, 2),
-                "relation": relation}
+        return {
+            "num_sentences": max(1, n - rng.randint(0, 1)) if relation == AT_LEAST else n + rng.randint(1, 2),
+            "relation": relation,
+        }
     n = count_words(gold)
     lo, hi = max(5, (n - rng.randint(0, 10)) // 5 * 5), -(-(n + rng.randint(1, 10)) // 5) * 5
     return {"num_words": lo if relation == AT_LEAST else hi, "relation": relation}
@@ -208,8 +270,13 @@ def _draw(rng: random.Random) -> Example:
     kwargs = {n: plan.args[n] if n in plan.args else _counted_args(n, rng, gold) for n in names}
     constraints = [{"id": ID[n], "kwargs": kwargs[n]} for n in names]
     prompt = " ".join([f"Write a short note about {topic}."] + [PHRASES[n](kwargs[n]) for n in names])
-    return Example(task="instruction_following", prompt=prompt, meta={"topic": topic, "constraints": constraints},
-                   reference=gold, verifiers=tuple(f"ifeval.{n}" for n in names))
+    return Example(
+        task="instruction_following",
+        prompt=prompt,
+        meta={"topic": topic, "constraints": constraints},
+        reference=gold,
+        verifiers=tuple(f"ifeval.{n}" for n in names),
+    )
 
 
 def gold_passes(ex: Example) -> bool:

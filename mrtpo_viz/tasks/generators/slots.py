@@ -1,19 +1,55 @@
-"""Slots examples (:mod:`mrtpo_viz.tasks.slots`): four distinct cities per prompt, a gold response whose code
+"""Slots examples (:mod:`mrtpo_viz.tasks.code_slots`): four distinct cities per prompt, a gold response whose code
 positions vary, and :func:`response` for drawing more responses (the slots policy's fine-tuning data)."""
+
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..base import Example
-from ..slots import CITIES, CODE_OF, CODES, K, VERIFIERS
+from ..code_slots import CITIES, CODE_OF, CODES, K, VERIFIERS
 from . import draw_unique
 
 FILLER: tuple[str, ...] = (
-    "beans", "bees", "bread", "cats", "clouds", "coats", "coffee", "fish", "flour", "flowers", "forests", "gardens",
-    "honey", "moon", "mountains", "music", "ocean", "rain", "rivers", "salt", "snow", "song", "stories", "tides",
-    "trails", "trains", "trees", "water", "waves", "wheels", "winter", "calm", "quiet", "little", "nice", "good",
-    "warm", "cold")
+    "beans",
+    "bees",
+    "bread",
+    "cats",
+    "clouds",
+    "coats",
+    "coffee",
+    "fish",
+    "flour",
+    "flowers",
+    "forests",
+    "gardens",
+    "honey",
+    "moon",
+    "mountains",
+    "music",
+    "ocean",
+    "rain",
+    "rivers",
+    "salt",
+    "snow",
+    "song",
+    "stories",
+    "tides",
+    "trails",
+    "trains",
+    "trees",
+    "water",
+    "waves",
+    "wheels",
+    "winter",
+    "calm",
+    "quiet",
+    "little",
+    "nice",
+    "good",
+    "warm",
+    "cold",
+)
 """Filler words: each one token with its leading space in the bundled vocabulary; none is a code."""
 WORDS_PER_PART = 20
 """Filler words per part; the code goes at a uniformly drawn position among them (0..20 words before it)."""
@@ -21,8 +57,10 @@ WORDS_PER_PART = 20
 
 def prompt(cities: Sequence[str]) -> str:
     listing = ", ".join(f"part {k} {c}" for k, c in enumerate(cities, 1))
-    return (f"Write four lines, 'Part 1, City:' to 'Part 4, City:'. Each part is about one city and names that "
-            f"city's code: {listing}.")
+    return (
+        f"Write four lines, 'Part 1, City:' to 'Part 4, City:'. Each part is about one city and names that "
+        f"city's code: {listing}."
+    )
 
 
 def response(cities: Sequence[str], codes: Sequence[str], rng: random.Random) -> str:
@@ -39,8 +77,13 @@ def response(cities: Sequence[str], codes: Sequence[str], rng: random.Random) ->
 def make_example(rng: random.Random) -> Example:
     cities = rng.sample(CITIES, K)
     codes = [CODE_OF[c] for c in cities]
-    return Example(task="slots", prompt=prompt(cities), meta={"cities": cities, "codes": codes},
-                   reference=response(cities, codes, rng), verifiers=VERIFIERS)
+    return Example(
+        task="slots",
+        prompt=prompt(cities),
+        meta={"cities": cities, "codes": codes},
+        reference=response(cities, codes, rng),
+        verifiers=VERIFIERS,
+    )
 
 
 def generate(n: int, seed: int = 0) -> list[Example]:

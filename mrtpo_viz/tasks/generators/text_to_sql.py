@@ -7,6 +7,7 @@ drawn from the data, so most gold queries return rows. Gold SQL is short and reg
 spaces, table-qualified columns in joins. A gold query is *ordered* (its row order is compared) iff it has ORDER BY;
 the columns it orders by have distinct values, so the expected order has no ties.
 """
+
 from __future__ import annotations
 
 import math
@@ -202,15 +203,21 @@ def make_example(db_name: str, template: int, rng: random.Random) -> Example:
     """One example from template number ``template`` of database ``db_name``."""
     db = DATABASES[db_name]
     question, sql = _fill(db, *db.templates[template], rng)
-    return Example(task=TASK, prompt=f"{schema_prompt(db, sql)} Question: {question}",
-                   meta={"db": db.name, "gold_sql": sql, "ordered": " ORDER BY " in sql},
-                   reference=f"```sql\n{sql}\n```", verifiers=VERIFIERS)
+    return Example(
+        task=TASK,
+        prompt=f"{schema_prompt(db, sql)} Question: {question}",
+        meta={"db": db.name, "gold_sql": sql, "ordered": " ORDER BY " in sql},
+        reference=f"```sql\n{sql}\n```",
+        verifiers=VERIFIERS,
+    )
 
 
 def prompt_space(db: Database) -> int:
     """How many distinct prompts the templates of ``db`` can make (the product of slot pool sizes, summed)."""
-    return sum(math.prod(len(db.slots[pool]) for pool, _ in dict.fromkeys(_SLOT.findall(q + " " + sql)))
-               for q, sql in db.templates)
+    return sum(
+        math.prod(len(db.slots[pool]) for pool, _ in dict.fromkeys(_SLOT.findall(q + " " + sql)))
+        for q, sql in db.templates
+    )
 
 
 def generate(n: int, seed: int = 0) -> list[Example]:

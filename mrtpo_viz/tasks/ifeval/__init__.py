@@ -27,15 +27,45 @@ follow an abbreviation, an initial or a numbered-list ``1.``). ``punkt.load_mode
 
 Importing this package registers the strict verifiers.
 """
+
 from .instruction_checks import PatternTimeout
 from .evaluation import check, evaluate, loose_variants, relevant_spans
-from .instructions import (BY_ID, BY_NAME, INSTRUCTIONS, LANGUAGES, OFFICIAL_IDS, Instruction, KwargsError, describe,
-                           instruction, validate_kwargs)
+from .instructions import (
+    BY_ID,
+    BY_NAME,
+    INSTRUCTIONS,
+    LANGUAGES,
+    OFFICIAL_IDS,
+    Instruction,
+    KwargsError,
+    describe,
+    instruction,
+    validate_kwargs,
+)
 from .verifiers import constraint_kwargs, make_verifier, register_all, register_loose, verifier, verifier_names
 
 register_all()
 
-__all__ = ["BY_ID", "BY_NAME", "INSTRUCTIONS", "LANGUAGES", "OFFICIAL_IDS", "Instruction", "KwargsError",
-           "PatternTimeout", "check", "constraint_kwargs", "describe", "evaluate", "instruction", "loose_variants",
-           "make_verifier", "register_all", "register_loose", "relevant_spans", "validate_kwargs", "verifier",
-           "verifier_names"]
+__all__ = [
+    "BY_ID",
+    "BY_NAME",
+    "INSTRUCTIONS",
+    "LANGUAGES",
+    "OFFICIAL_IDS",
+    "Instruction",
+    "KwargsError",
+    "PatternTimeout",
+    "check",
+    "constraint_kwargs",
+    "describe",
+    "evaluate",
+    "instruction",
+    "loose_variants",
+    "make_verifier",
+    "register_all",
+    "register_loose",
+    "relevant_spans",
+    "validate_kwargs",
+    "verifier",
+    "verifier_names",
+]

@@ -10,6 +10,7 @@ kwargs are required (:mod:`.instructions`); deeply nested JSON (``[`` x 100,000)
 non-string response fails instead of raising; langdetect is seeded (``seed = 0``) so that a verdict on short or
 ambiguous text does not change from run to run.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,11 +23,18 @@ from .spans import SPANS, Span
 def loose_variants(response: str) -> list[tuple[str, str]]:
     """The official loose-mode variants of ``response``, labelled, in the official order."""
     lines = response.split("\n")
-    cut = [("as is", response), ("first line removed", "\n".join(lines[1:]).strip()),
-           ("last line removed", "\n".join(lines[:-1]).strip()),
-           ("first and last lines removed", "\n".join(lines[1:-1]).strip())]
-    return cut[:1] + [("'*' removed", response.replace("*", ""))] + cut[1:] + [
-        (f"{label}, '*' removed", text.replace("*", "")) for label, text in cut[1:]]
+    cut = [
+        ("as is", response),
+        ("first line removed", "\n".join(lines[1:]).strip()),
+        ("last line removed", "\n".join(lines[:-1]).strip()),
+        ("first and last lines removed", "\n".join(lines[1:-1]).strip()),
+    ]
+    return (
+        cut[:1]
+        + [("'*' removed", response.replace("*", ""))]
+        + cut[1:]
+        + [(f"{label}, '*' removed", text.replace("*", "")) for label, text in cut[1:]]
+    )
 
 
 def _run(checker, text: str, kwargs: dict) -> Result:

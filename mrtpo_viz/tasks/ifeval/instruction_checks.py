@@ -9,6 +9,7 @@ from data that anyone may upload, so the pattern is checked before it is compile
 pattern that could backtrack for long runs in a worker process that is killed after its budget. A search past the
 budget raises :class:`PatternTimeout`.
 """
+
 from __future__ import annotations
 
 import collections
@@ -63,6 +64,7 @@ def _language(value: str) -> Optional[str]:
 
 # --- keywords ----------------------------------------------------------------------------------------------------
 
+
 def keyword_existence(value: str, kw: dict) -> Result:
     missing = [k for k in kw["keywords"] if not pattern_run("search", k, value, re.I)]
     return not missing, "all keywords present" if not missing else f"missing keywords: {missing}"
@@ -75,8 +77,7 @@ def keyword_frequency(value: str, kw: dict) -> Result:
 
 
 def forbidden_words(value: str, kw: dict) -> Result:
-    found = [w for w in sorted(set(kw["forbidden_words"]))
-             if pattern_run("search", r"\b" + w + r"\b", value, re.I)]
+    found = [w for w in sorted(set(kw["forbidden_words"])) if pattern_run("search", r"\b" + w + r"\b", value, re.I)]
     return not found, "no forbidden words" if not found else f"uses forbidden words: {found}"
 
 
@@ -87,6 +88,7 @@ def letter_frequency(value: str, kw: dict) -> Result:
 
 
 # --- language and case -------------------------------------------------------------------------------------------
+
 
 def response_language(value: str, kw: dict) -> Result:
     lang = _language(value)
@@ -123,6 +125,7 @@ def no_comma(value: str, kw: dict) -> Result:
 
 
 # --- length ------------------------------------------------------------------------------------------------------
+
 
 def number_sentences(value: str, kw: dict) -> Result:
     return _counted(text_units.count_sentences(value), "sentence(s)", kw["relation"], kw["num_sentences"])
@@ -177,6 +180,7 @@ def nth_paragraph_first_word(value: str, kw: dict) -> Result:
 
 
 # --- detectable content and format -------------------------------------------------------------------------------
+
 
 def number_placeholders(value: str, kw: dict) -> Result:
     return _counted(len(placeholder_spans(value)), "placeholder(s)", AT_LEAST, kw["num_placeholders"])
@@ -252,6 +256,7 @@ def title(value: str, kw: dict) -> Result:
 
 # --- combination and start/end -----------------------------------------------------------------------------------
 
+
 def two_responses(value: str, kw: dict) -> Result:
     parts = value.split("******")
     kept = []
@@ -290,23 +295,31 @@ def quotation(value: str, kw: dict) -> Result:
 
 Checker = Callable[[str, dict], Result]
 CHECKS: dict[str, Checker] = {
-    "keywords:existence": keyword_existence, "keywords:frequency": keyword_frequency,
-    "keywords:forbidden_words": forbidden_words, "keywords:letter_frequency": letter_frequency,
+    "keywords:existence": keyword_existence,
+    "keywords:frequency": keyword_frequency,
+    "keywords:forbidden_words": forbidden_words,
+    "keywords:letter_frequency": letter_frequency,
     "language:response_language": response_language,
     "length_constraints:number_sentences": number_sentences,
-    "length_constraints:number_paragraphs": number_paragraphs, "length_constraints:number_words": number_words,
+    "length_constraints:number_paragraphs": number_paragraphs,
+    "length_constraints:number_words": number_words,
     "length_constraints:nth_paragraph_first_word": nth_paragraph_first_word,
-    "detectable_content:number_placeholders": number_placeholders, "detectable_content:postscript": postscript,
+    "detectable_content:number_placeholders": number_placeholders,
+    "detectable_content:postscript": postscript,
     "detectable_format:number_bullet_lists": number_bullet_lists,
     "detectable_format:constrained_response": constrained_response,
     "detectable_format:number_highlighted_sections": number_highlighted_sections,
-    "detectable_format:multiple_sections": multiple_sections, "detectable_format:json_format": json_format,
-    "detectable_format:title": title, "combination:two_responses": two_responses,
-    "combination:repeat_prompt": repeat_prompt, "startend:end_checker": end_checker,
+    "detectable_format:multiple_sections": multiple_sections,
+    "detectable_format:json_format": json_format,
+    "detectable_format:title": title,
+    "combination:two_responses": two_responses,
+    "combination:repeat_prompt": repeat_prompt,
+    "startend:end_checker": end_checker,
     "change_case:capital_word_frequency": capital_word_frequency,
-    "change_case:english_capital": english_capital, "change_case:english_lowercase": english_lowercase,
-    "punctuation:no_comma": no_comma, "startend:quotation": quotation,
+    "change_case:english_capital": english_capital,
+    "change_case:english_lowercase": english_lowercase,
+    "punctuation:no_comma": no_comma,
+    "startend:quotation": quotation,
     "mrtpo:starts_with": start_checker,
 }
 """Instruction id -> checker (the 25 official ids and the ``mrtpo:starts_with`` extension)."""
-

@@ -14,6 +14,7 @@ Here every kwarg is required, and a missing or malformed one is a :class:`Kwargs
 loop would drop it: a count of 0 (the classes redraw only None or a negative count), any integer for
 ``capital_frequency`` (redrawn only when None), ``nth_paragraph`` from 1 to ``num_paragraphs``.
 """
+
 from __future__ import annotations
 
 import re
@@ -75,14 +76,18 @@ class Instruction:
 
 def _sections(k: dict) -> str:
     s = k["section_spliter"].strip()
-    return (f"Your response must have {k['num_sections']} sections. Mark the beginning of each section with {s} X, "
-            f"such as:\n{s} 1\n[content of section 1]\n{s} 2\n[content of section 2]")
+    return (
+        f"Your response must have {k['num_sections']} sections. Mark the beginning of each section with {s} X, "
+        f"such as:\n{s} 1\n[content of section 1]\n{s} 2\n[content of section 2]"
+    )
 
 
 def _nth_paragraph(k: dict) -> str:
-    return (f"There should be {k['num_paragraphs']} paragraphs. Paragraphs and only paragraphs are separated with "
-            "each other by two new lines as if it was '\\n\\n' in python. "
-            f"Paragraph {k['nth_paragraph']} must start with word {k['first_word'].lower()}.")
+    return (
+        f"There should be {k['num_paragraphs']} paragraphs. Paragraphs and only paragraphs are separated with "
+        "each other by two new lines as if it was '\\n\\n' in python. "
+        f"Paragraph {k['nth_paragraph']} must start with word {k['first_word'].lower()}."
+    )
 
 
 def _fixed(text: str) -> Callable[[dict], str]:
@@ -178,6 +183,7 @@ assert len(OFFICIAL_IDS) == 25 and len(BY_NAME) == len(BY_ID) == len(INSTRUCTION
 
 
 # --- kwargs: what each one is, and its validation ------------------------------------------------------------------
+
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
@@ -315,8 +321,10 @@ def validate_kwargs(key: str, kwargs: Any) -> dict:
             got = repr(value) if len(repr(value)) <= 200 else repr(value)[:200] + "..."
             raise KwargsError(f"{inst.id}: kwarg {name!r} must be {what}, got {why or got}")
     if "nth_paragraph" in given and given["nth_paragraph"] > given["num_paragraphs"]:
-        raise KwargsError(f"{inst.id}: 'nth_paragraph' ({given['nth_paragraph']}) exceeds 'num_paragraphs' "
-                          f"({given['num_paragraphs']})")
+        raise KwargsError(
+            f"{inst.id}: 'nth_paragraph' ({given['nth_paragraph']}) exceeds 'num_paragraphs' "
+            f"({given['num_paragraphs']})"
+        )
     return given
 
 

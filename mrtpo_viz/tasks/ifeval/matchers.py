@@ -5,6 +5,7 @@ Each gives exactly the matches of the official pattern (the test compares them w
 many ``[`` without a ``]``, and ``<<[^\\n]+>>`` (titles) over many ``<<``. A response of 50,000 such characters took the
 regexes tens of seconds; here it takes milliseconds.
 """
+
 from __future__ import annotations
 
 import re
@@ -73,7 +74,7 @@ def title_spans(value: str) -> list[tuple[int, int]]:
     out, start = [], 0
     for line in value.split("\n"):
         first, last = line.find("<<"), line.rfind(">>")
-        if first >= 0 and last >= first + 3 and line[first:last + 2].lstrip("<").rstrip(">").strip():
+        if first >= 0 and last >= first + 3 and line[first : last + 2].lstrip("<").rstrip(">").strip():
             out.append((start + first, start + last + 2))
         start += len(line) + 1
     return out

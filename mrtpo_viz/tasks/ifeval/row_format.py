@@ -17,6 +17,7 @@ Accepted fields (one JSON object per line):
 Kwargs are not validated here: a row whose kwargs are missing or malformed loads, and its verifier says "needs input"
 (score NaN) for that example only. Rows carry no gold response, so ``reference`` is None unless the row has one.
 """
+
 from __future__ import annotations
 
 import ast
@@ -32,8 +33,7 @@ ID_FIELDS = ("instruction_id_list", "instruction_id")
 
 def is_ifeval_row(row: Any) -> bool:
     """A row in one of the accepted IFEval formats (not an mrtpo-viz Example row, which has ``task``)."""
-    return isinstance(row, dict) and "task" not in row and (
-        any(f in row for f in ID_FIELDS) or "ground_truth" in row)
+    return isinstance(row, dict) and "task" not in row and (any(f in row for f in ID_FIELDS) or "ground_truth" in row)
 
 
 def _decoded(value: Any, what: str) -> Any:
@@ -74,7 +74,7 @@ def _bracket_depth(text: str) -> int:
 
 def _shown(value: Any, limit: int = 120) -> str:
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _ground_truth(row: dict) -> tuple[Any, Any]:
@@ -83,8 +83,10 @@ def _ground_truth(row: dict) -> tuple[Any, Any]:
     if isinstance(truth, list):
         truth = _decoded(truth[0], "ground_truth[0]") if truth else None
     if isinstance(truth, dict) and "func_name" in truth:
-        raise ValueError("ground_truth uses RLVR-IFeval's 'func_name' format (open-instruct's own checkers, not "
-                         "IFEval's instructions); it is not supported")
+        raise ValueError(
+            "ground_truth uses RLVR-IFeval's 'func_name' format (open-instruct's own checkers, not "
+            "IFEval's instructions); it is not supported"
+        )
     if not isinstance(truth, dict) or not any(f in truth for f in ID_FIELDS):
         raise ValueError("ground_truth must hold {'instruction_id': [...], 'kwargs': [...]}")
     return next(truth[f] for f in ID_FIELDS if f in truth), truth.get("kwargs")
@@ -123,16 +125,23 @@ def example_from_row(row: dict) -> Example:
     ids, kwargs = _ids_and_kwargs(row)
     unknown = [i for i in ids if not _known(i)]
     if unknown:
-        raise ValueError(f"unknown IFEval instruction id(s) {_shown(unknown)}; this version knows the 25 official ids "
-                         "and 'mrtpo:starts_with'")
+        raise ValueError(
+            f"unknown IFEval instruction id(s) {_shown(unknown)}; this version knows the 25 official ids "
+            "and 'mrtpo:starts_with'"
+        )
     constraints = [{"id": instruction(i).id, "kwargs": _without_none(kw)} for i, kw in zip(ids, kwargs)]
     meta: dict = {"constraints": constraints}
     key = row.get("key", row.get("id"))
     if key is not None:
         meta["key"] = key
-    return Example(task="instruction_following", prompt=_prompt(row), meta=meta,
-                   id="" if key is None else str(key), reference=row.get("reference"),
-                   verifiers=verifier_names(ids))
+    return Example(
+        task="instruction_following",
+        prompt=_prompt(row),
+        meta=meta,
+        id="" if key is None else str(key),
+        reference=row.get("reference"),
+        verifiers=verifier_names(ids),
+    )
 
 
 def _without_none(kwargs: Any) -> Any:

@@ -7,6 +7,7 @@ occurrences, letters); the compared text for start/end/quotation/repeat checks; 
 the outer characters of a JSON body (or the character where parsing failed). Spans are ``[start, end)`` offsets in
 the response as given (loose-mode variants are not mapped back). ``kwargs`` must be validated.
 """
+
 from __future__ import annotations
 
 import json
@@ -153,7 +154,8 @@ SpanFn = Callable[[str, dict], list[Span]]
 SPANS: dict[str, SpanFn] = {
     "keywords:existence": keyword_spans,
     "keywords:frequency": lambda v, kw: _matches(kw["keyword"].strip(), v, re.I),
-    "keywords:forbidden_words": forbidden_spans, "keywords:letter_frequency": letter_spans,
+    "keywords:forbidden_words": forbidden_spans,
+    "keywords:letter_frequency": letter_spans,
     "language:response_language": _whole,
     "length_constraints:number_sentences": sentence_ends,
     "length_constraints:number_paragraphs": lambda v, kw: _matches(r"\*\*\*", v),
@@ -164,12 +166,13 @@ SPANS: dict[str, SpanFn] = {
     "detectable_format:number_bullet_lists": bullet_spans,
     "detectable_format:constrained_response": constrained_spans,
     "detectable_format:number_highlighted_sections": lambda v, kw: _sorted(m.span() for m in C.highlight_matches(v)),
-    "detectable_format:multiple_sections": lambda v, kw: _matches(
-        kw["section_spliter"].strip() + r"\s?\d+", v),
+    "detectable_format:multiple_sections": lambda v, kw: _matches(kw["section_spliter"].strip() + r"\s?\d+", v),
     "detectable_format:json_format": json_spans,
     "detectable_format:title": lambda v, kw: C.title_spans(v),
-    "combination:two_responses": two_response_spans, "combination:repeat_prompt": prefix_span,
-    "startend:end_checker": end_span, "mrtpo:starts_with": start_span,
+    "combination:two_responses": two_response_spans,
+    "combination:repeat_prompt": prefix_span,
+    "startend:end_checker": end_span,
+    "mrtpo:starts_with": start_span,
     "change_case:capital_word_frequency": lambda v, kw: T.capital_word_spans(v),
     "change_case:english_capital": lambda v, kw: T.char_runs(v, _not_upper),
     "change_case:english_lowercase": lambda v, kw: T.char_runs(v, _not_lower),

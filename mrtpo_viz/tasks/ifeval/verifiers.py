@@ -15,6 +15,7 @@ be the verifier name, ``ifeval.word_count``). A verifier uses every entry of its
 Strict mode is the default (the registered verifiers); ``verifier(name, loose=True)`` gives the official loose mode
 as a verifier named ``<name>.loose`` (not registered unless :func:`register_loose` is called).
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,10 @@ from ..base import Example, Span, Verdict, Verifier, register
 from . import evaluation as E
 from .instructions import INSTRUCTIONS, Instruction, KwargsError, arguments, describe, instruction
 
-LEGACY_HINT = ("entries are IFEval's {'id', 'kwargs'} (the {'name', 'args'} entries of mrtpo-viz 0.2 are no longer "
-               "read: regenerate the data or convert it)")
+LEGACY_HINT = (
+    "entries are IFEval's {'id', 'kwargs'} (the {'name', 'args'} entries of mrtpo-viz 0.2 are no longer "
+    "read: regenerate the data or convert it)"
+)
 
 
 def _matches(item: dict, inst: Instruction) -> bool:
@@ -53,8 +56,10 @@ def constraint_kwargs(example: Any, key: str) -> list[dict]:
     if found:
         return [{} if kw is None else kw for kw in found]
     if inst.params:
-        raise KwargsError(f"the example has no {inst.id!r} constraint with its kwargs "
-                          f"{[p for p, _ in inst.params]} in meta['constraints']")
+        raise KwargsError(
+            f"the example has no {inst.id!r} constraint with its kwargs "
+            f"{[p for p, _ in inst.params]} in meta['constraints']"
+        )
     return [{}]
 
 
@@ -66,6 +71,7 @@ def _check(inst: Instruction, loose: bool):
             return Verdict(math.nan, f"needs input: {e}")
         ok = all(passed for passed, _ in results)
         return Verdict(float(ok), "; ".join(reason for _, reason in results))
+
     return check
 
 
@@ -75,16 +81,19 @@ def _info(inst: Instruction):
             return " ".join(describe(inst.id, kw) for kw in constraint_kwargs(example, inst.id))
         except KwargsError as e:
             raise KwargsError(f"{inst.name} needs input: {e}") from None
+
     return info
 
 
 def _spans(inst: Instruction):
     def spans(response: str, example: Example) -> Optional[list[Span]]:
         try:
-            return sorted({s for kw in constraint_kwargs(example, inst.id)
-                           for s in E.relevant_spans(inst.id, response, kw)})
+            return sorted(
+                {s for kw in constraint_kwargs(example, inst.id) for s in E.relevant_spans(inst.id, response, kw)}
+            )
         except KwargsError:
             return None
+
     return spans
 
 
@@ -117,12 +126,20 @@ def make_verifier(inst: Instruction, loose: bool = False) -> Verifier:
     needs = f"; NaN ('needs input') without its kwargs {[p for p, _ in inst.params]}" if inst.params else ""
     origin = "IFEval's" if inst.official else "our extension"
     return Verifier(
-        name=inst.name + (".loose" if loose else ""), task="instruction_following",
+        name=inst.name + (".loose" if loose else ""),
+        task="instruction_following",
         title=inst.title + (" (loose)" if loose else ""),
-        description=(f"1 if the response follows {origin} instruction {inst.id!r} ({mode} mode, official "
-                     f"semantics), else 0; a blank response scores 0{needs}."),
-        info_fn=_info(inst), check_fn=_check(inst, loose), spans_fn=_spans(inst), arguments=arguments(inst),
-        args_fn=_args, with_args_fn=_with_args)
+        description=(
+            f"1 if the response follows {origin} instruction {inst.id!r} ({mode} mode, official "
+            f"semantics), else 0; a blank response scores 0{needs}."
+        ),
+        info_fn=_info(inst),
+        check_fn=_check(inst, loose),
+        spans_fn=_spans(inst),
+        arguments=arguments(inst),
+        args_fn=_args,
+        with_args_fn=_with_args,
+    )
 
 
 def verifier(key: str, *, loose: bool = False) -> Verifier:
@@ -144,4 +161,3 @@ def register_loose() -> list[str]:
 def verifier_names(ids: list[str]) -> tuple[str, ...]:
     """The verifier names of a list of instruction ids, each once, in order of first appearance."""
     return tuple(dict.fromkeys(instruction(i).name for i in ids))
-

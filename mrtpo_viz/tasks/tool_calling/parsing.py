@@ -4,6 +4,7 @@ A response is one or more ``<tool_call>{"name": ..., "arguments": {...}}</tool_c
 uses plain string search and :mod:`json` (no regular expressions, so nothing can backtrack), and a small scanner that
 records where each key and value of a call object sits in the response (for the relevant spans).
 """
+
 from __future__ import annotations
 
 import json
@@ -90,11 +91,13 @@ def parse_calls(response: Any, strict: bool = True, single: bool = False) -> tup
 def render_calls(calls: list[tuple[str, dict]]) -> str:
     """Calls ``[(name, arguments)]`` as ``<tool_call>`` blocks, one per line (``json.dumps`` default separators, as
     the bundled references)."""
-    return "\n".join(OPEN_TAG + json.dumps({"name": n, "arguments": a}, ensure_ascii=False) + CLOSE_TAG
-                     for n, a in calls)
+    return "\n".join(
+        OPEN_TAG + json.dumps({"name": n, "arguments": a}, ensure_ascii=False) + CLOSE_TAG for n, a in calls
+    )
 
 
 # --- locating keys and values ------------------------------------------------------------------------------------
+
 
 def _skip_ws(text: str, i: int) -> int:
     while i < len(text) and text[i] in _WS:

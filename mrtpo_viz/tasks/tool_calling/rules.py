@@ -27,6 +27,7 @@ tested in ``tests/tasks/test_bfcl_reference.py``):
   types are compared literally without a type check; an array without ``items`` gets no item check; malformed
   values (a non-dict in a list of dicts, a possible answer naming an unknown function) score 0 with a reason.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,6 +48,7 @@ def expected_name(name: str, underscore_to_dot: bool) -> str:
 
 
 # --- values ------------------------------------------------------------------------------------------------------
+
 
 def standardize(text: str) -> str:
     """BFCL's string normalization: drop spaces and ``,./-_*^``, lowercase, single quotes become double quotes."""
@@ -101,8 +103,12 @@ def _dict_fits(value: dict, accepted: list) -> bool:
 
 def _dict_list_fits(value: list, accepted: list) -> bool:
     """Same length as an accepted list, each dict fitting the accepted dict at its position."""
-    return any(isinstance(a, (list, str)) and len(a) == len(value)
-               and all(isinstance(v, dict) and _dict_fits(v, [a[d]]) for d, v in enumerate(value)) for a in accepted)
+    return any(
+        isinstance(a, (list, str))
+        and len(a) == len(value)
+        and all(isinstance(v, dict) and _dict_fits(v, [a[d]]) for d, v in enumerate(value))
+        for a in accepted
+    )
 
 
 def _value_fits(value: Any, accepted: list, outer: Optional[type], inner: Optional[type], literal: bool) -> bool:
@@ -121,6 +127,7 @@ def _value_fits(value: Any, accepted: list, outer: Optional[type], inner: Option
 
 def show_accepted(values: Any) -> str:
     """Accepted values for people: ``"a" | omitted``; dict answers one level down as ``{key: values}``."""
+
     def one(v):
         if v == "":
             return "omitted"
@@ -129,6 +136,7 @@ def show_accepted(values: Any) -> str:
         if isinstance(v, list) and v and all(isinstance(d, dict) for d in v):
             return "[" + ", ".join(one(d) for d in v) + "]"
         return json.dumps(v, ensure_ascii=False)
+
     return " | ".join(one(v) for v in (values if isinstance(values, list) else [values]))
 
 
@@ -166,6 +174,7 @@ def check_argument(key: str, value: Any, prop: dict, accepted: Any) -> Optional[
 
 
 # --- calls -------------------------------------------------------------------------------------------------------
+
 
 def check_call(function: dict, call: dict, answer: dict, underscore_to_dot: bool = False) -> Optional[Failure]:
     """One call against one expected call ``{argument: [accepted]}`` of ``function``; None if it matches."""
@@ -212,8 +221,13 @@ def _match_one(function: dict, calls: list[dict], used: set, answer: dict, dots:
     return next((f for f in failures if f[0] != "wrong_func_name"), failures[0] if failures else None)
 
 
-def check_calls(functions: list[dict], calls: list[dict], answers: list, category: Optional[str] = None,
-                underscore_to_dot: bool = False) -> Optional[Failure]:
+def check_calls(
+    functions: list[dict],
+    calls: list[dict],
+    answers: list,
+    category: Optional[str] = None,
+    underscore_to_dot: bool = False,
+) -> Optional[Failure]:
     """BFCL's verdict on the whole list of calls; None if right."""
     mode = call_mode(category, answers)
     if not answers or not all(isinstance(a, dict) and len(a) == 1 for a in answers):

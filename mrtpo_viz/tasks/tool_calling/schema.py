@@ -16,6 +16,7 @@ The bundled examples' meta ``{"tool", "arguments", "schema"}`` reads as ``functi
 :class:`MissingArguments` with what to give. Also here: the format verifier's type rules (:func:`schema_errors`) and the
 compact signature that its information shows.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,13 +26,36 @@ from ..base import MissingArguments
 from ..tool_catalog import TOOLS
 from .parsing import parse_calls
 
-CHECKER_TYPES: dict[str, type] = {"string": str, "integer": int, "float": float, "boolean": bool, "array": list,
-                                  "tuple": list, "dict": dict, "any": str, "number": float, "object": dict}
+CHECKER_TYPES: dict[str, type] = {
+    "string": str,
+    "integer": int,
+    "float": float,
+    "boolean": bool,
+    "array": list,
+    "tuple": list,
+    "dict": dict,
+    "any": str,
+    "number": float,
+    "object": dict,
+}
 """Declared type -> the Python type BFCL's rules expect (BFCL's Python table; OpenAI's ``number``/``object`` added)."""
-_JSON_NAMES = {str: "string", int: "integer", float: "number", bool: "boolean", list: "array", dict: "object",
-               type(None): "null"}
-_FITS = {str: lambda v: isinstance(v, str), int: lambda v: type(v) is int, float: lambda v: type(v) in (int, float),
-         bool: lambda v: type(v) is bool, list: lambda v: isinstance(v, list), dict: lambda v: isinstance(v, dict)}
+_JSON_NAMES = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
+_FITS = {
+    str: lambda v: isinstance(v, str),
+    int: lambda v: type(v) is int,
+    float: lambda v: type(v) in (int, float),
+    bool: lambda v: type(v) is bool,
+    list: lambda v: isinstance(v, list),
+    dict: lambda v: isinstance(v, dict),
+}
 """Format's type tests: exact JSON types (a bool is no integer, ``10.0`` is no integer); an int fits a float."""
 
 
@@ -49,6 +73,7 @@ def json_type(value: Any) -> str:
 
 # --- reading the example -----------------------------------------------------------------------------------------
 
+
 def normalize_function(doc: dict) -> dict:
     """An OpenAI-style or BFCL function doc as ``{"name", "description", "parameters": {"type", "properties",
     "required"}}``."""
@@ -57,16 +82,21 @@ def normalize_function(doc: dict) -> dict:
     params = doc.get("parameters") if isinstance(doc.get("parameters"), dict) else {}
     props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
     required = params.get("required") if isinstance(params.get("required"), list) else []
-    return {"name": str(doc.get("name", "")), "description": doc.get("description", ""),
-            "parameters": {"type": params.get("type", "object"), "properties": dict(props), "required": list(required)}}
+    return {
+        "name": str(doc.get("name", "")),
+        "description": doc.get("description", ""),
+        "parameters": {"type": params.get("type", "object"), "properties": dict(props), "required": list(required)},
+    }
 
 
 def functions_from(value: Any) -> list[dict]:
     """Function docs (a list, or one doc) normalized; MissingArguments when there are none or one has no name."""
     docs = [value] if isinstance(value, dict) else value
     if not isinstance(docs, list) or not docs or not all(isinstance(d, dict) for d in docs):
-        raise MissingArguments("'functions' must be a non-empty list of function schemas (OpenAI-style "
-                               '{"type": "function", "function": {...}} or BFCL {"name", "parameters"})')
+        raise MissingArguments(
+            "'functions' must be a non-empty list of function schemas (OpenAI-style "
+            '{"type": "function", "function": {...}} or BFCL {"name", "parameters"})'
+        )
     functions = [normalize_function(d) for d in docs]
     if not all(f["name"] for f in functions):
         raise MissingArguments("every function schema in 'functions' needs a 'name'")
@@ -96,12 +126,18 @@ def answers_from(value: Any) -> list[dict]:
     for item in items:
         if _is_call(item):
             out.append(_answer_of_call(item))
-        elif (isinstance(item, dict) and len(item) == 1 and isinstance(next(iter(item.values())), dict)
-              and all(isinstance(a, list) for a in next(iter(item.values())).values())):
+        elif (
+            isinstance(item, dict)
+            and len(item) == 1
+            and isinstance(next(iter(item.values())), dict)
+            and all(isinstance(a, list) for a in next(iter(item.values())).values())
+        ):
             out.append(item)
         else:
-            raise MissingArguments('each expected call must be {"name": ..., "arguments": {...}} or BFCL\'s '
-                                   '{function name: {argument: [accepted values]}}, got ' + json.dumps(item)[:120])
+            raise MissingArguments(
+                'each expected call must be {"name": ..., "arguments": {...}} or BFCL\'s '
+                "{function name: {argument: [accepted values]}}, got " + json.dumps(item)[:120]
+            )
     return out
 
 
@@ -118,8 +154,9 @@ def example_functions(meta: dict) -> list[dict]:
     """The example's functions (``functions``; a catalogue tool keeps the catalogue's property order)."""
     if meta.get("functions") not in (None, "", []):
         given = meta["functions"]
-        return functions_from([_catalogue_order(f) for f in given] if isinstance(given, list)
-                              else _catalogue_order(given))
+        return functions_from(
+            [_catalogue_order(f) for f in given] if isinstance(given, list) else _catalogue_order(given)
+        )
     raise MissingArguments("the example gives no functions (tool schemas): set 'functions'")
 
 
@@ -144,10 +181,16 @@ def single_call(category: Optional[str]) -> bool:
 
 # --- tool_call.format's type rules -------------------------------------------------------------------------------
 
+
 def _nullable(value: Any, prop: dict) -> bool:
     declared = prop.get("type")
-    return value is None and bool(prop.get("nullable") or isinstance(declared, list) and "null" in declared
-                                  or "default" in prop and prop["default"] is None)
+    return value is None and bool(
+        prop.get("nullable")
+        or isinstance(declared, list)
+        and "null" in declared
+        or "default" in prop
+        and prop["default"] is None
+    )
 
 
 def value_errors(value: Any, prop: dict, path: str) -> list[str]:
@@ -163,8 +206,10 @@ def value_errors(value: Any, prop: dict, path: str) -> list[str]:
     if kind is not None and not _FITS[kind](value):
         return [f"{path} should be of type {name}, got {json_type(value)}"]
     if isinstance(prop.get("enum"), list) and not isinstance(value, (list, dict)) and value not in prop["enum"]:
-        return [f"{path} must be one of {json.dumps(prop['enum'], ensure_ascii=False)}, got "
-                f"{json.dumps(value, ensure_ascii=False)}"]
+        return [
+            f"{path} must be one of {json.dumps(prop['enum'], ensure_ascii=False)}, got "
+            f"{json.dumps(value, ensure_ascii=False)}"
+        ]
     errors = []
     if isinstance(value, list) and isinstance(prop.get("items"), dict):
         for i, item in enumerate(value):
@@ -199,6 +244,8 @@ def _describe(prop: dict) -> str:
 def compact_function(function: dict) -> str:
     """``get_weather(city: string (required), unit: "celsius"|"fahrenheit")``."""
     required = set(function["parameters"]["required"])
-    parts = [f"{k}: {_describe(p if isinstance(p, dict) else {})}" + (" (required)" if k in required else "")
-             for k, p in function["parameters"]["properties"].items()]
+    parts = [
+        f"{k}: {_describe(p if isinstance(p, dict) else {})}" + (" (required)" if k in required else "")
+        for k, p in function["parameters"]["properties"].items()
+    ]
     return f"{function['name']}({', '.join(parts)})"

@@ -20,6 +20,7 @@ Relevant spans, per block:
   function (of any expected call when the name matches none); strings without their quotes; None when no call
   object can be scanned.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,7 @@ from typing import Any, Optional
 from ..base import MissingArguments, Span, Verdict
 from .parsing import argument_scan, parse_calls, scanned_blocks
 from .rules import call_mode, check_calls, expected_name, show_accepted
-from .schema import (compact_function, example_answers, example_category, example_functions, schema_errors,
-                     single_call)
+from .schema import compact_function, example_answers, example_category, example_functions, schema_errors, single_call
 
 
 def _meta(example: Any) -> dict:
@@ -48,6 +48,7 @@ def needs_input(err: MissingArguments) -> Verdict:
 
 
 # --- tool_call.format --------------------------------------------------------------------------------------------
+
 
 def check_format(response: Any, example: Any, underscore_to_dot: Optional[bool] = None) -> Verdict:
     """1 iff the blocks are well formed and their calls name the example's functions and fit their schemas."""
@@ -88,17 +89,24 @@ def format_info(example: Any) -> str:
     functions = example_functions(meta)
     signatures = "; ".join(compact_function(f) for f in functions)
     if single_call(example_category(meta)) and len(functions) == 1:
-        return ('Reply with exactly one <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> block and '
-                f"nothing else; the arguments must fit the schema: {signatures}")
+        return (
+            'Reply with exactly one <tool_call>{"name": "<tool>", "arguments": {...}}</tool_call> block and '
+            f"nothing else; the arguments must fit the schema: {signatures}"
+        )
     if single_call(example_category(meta)):
-        return ('Reply with exactly one <tool_call>{"name": "<function>", "arguments": {...}}</tool_call> block and '
-                f"nothing else; it must name one of these functions and fit its parameters: {signatures}")
-    return ('Reply with one or more <tool_call>{"name": "<function>", "arguments": {...}}</tool_call> blocks, one '
-            f"per call, and nothing else; each call must name one of these functions and fit its parameters: "
-            f"{signatures}")
+        return (
+            'Reply with exactly one <tool_call>{"name": "<function>", "arguments": {...}}</tool_call> block and '
+            f"nothing else; it must name one of these functions and fit its parameters: {signatures}"
+        )
+    return (
+        'Reply with one or more <tool_call>{"name": "<function>", "arguments": {...}}</tool_call> blocks, one '
+        f"per call, and nothing else; each call must name one of these functions and fit its parameters: "
+        f"{signatures}"
+    )
 
 
 # --- tool_call.correctness ---------------------------------------------------------------------------------------
+
 
 def correctness_result(response: Any, example: Any, underscore_to_dot: Optional[bool] = None) -> tuple[Verdict, str]:
     """The verdict and its error class: ``""`` when right, ``needs_input``, ``parse`` when no block decodes, else
@@ -151,8 +159,14 @@ def correctness_spans(response: Any, example: Any) -> Optional[list[Span]]:
 
 def _exact(args: dict) -> bool:
     """Whether every argument accepts exactly one value, given (not ``""``) and not a nested possible answer."""
-    return all(isinstance(v, list) and len(v) == 1 and v[0] != "" and not isinstance(v[0], dict)
-               and not (isinstance(v[0], list) and any(isinstance(x, dict) for x in v[0])) for v in args.values())
+    return all(
+        isinstance(v, list)
+        and len(v) == 1
+        and v[0] != ""
+        and not isinstance(v[0], dict)
+        and not (isinstance(v[0], list) and any(isinstance(x, dict) for x in v[0]))
+        for v in args.values()
+    )
 
 
 def _gold_call(name: str, args: dict, functions: list[dict]) -> str:
@@ -173,6 +187,9 @@ def correctness_info(example: Any) -> str:
         return f"The correct call is {_gold_call(*named[0], functions)}"
     calls = [f"{name}({', '.join(f'{k}={show_accepted(v)}' for k, v in args.items())})" for name, args in named]
     order = " in any order" if call_mode(example_category(meta), answers) == "parallel" and len(calls) > 1 else ""
-    return (f"The correct answer is {len(calls)} call(s){order}: " + "; ".join(calls)
-            + ". Each argument takes one of the values listed (| separates them; 'omitted' means it may be left out);"
-              " strings match ignoring case, spaces and ,./-_*^; no other argument may be given.")
+    return (
+        f"The correct answer is {len(calls)} call(s){order}: "
+        + "; ".join(calls)
+        + ". Each argument takes one of the values listed (| separates them; 'omitted' means it may be left out);"
+        " strings match ignoring case, spaces and ,./-_*^; no other argument may be given."
+    )

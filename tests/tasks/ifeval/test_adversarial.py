@@ -1,5 +1,6 @@
 """The generated adversarial set that the agreement test runs: deterministic, every official id, >= 25 cases each,
 the hand-written edge cases with their mutations (CRLF, padding, chatty lines for loose mode, markdown, unicode)."""
+
 import collections
 
 import ifeval_adversarial as adversarial
@@ -36,7 +37,20 @@ def test_the_multilingual_block_covers_every_id_and_script():
         by_id[c.id].add(c.label.split("/")[1])
     assert set(by_id) == set(OFFICIAL_IDS)
     assert all(scripts == set(unicode_block.TEXTS) for scripts in by_id.values())  # every script for every id
-    assert {"devanagari", "bengali", "thai", "arabic", "hebrew", "persian", "turkish", "cjk", "nfd_latin",
-            "emoji_zwj", "superscripts", "separators", "spaces"} == set(unicode_block.TEXTS)
+    assert {
+        "devanagari",
+        "bengali",
+        "thai",
+        "arabic",
+        "hebrew",
+        "persian",
+        "turkish",
+        "cjk",
+        "nfd_latin",
+        "emoji_zwj",
+        "superscripts",
+        "separators",
+        "spaces",
+    } == set(unicode_block.TEXTS)
     assert all(validate_kwargs(c.id, c.kwargs) is not None for c in cases)
     assert sum(1 for c in cases if 0 in c.kwargs.values()) > 100  # counts of 0, as the official classes take them

@@ -1,4 +1,5 @@
 """Strict and loose mode as the official loops: blank responses fail, the eight loose variants, pattern time-outs."""
+
 import ifeval_adversarial as adversarial
 
 from mrtpo_viz.tasks.ifeval.evaluation import check, evaluate, loose_variants, relevant_spans as spans
@@ -16,8 +17,10 @@ def test_blank_response_fails_everything_in_both_modes():
 def test_loose_variants_in_the_official_order():
     variants = loose_variants("a\n*b*\nc")
     assert [t for _, t in variants] == ["a\n*b*\nc", "a\nb\nc", "*b*\nc", "a\n*b*", "*b*", "b\nc", "a\nb", "b"]
-    assert check("startend:end_checker", "Done. Bye!\nHope this helps", {"end_phrase": "Bye!"}, loose=True) == \
-        (True, "ends with 'Bye!' (loose: last line removed)")
+    assert check("startend:end_checker", "Done. Bye!\nHope this helps", {"end_phrase": "Bye!"}, loose=True) == (
+        True,
+        "ends with 'Bye!' (loose: last line removed)",
+    )
     assert not check("startend:end_checker", "Done. Bye!\nHope this helps", {"end_phrase": "Bye!"})[0]
     assert check("detectable_format:title", "**<<T>>**", {}, loose=True)[0]
 

@@ -1,9 +1,16 @@
 """The per-instruction checks: official behaviours worth pinning one by one (all of them are compared with the
 official code in test_reference.py)."""
+
 import pytest
 
-from mrtpo_viz.tasks.ifeval.instruction_checks import (CHECKS, compare, first_word, json_body, paragraph_count,
-                                                      postscript_pattern)
+from mrtpo_viz.tasks.ifeval.instruction_checks import (
+    CHECKS,
+    compare,
+    first_word,
+    json_body,
+    paragraph_count,
+    postscript_pattern,
+)
 
 
 def test_every_instruction_has_a_check():
@@ -17,14 +24,17 @@ def test_relations_and_small_official_rules():
     assert postscript_pattern("P.S.") == r"\s*p\.\s?s\..*$" and postscript_pattern("Note:") == r"\s*note:.*$"
 
 
-@pytest.mark.parametrize("iid, text, kwargs, ok", [
-    ("change_case:english_capital", "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG NEAR THE RIVER BANK.", {}, True),
-    ("change_case:english_capital", "LE RENARD BRUN RAPIDE SAUTE PAR-DESSUS LE CHIEN PARESSEUX.", {}, False),
-    ("change_case:english_lowercase", "123 456", {}, False),  # no cased character: islower() is False
-    ("language:response_language", "12345 !!!", {"language": "de"}, True),  # nothing to detect counts as followed
-    ("detectable_format:constrained_response", "I think... My answer is maybe. Really", {}, True),
-    ("combination:two_responses", "A\n******\nA", {}, False),
-    ("startend:quotation", '"', {}, False),
-])
+@pytest.mark.parametrize(
+    "iid, text, kwargs, ok",
+    [
+        ("change_case:english_capital", "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG NEAR THE RIVER BANK.", {}, True),
+        ("change_case:english_capital", "LE RENARD BRUN RAPIDE SAUTE PAR-DESSUS LE CHIEN PARESSEUX.", {}, False),
+        ("change_case:english_lowercase", "123 456", {}, False),  # no cased character: islower() is False
+        ("language:response_language", "12345 !!!", {"language": "de"}, True),  # nothing to detect counts as followed
+        ("detectable_format:constrained_response", "I think... My answer is maybe. Really", {}, True),
+        ("combination:two_responses", "A\n******\nA", {}, False),
+        ("startend:quotation", '"', {}, False),
+    ],
+)
 def test_official_behaviours(iid, text, kwargs, ok):
     assert CHECKS[iid](text, kwargs)[0] is ok

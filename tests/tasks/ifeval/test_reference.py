@@ -5,6 +5,7 @@ IFEval-format rows, and for the text units against nltk itself. Prints the per-i
 temporary folder (``python benchmarks/reference_agreement.py`` writes the results file). Skipped when lm-eval is not
 installed, except under ``MRTPO_REQUIRE_REFERENCES=1`` (CI), where that is a failure.
 """
+
 import os
 import random
 import re
@@ -20,8 +21,14 @@ from mrtpo_viz.tasks.ifeval.row_format import example_from_row
 from mrtpo_viz.tasks.ifeval.text_units import count_capital_words, count_sentences, count_words
 from tests.tasks.ifeval.test_row_format import ROWS
 
-RESPONSES = ["the end. see you soon.", "First part, here.\n\nHowever, no.\nP.S. bye", "*one* *two* " + "word " * 130,
-             "", "HELLO, WORLD.\n\nhowever it goes", "Sauna on suomalainen kylpy, jossa istutaan kuumassa."]
+RESPONSES = [
+    "the end. see you soon.",
+    "First part, here.\n\nHowever, no.\nP.S. bye",
+    "*one* *two* " + "word " * 130,
+    "",
+    "HELLO, WORLD.\n\nhowever it goes",
+    "Sauna on suomalainen kylpy, jossa istutaan kuumassa.",
+]
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +77,10 @@ def test_ifeval_rows_agree(official):
         ex = example_from_row(row)
         ids = [c["id"] for c in ex.meta["constraints"]]
         kwargs = [c["kwargs"] for c in ex.meta["constraints"]]
-        if any(not kw and official.registry.INSTRUCTION_DICT[i]("x").get_instruction_args_keys()
-               for i, kw in zip(ids, kwargs)):
+        if any(
+            not kw and official.registry.INSTRUCTION_DICT[i]("x").get_instruction_args_keys()
+            for i, kw in zip(ids, kwargs)
+        ):
             continue  # a missing kwarg: the official class draws a random value (a documented difference)
         for response in RESPONSES:
             strict, loose = reference.official_verdicts(official, row["prompt"], ids, kwargs, response)
@@ -80,8 +89,7 @@ def test_ifeval_rows_agree(official):
 
 
 def _fuzz(rng: random.Random) -> str:
-    return "".join(rng.choice(adversarial.PIECES) + rng.choice(["", " ", " ", "\n"])
-                   for _ in range(rng.randint(1, 25)))
+    return "".join(rng.choice(adversarial.PIECES) + rng.choice(["", " ", " ", "\n"]) for _ in range(rng.randint(1, 25)))
 
 
 def test_text_units_match_nltk(official, capsys):
@@ -91,8 +99,9 @@ def test_text_units_match_nltk(official, capsys):
 
     nltk_punkt = PunktTokenizer("english")
     rng = random.Random(1)
-    texts = [_fuzz(rng) for _ in range(2000)] + sorted({c.response for c in adversarial.generate(seed=0)}
-                                                       | {c.response for c in unicode_block.block()})
+    texts = [_fuzz(rng) for _ in range(2000)] + sorted(
+        {c.response for c in adversarial.generate(seed=0)} | {c.response for c in unicode_block.block()}
+    )
     full, lists = punkt.load_model(), punkt.load_model("embedded")
     same_spans = sum(punkt.sentence_spans(t, full) == list(nltk_punkt.span_tokenize(t)) for t in texts)
     same_lists = sum(count_sentences(t, lists) == len(nltk_punkt.tokenize(t)) for t in texts)
@@ -100,9 +109,11 @@ def test_text_units_match_nltk(official, capsys):
     words = nltk.tokenize.RegexpTokenizer(r"\w+")  # the official count_words
     assert [count_words(t) for t in texts] == [len(words.tokenize(t)) for t in texts]
     with capsys.disabled():
-        print(f"\nvs nltk on {len(texts)} strings: sentence spans ({full.source.split(':')[0]}) {same_spans}; "
-              f"sentence counts with the embedded lists only {same_lists} ({100 * same_lists / len(texts):.1f}%); "
-              f"capital-word counts {same_caps}")
+        print(
+            f"\nvs nltk on {len(texts)} strings: sentence spans ({full.source.split(':')[0]}) {same_spans}; "
+            f"sentence counts with the embedded lists only {same_lists} ({100 * same_lists / len(texts):.1f}%); "
+            f"capital-word counts {same_caps}"
+        )
     assert same_spans == same_caps == len(texts)
     assert same_lists >= 0.9 * len(texts)  # the documented fallback: measured 96% on this fuzz
 
@@ -133,6 +144,11 @@ def test_the_generator_never_combines_what_ifeval_calls_conflicting(official):
     registry = official.registry
     conflicts = registry.conflict_make(registry.INSTRUCTION_CONFLICTS)
     by_id = {v: k for k, v in ID.items()}
-    official_pairs = {frozenset((by_id[a], by_id[b])) for a, cs in conflicts.items() if a in by_id
-                      for b in cs if b in by_id and a != b}
+    official_pairs = {
+        frozenset((by_id[a], by_id[b]))
+        for a, cs in conflicts.items()
+        if a in by_id
+        for b in cs
+        if b in by_id and a != b
+    }
     assert official_pairs <= CONFLICTS and len(official_pairs) == 13

@@ -1,4 +1,5 @@
 """Relevant spans: in bounds on the whole adversarial set, empty for a passing prohibition, the counted units."""
+
 import ifeval_adversarial as adversarial
 
 from mrtpo_viz.tasks.ifeval.evaluation import relevant_spans as spans
@@ -21,9 +22,14 @@ def test_prohibitions_have_no_evidence_on_a_passing_response():
 
 def test_counted_units():
     text = "Dear [name],\n* one\n- two\n*bold* and **more**"
-    assert [text[a:b] for a, b in spans("detectable_content:number_placeholders", text, {"num_placeholders": 1})] \
-        == ["[name]"]
-    assert [text[a:b] for a, b in spans("detectable_format:number_bullet_lists", text, {"num_bullets": 3})] == \
-        ["*", "-", "*"]  # '*bold* and ...' is a bullet line too, officially
-    assert [text[a:b] for a, b in spans("detectable_format:number_highlighted_sections", text,
-                                        {"num_highlights": 1})] == ["*bold*", "**more**"]
+    assert [text[a:b] for a, b in spans("detectable_content:number_placeholders", text, {"num_placeholders": 1})] == [
+        "[name]"
+    ]
+    assert [text[a:b] for a, b in spans("detectable_format:number_bullet_lists", text, {"num_bullets": 3})] == [
+        "*",
+        "-",
+        "*",
+    ]  # '*bold* and ...' is a bullet line too, officially
+    assert [
+        text[a:b] for a, b in spans("detectable_format:number_highlighted_sections", text, {"num_highlights": 1})
+    ] == ["*bold*", "**more**"]

@@ -1,8 +1,16 @@
 """The <tool_call> format: blocks and their layout, decoding, rendering, and where keys and values sit."""
+
 import json
 
-from mrtpo_viz.tasks.tool_calling.parsing import (argument_scan, block_bounds, layout_error, parse_calls, render_calls,
-                                                  scan_object, scanned_blocks)
+from mrtpo_viz.tasks.tool_calling.parsing import (
+    argument_scan,
+    block_bounds,
+    layout_error,
+    parse_calls,
+    render_calls,
+    scan_object,
+    scanned_blocks,
+)
 
 GOOD = {"city": "Paris", "days": 3}
 
@@ -15,7 +23,7 @@ def test_block_bounds_with_and_without_closing_tags():
     text = call(GOOD) + "\n" + "<tool_call>{}" + "<tool_call>{}"
     blocks = block_bounds(text)
     assert len(blocks) == 3
-    assert text[blocks[0][1]:blocks[0][2]] == json.dumps({"name": "weather.get", "arguments": GOOD})
+    assert text[blocks[0][1] : blocks[0][2]] == json.dumps({"name": "weather.get", "arguments": GOOD})
     assert blocks[1][2] == blocks[1][3] == blocks[2][0]  # an unclosed block ends where the next one opens
     assert blocks[2][3] == len(text) and block_bounds("no tags") == []
 
@@ -32,8 +40,10 @@ def test_parse_several_blocks_and_the_layout_rules():
 
 def test_decoding_errors_name_the_block():
     assert parse_calls("<tool_call>{</tool_call>")[1] == "the block is not valid JSON"
-    assert parse_calls(call(GOOD) + "<tool_call>[1]</tool_call>")[1] == \
-        'block 2 is not {"name": string, "arguments": object}'
+    assert (
+        parse_calls(call(GOOD) + "<tool_call>[1]</tool_call>")[1]
+        == 'block 2 is not {"name": string, "arguments": object}'
+    )
     extra = '<tool_call>{"name": "x", "arguments": {}, "id": 1}</tool_call>'
     assert parse_calls(extra)[1] == "unexpected keys ['id'] in the call object of the block"
     assert parse_calls(extra, strict=False)[0] == [{"name": "x", "arguments": {}, "id": 1}]  # correctness ignores it
@@ -47,8 +57,10 @@ def test_layout_error_directly():
 
 def test_render_calls_round_trips():
     text = render_calls([("a.b", {"x": 1, "s": "ü"}), ("c", {})])
-    assert text == '<tool_call>{"name": "a.b", "arguments": {"x": 1, "s": "ü"}}</tool_call>\n' \
-                   '<tool_call>{"name": "c", "arguments": {}}</tool_call>'
+    assert (
+        text == '<tool_call>{"name": "a.b", "arguments": {"x": 1, "s": "ü"}}</tool_call>\n'
+        '<tool_call>{"name": "c", "arguments": {}}</tool_call>'
+    )
     assert parse_calls(text)[0] == [{"name": "a.b", "arguments": {"x": 1, "s": "ü"}}, {"name": "c", "arguments": {}}]
 
 

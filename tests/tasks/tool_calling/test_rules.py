@@ -1,17 +1,46 @@
 """BFCL's AST rules on decoded calls, case by case (the agreement with BFCL's own code on its data is in
 tests/tasks/test_bfcl_agreement.py)."""
+
 import pytest
 
-from mrtpo_viz.tasks.tool_calling.rules import (call_mode, check_argument, check_call, check_calls, expected_name,
-                                                show_accepted, standardize)
+from mrtpo_viz.tasks.tool_calling.rules import (
+    call_mode,
+    check_argument,
+    check_call,
+    check_calls,
+    expected_name,
+    show_accepted,
+    standardize,
+)
 from mrtpo_viz.tasks.tool_calling.schema import normalize_function
 
-FN = normalize_function({"name": "weather.get", "parameters": {"type": "dict", "required": ["city"], "properties": {
-    "city": {"type": "string"}, "days": {"type": "integer"}, "scale": {"type": "float"},
-    "tags": {"type": "array", "items": {"type": "string"}}, "temps": {"type": "array", "items": {"type": "float"}},
-    "opts": {"type": "dict", "properties": {"hourly": {"type": "boolean"}}}, "mode": {"type": "any"}}}})
-ANSWER = {"city": ["Paris", "Paris, France"], "days": [3, ""], "scale": [2.0], "tags": [["a", "b"]],
-          "temps": ["", [1.5, 2.0]], "opts": ["", {"hourly": [True, ""]}], "mode": ["", "fast"]}
+FN = normalize_function(
+    {
+        "name": "weather.get",
+        "parameters": {
+            "type": "dict",
+            "required": ["city"],
+            "properties": {
+                "city": {"type": "string"},
+                "days": {"type": "integer"},
+                "scale": {"type": "float"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "temps": {"type": "array", "items": {"type": "float"}},
+                "opts": {"type": "dict", "properties": {"hourly": {"type": "boolean"}}},
+                "mode": {"type": "any"},
+            },
+        },
+    }
+)
+ANSWER = {
+    "city": ["Paris", "Paris, France"],
+    "days": [3, ""],
+    "scale": [2.0],
+    "tags": [["a", "b"]],
+    "temps": ["", [1.5, 2.0]],
+    "opts": ["", {"hourly": [True, ""]}],
+    "mode": ["", "fast"],
+}
 GOOD = {"city": "Paris", "scale": 2.0, "tags": ["a", "b"]}
 
 
@@ -20,30 +49,33 @@ def test_standardize_is_bfcls():
     assert standardize("It's") == 'it"s' and standardize("a:b\tc") == "a:b\tc"  # ':' and tabs are kept
 
 
-@pytest.mark.parametrize("args, error", [
-    (GOOD, None),
-    ({**GOOD, "city": "  PARIS,france "}, None),
-    ({**GOOD, "city": "Paris\t"}, "value_error"),
-    ({**GOOD, "days": 3}, None),
-    ({**GOOD, "days": 3.0}, "type_error"),
-    ({**GOOD, "days": True}, "type_error"),
-    ({**GOOD, "days": ""}, "type_error"),
-    ({**GOOD, "scale": 2}, None),                        # int promoted to float
-    ({k: v for k, v in GOOD.items() if k != "scale"}, "missing_optional"),
-    ({k: v for k, v in GOOD.items() if k != "city"}, "missing_required"),
-    ({**GOOD, "tags": ["B", "A"]}, "value_error"),       # order counts
-    ({**GOOD, "tags": ["A", "B"]}, None),
-    ({**GOOD, "temps": [1.5, 2]}, None),                 # "" is accepted, so the items are not type-checked
-    ({**GOOD, "temps": [1.5, 2.0]}, None),
-    ({**GOOD, "temps": []}, None),                       # "" accepted: [] too
-    ({**GOOD, "opts": {"hourly": True}}, None),
-    ({**GOOD, "opts": {}}, None),
-    ({**GOOD, "opts": {"hourly": False}}, "value_error"),
-    ({**GOOD, "opts": {"daily": True}}, "value_error"),
-    ({**GOOD, "mode": "FAST"}, None),
-    ({**GOOD, "mode": 1}, "type_error"),                 # any means a string
-    ({**GOOD, "zz": 1}, "unexpected_param"),
-])
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        (GOOD, None),
+        ({**GOOD, "city": "  PARIS,france "}, None),
+        ({**GOOD, "city": "Paris\t"}, "value_error"),
+        ({**GOOD, "days": 3}, None),
+        ({**GOOD, "days": 3.0}, "type_error"),
+        ({**GOOD, "days": True}, "type_error"),
+        ({**GOOD, "days": ""}, "type_error"),
+        ({**GOOD, "scale": 2}, None),  # int promoted to float
+        ({k: v for k, v in GOOD.items() if k != "scale"}, "missing_optional"),
+        ({k: v for k, v in GOOD.items() if k != "city"}, "missing_required"),
+        ({**GOOD, "tags": ["B", "A"]}, "value_error"),  # order counts
+        ({**GOOD, "tags": ["A", "B"]}, None),
+        ({**GOOD, "temps": [1.5, 2]}, None),  # "" is accepted, so the items are not type-checked
+        ({**GOOD, "temps": [1.5, 2.0]}, None),
+        ({**GOOD, "temps": []}, None),  # "" accepted: [] too
+        ({**GOOD, "opts": {"hourly": True}}, None),
+        ({**GOOD, "opts": {}}, None),
+        ({**GOOD, "opts": {"hourly": False}}, "value_error"),
+        ({**GOOD, "opts": {"daily": True}}, "value_error"),
+        ({**GOOD, "mode": "FAST"}, None),
+        ({**GOOD, "mode": 1}, "type_error"),  # any means a string
+        ({**GOOD, "zz": 1}, "unexpected_param"),
+    ],
+)
 def test_check_call(args, error):
     failure = check_call(FN, {"name": "weather.get", "arguments": args}, ANSWER)
     assert (failure and failure[0]) == error, failure
@@ -72,11 +104,11 @@ def test_variable_rule_compares_literally():
 
 
 def test_types_where_bfcl_has_no_rule():
-    assert check_argument("x", 2.5, {"type": "number"}, [2.5]) is None          # number = float
+    assert check_argument("x", 2.5, {"type": "number"}, [2.5]) is None  # number = float
     assert check_argument("x", "2.5", {"type": "number"}, [2.5])[0] == "type_error"
     assert check_argument("x", {"k": "V"}, {"type": "object"}, [{"k": ["v"]}]) is None  # object = dict
     assert check_argument("x", [2, 1], {"type": "array"}, [[1, 2]])[0] == "value_error"  # no items: order still counts
-    assert check_argument("x", 5, {"type": "weird"}, [5]) is None                 # unknown: literal comparison
+    assert check_argument("x", 5, {"type": "weird"}, [5]) is None  # unknown: literal comparison
     assert check_argument("x", 6, {"type": "weird"}, [5]) == ("value_error", "argument 'x' is 6; accepted: 5")
 
 
@@ -87,8 +119,12 @@ def test_show_accepted_and_names():
 
 
 def test_call_modes():
-    assert [call_mode(c, [1]) for c in ("live_parallel_multiple", "multiple", "simple_python", None)] == \
-        ["parallel", "multiple", "simple", "multiple"]
+    assert [call_mode(c, [1]) for c in ("live_parallel_multiple", "multiple", "simple_python", None)] == [
+        "parallel",
+        "multiple",
+        "simple",
+        "multiple",
+    ]
     assert call_mode(None, [1, 2]) == "parallel"
 
 
@@ -117,7 +153,9 @@ def test_simple_uses_the_first_function_and_multiple_the_named_one():
 
 
 def test_malformed_examples_are_verdicts():
-    assert check_calls([FN], _calls("Paris"), [], "simple") == ("bad_example",
-                                                                "the example has no usable possible answer")
+    assert check_calls([FN], _calls("Paris"), [], "simple") == (
+        "bad_example",
+        "the example has no usable possible answer",
+    )
     failure = check_calls([FN], _calls("Paris", "Rome"), [{"nope": {}}, {"weather.get": {}}], "parallel")
     assert failure == ("bad_example", "the possible answer names unknown function 'nope'")

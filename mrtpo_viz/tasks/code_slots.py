@@ -14,6 +14,7 @@ decision is exactly one token of the response.
 
 ``meta = {"cities": [4 names], "codes": [4 codes]}``: the codes are what the verifiers compare with.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,16 @@ from typing import Optional
 from .base import Argument, Example, Span, Verdict, Verifier, register
 
 K = 4
-CODE_OF: dict[str, str] = {"Berlin": "GBP", "Denver": "JPY", "Lima": "CHF", "Lisbon": "USD", "Madrid": "INR",
-                           "Nairobi": "AUD", "Seoul": "NYSE", "Sydney": "NASDAQ"}
+CODE_OF: dict[str, str] = {
+    "Berlin": "GBP",
+    "Denver": "JPY",
+    "Lima": "CHF",
+    "Lisbon": "USD",
+    "Madrid": "INR",
+    "Nairobi": "AUD",
+    "Seoul": "NYSE",
+    "Sydney": "NASDAQ",
+}
 """The fixed city -> code map (arbitrary on purpose: a policy learns it from the information or from reward)."""
 CITIES: tuple[str, ...] = tuple(CODE_OF)
 CODES: tuple[str, ...] = tuple(CODE_OF.values())
@@ -95,10 +104,18 @@ def _verifier(k: int) -> Verifier:
         return [sp for sp in (city_span, code_span) if sp is not None]
 
     return Verifier(
-        name=f"slots.part{k}", task="slots", title=f"Part {k}",
+        name=f"slots.part{k}",
+        task="slots",
+        title=f"Part {k}",
         description=f"1 iff line 'Part {k}, City:' names the prompt's city {k} and its code (its first code word).",
-        info_fn=info, check_fn=check, spans_fn=spans,
-        arguments=(Argument("cities", "Cities (one per part)", "json"), Argument("codes", "Codes (one per part)", "json")))
+        info_fn=info,
+        check_fn=check,
+        spans_fn=spans,
+        arguments=(
+            Argument("cities", "Cities (one per part)", "json"),
+            Argument("codes", "Codes (one per part)", "json"),
+        ),
+    )
 
 
 for _k in range(1, K + 1):

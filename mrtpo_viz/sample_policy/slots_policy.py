@@ -1,13 +1,13 @@
-"""The slots policy: the bundled tiny policy fine-tuned on the ``slots`` task (:mod:`mrtpo_viz.tasks.slots`).
+"""The slots policy: the bundled tiny policy fine-tuned on the ``slots`` task (:mod:`mrtpo_viz.tasks.code_slots`).
 
-``python -m mrtpo_viz.sample_policy.slots --out runs/policies/tiny-mrtpo-slots`` rebuilds it (600 steps: 17 minutes
-of one CPU thread on a busy shared machine; it is not shipped, the command is the recipe). The data follows the bundled recipe
-(:mod:`.sft_data`): each part's information block is present independently with probability ``p_info``; a part whose
-information is present always carries the right code, a part whose information is absent carries a wrong code with
-probability ``p_wrong``. So the policy uses the information, and without it each reward passes about
-``1 - p_wrong`` of the time: a middling start with headroom that only the code token decides. The city -> code map
-is fixed (the same in every prompt), so reinforcement can also teach it without the information.
-"""
+``python -m mrtpo_viz.sample_policy.slots_policy --out runs/policies/tiny-mrtpo-slots`` rebuilds it (600 steps: 17
+minutes of one CPU thread on a busy shared machine; it is not shipped, the command is the recipe). The data follows the
+bundled recipe (:mod:`.sft_data`): each part's information block is present independently with probability ``p_info``; a
+part whose information is present always carries the right code, a part whose information is absent carries a wrong code
+with probability ``p_wrong``. So the policy uses the information, and without it each reward passes about ``1 -
+p_wrong`` of the time: a middling start with headroom that only the code token decides. The city -> code map is fixed
+(the same in every prompt), so reinforcement can also teach it without the information."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,14 +15,15 @@ import json
 import random
 import time
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
+from collections.abc import Sequence
 
 import torch
 
 from ..relevance.contexts import with_info
 from ..tasks import Example, get_verifier
 from ..tasks.generators import slots as gen
-from ..tasks.slots import VERIFIERS, decision
+from ..tasks.code_slots import VERIFIERS, decision
 from .sft_data import SftExample
 
 P_INFO, P_WRONG = 0.5, 0.6
@@ -41,34 +42,59 @@ def sft_examples(n: int, seed: int, p_info: float = P_INFO, p_wrong: float = P_W
             if v not in present and rng.random() < p_wrong:
                 codes[k], noised = gen.wrong_code(codes[k], rng), noised + [v]
         blocks = [(get_verifier(v).title, get_verifier(v).info(ex)) for v in present]
-        out.append(SftExample(with_info(ex.messages(), blocks), gen.response(ex.meta["cities"], codes, rng), present,
-                              tuple(noised), ex))
+        out.append(
+            SftExample(
+                with_info(ex.messages(), blocks),
+                gen.response(ex.meta["cities"], codes, rng),
+                present,
+                tuple(noised),
+                ex,
+            )
+        )
     return out
 
 
 def with_all_info(example: Example) -> Example:
     """The example with every part's information in its prompt (``user_end``, as the replay inserts it)."""
     blocks = [(get_verifier(v).title, get_verifier(v).info(example)) for v in example.verifiers]
-    return Example(example.task, with_info(example.messages(), blocks), example.meta, example.id,
-                   example.reference, example.verifiers)
+    return Example(
+        example.task,
+        with_info(example.messages(), blocks),
+        example.meta,
+        example.id,
+        example.reference,
+        example.verifiers,
+    )
 
 
-def pass_rates(policy, examples: Sequence[Example], *, info: bool, samples: int = 4, seed: int = 0,
-               max_new_tokens: int = MAX_NEW_TOKENS, temperature: float = 1.0) -> dict:
+def pass_rates(
+    policy,
+    examples: Sequence[Example],
+    *,
+    info: bool,
+    samples: int = 4,
+    seed: int = 0,
+    max_new_tokens: int = MAX_NEW_TOKENS,
+    temperature: float = 1.0,
+) -> dict:
     """Per-reward pass rate of sampled responses, without or with every part's information; and the share of
     samples cut at ``max_new_tokens``. Returns ``{"rewards": {name: rate}, "truncated": share, "n": count}``."""
     totals, cut, n = {v: 0.0 for v in VERIFIERS}, 0, 0
     for i, ex in enumerate(examples):
         shown = with_all_info(ex) if info else ex
-        group = policy.generate_group(shown, samples, max_new_tokens=max_new_tokens, temperature=temperature,
-                                      seed=seed * 100_003 + i)
+        group = policy.generate_group(
+            shown, samples, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed * 100_003 + i
+        )
         for c in group:
             n += 1
             cut += len(c.token_ids) >= max_new_tokens
             for v in VERIFIERS:
                 totals[v] += get_verifier(v).score(c.text, ex)
-    return {"rewards": {v: round(t / max(n, 1), 4) for v, t in totals.items()}, "truncated": round(cut / max(n, 1), 4),
-            "n": n}
+    return {
+        "rewards": {v: round(t / max(n, 1), 4) for v, t in totals.items()},
+        "truncated": round(cut / max(n, 1), 4),
+        "n": n,
+    }
 
 
 CODE_WEIGHT = 10.0
@@ -93,8 +119,9 @@ def weighted_rows(tokenizer, examples: Sequence[SftExample], code_weight: float 
     return rows
 
 
-def train_weighted(model, rows: list[tuple], *, steps: int, lr: float, batch: int, pad: int, seed: int,
-                   on_log=None) -> list[dict]:
+def train_weighted(
+    model, rows: list[tuple], *, steps: int, lr: float, batch: int, pad: int, seed: int, on_log=None
+) -> list[dict]:
     """AdamW on the weighted next-token loss of the response tokens (warm-up, cosine decay; clipping at 1)."""
     from ..policy.padding import right_pad
     from .build import TinyPolicyConfig, lr_at
@@ -110,7 +137,7 @@ def train_weighted(model, rows: list[tuple], *, steps: int, lr: float, batch: in
         ids, _ = right_pad([r[0] for r in pick], pad)  # (B, L)
         weights = torch.zeros(ids.shape, dtype=torch.float32)  # (B, L): weight of predicting token j
         for b, (seq, n_prompt, w) in enumerate(pick):
-            weights[b, n_prompt:len(seq)] = torch.tensor(w)
+            weights[b, n_prompt : len(seq)] = torch.tensor(w)
         hidden = model.model(input_ids=ids).last_hidden_state  # (B, L, H)
         keep = weights[:, 1:] > 0  # (B, L-1)
         logits = model.lm_head(hidden[:, :-1][keep])  # (M, V)
@@ -131,9 +158,18 @@ def train_weighted(model, rows: list[tuple], *, steps: int, lr: float, batch: in
     return log
 
 
-def build_slots_policy(out: str | Path, *, steps: int = 600, lr: float = 2e-3, n: int = 12000, seed: int = 0,
-                       threads: int = 1, init_from: Optional[str] = None, eval_prompts: int = 32,
-                       batch: int = 16) -> dict:
+def build_slots_policy(
+    out: str | Path,
+    *,
+    steps: int = 600,
+    lr: float = 2e-3,
+    n: int = 12000,
+    seed: int = 0,
+    threads: int = 1,
+    init_from: Optional[str] = None,
+    eval_prompts: int = 32,
+    batch: int = 16,
+) -> dict:
     """Fine-tune ``init_from`` (default: the bundled policy) on slots data; save to ``out``; measure pass rates."""
     from ..policy import load_policy
     from ..policy.padding import pad_id
@@ -145,20 +181,46 @@ def build_slots_policy(out: str | Path, *, steps: int = 600, lr: float = 2e-3, n
     torch.manual_seed(seed)
     out, t0 = Path(out), time.time()
     model, tokenizer, previous = load_stage(init_from or BUNDLED_POLICY_DIR)
-    cfg = {"steps": steps, "lr": lr, "batch": batch, "n": n, "seed": seed, "code_weight": CODE_WEIGHT,
-           "init_from": str(init_from or "tiny-mrtpo")}
+    cfg = {
+        "steps": steps,
+        "lr": lr,
+        "batch": batch,
+        "n": n,
+        "seed": seed,
+        "code_weight": CODE_WEIGHT,
+        "init_from": str(init_from or "tiny-mrtpo"),
+    }
     rows = weighted_rows(tokenizer, sft_examples(n, seed))
-    log = train_weighted(model, rows, steps=steps, lr=lr, batch=batch, pad=pad_id(tokenizer), seed=seed,
-                         on_log=lambda r: print(f"step {r['step']:4d}  loss {r['loss']:.4f}  {r['seconds']:.0f}s",
-                                                flush=True))
+    log = train_weighted(
+        model,
+        rows,
+        steps=steps,
+        lr=lr,
+        batch=batch,
+        pad=pad_id(tokenizer),
+        seed=seed,
+        on_log=lambda r: print(f"step {r['step']:4d}  loss {r['loss']:.4f}  {r['seconds']:.0f}s", flush=True),
+    )
     out.mkdir(parents=True, exist_ok=True)
     save(model, tokenizer, out)
     policy = load_policy(str(out))
     test = load_examples("slots", "test")[:eval_prompts]
     results = {"without_info": pass_rates(policy, test, info=False), "with_info": pass_rates(policy, test, info=True)}
-    stage = {"config": cfg, "p_info": P_INFO, "p_wrong": P_WRONG, "n_train_sequences": len(rows),
-             "train_seconds": log[-1]["seconds"], "final_loss": log[-1]["loss"], "total_seconds": round(time.time() - t0)}
-    info = {"stages": previous + [stage], "slots_pass_rates": results, "eval_prompts": len(test), "samples_per_prompt": 4}
+    stage = {
+        "config": cfg,
+        "p_info": P_INFO,
+        "p_wrong": P_WRONG,
+        "n_train_sequences": len(rows),
+        "train_seconds": log[-1]["seconds"],
+        "final_loss": log[-1]["loss"],
+        "total_seconds": round(time.time() - t0),
+    }
+    info = {
+        "stages": previous + [stage],
+        "slots_pass_rates": results,
+        "eval_prompts": len(test),
+        "samples_per_prompt": 4,
+    }
     (out / "build_info.json").write_text(json.dumps(info, indent=1) + "\n")
     return info
 
@@ -173,8 +235,9 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--init-from", default=None, help="continue a saved policy (default: the bundled tiny-mrtpo)")
     args = ap.parse_args(argv)
-    info = build_slots_policy(args.out, steps=args.steps, lr=args.lr, n=args.n, seed=args.seed, threads=args.threads,
-                              init_from=args.init_from)
+    info = build_slots_policy(
+        args.out, steps=args.steps, lr=args.lr, n=args.n, seed=args.seed, threads=args.threads, init_from=args.init_from
+    )
     print(json.dumps(info["slots_pass_rates"], indent=1))
     return 0
 
