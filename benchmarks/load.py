@@ -325,6 +325,10 @@ def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
 # ----------------------------------------------------------------------------------------------- the run
 
 
+SETTLE_S = 10.0
+"""Seconds of no load after every session has stopped before the server's RSS is read again."""
+
+
 def run(
     sessions: int,
     duration_s: float,
@@ -369,6 +373,8 @@ def run(
         trace = watch_rss(proc.pid, workers)
         rss["mid"], rss["end"], rss["max"] = trace[len(trace) // 2], trace[-1], max(trace)
         elapsed = time.monotonic() - load.t0
+        time.sleep(SETTLE_S)  # every session has stopped: what the server keeps once the load is gone
+        rss["after"] = rss_mib(proc.pid)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -445,6 +451,8 @@ def summarize(
         "rss_max_mib": round(rss["max"], 1),
         "rss_growth_pct": round(100 * (rss["end"] / rss["warm"] - 1), 2),
         "rss_growth_second_half_pct": round(100 * (rss["end"] / rss["mid"] - 1), 2),
+        "rss_after_idle_mib": round(rss["after"], 1),
+        "rss_after_idle_vs_warm_pct": round(100 * (rss["after"] / rss["warm"] - 1), 2),
         "first_errors": sorted({r.error for r in requests if not r.ok})[:3],
     }
 
@@ -460,6 +468,7 @@ def write(summary: dict, requests_csv: Path, md: Path, machine: str, load_avg: s
         "rss_growth_pct": "< 5",
         "rss_growth_second_half_pct": "~0 (plateau)",
         "hostile_unanswered": "0",
+        "rss_after_idle_vs_warm_pct": "<= 20",
     }
     rows = "\n".join(
         f"| {k} | {v} | {goals.get(k, '')} |"
@@ -481,7 +490,7 @@ def write(summary: dict, requests_csv: Path, md: Path, machine: str, load_avg: s
         "response and information, then asks for the advantages of its own replay (from `gr.State`); a leak is an "
         "answer that holds another session's response, information or tokens. RSS is the server's, sampled every "
         f"2 s: after every session's {summary['warmup_rounds']} warm-up round(s), halfway through the measured "
-        "window, at the end, and its maximum."
+        f"window, at the end, its maximum, and again {SETTLE_S:.0f} s after every session has stopped."
         f"\n\n| metric | value | goal |\n|---|---|---|\n{rows}\n\nErrors seen:{errors}\n",
         encoding="utf-8",
     )

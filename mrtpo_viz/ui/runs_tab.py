@@ -144,7 +144,7 @@ def default_infos(record: dict, names) -> dict[str, str]:
     try:
         messages = json.loads(record["messages"])
         infos = run_replay.record_infos(record, names)
-    except (TypeError, ValueError, RecursionError):  # a hand-made file's messages: no prompt to read them from
+    except (KeyError, TypeError, ValueError, RecursionError):  # no messages, or hand-made ones: no prompt to read
         return {}
     for name in names:
         if name in infos or name not in VERIFIERS:

@@ -57,7 +57,8 @@ def test_a_hand_built_dump_opens_with_groups_rewards_and_grpo_advantages(tmp_pat
     curves = trl_runs.reward_curves(run)
     assert curves["reward/acc"].tolist() == [0.5] and curves["reward/fmt"].tolist() == [0.6]
     groups = trl_runs.groups_table(frame, ["acc", "fmt"])
-    assert groups["mean acc"].tolist() == pytest.approx([2 / 3, 1 / 3], abs=1e-4)
+    # the groups table is for display: 3 significant digits (viz.numbers.sig_frame), so 2/3 reads 0.667
+    assert groups["mean acc"].tolist() == pytest.approx([2 / 3, 1 / 3], abs=5e-4)
 
 
 def test_only_score_is_a_reward_without_extra_keys_and_bad_lines_are_named(tmp_path):
