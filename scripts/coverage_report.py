@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 
 PACKAGE = "mrtpo_viz"
 
-TOTAL_FLOOR = 93
+TOTAL_FLOOR = 92
 """Percent of the package's statements that the test suite runs, at least."""
 
 FLOORS: dict[str, float] = {
@@ -26,14 +26,14 @@ FLOORS: dict[str, float] = {
     "__main__": 0,
     "advantages": 98,
     "bench": 92,
-    "cli": 91,
+    "cli": 90,
     "divergence": 95,
     "guards": 87,
-    "integrations": 95,
+    "integrations": 90,
     "names": 100,
     "policy": 88,
     "relevance": 97,
-    "sample_policy": 73,
+    "sample_policy": 67,
     "settings": 87,
     "tasks": 97,
     "training": 97,
@@ -42,7 +42,11 @@ FLOORS: dict[str, float] = {
     "viz": 94,
 }
 """Part -> percent of its statements that the test suite runs, at least (a part not listed has no floor). Measured
-on the full suite (1726 tests, 18 min on 2 shared cores) at commit 191b12f: 93.8% of 9,565 statements."""
+on the full suite of the merged tree (1960 tests, `.ci/run` from a clean clone): 92.9% of 10,878 statements. Three
+parts sit lower than the rest for known reasons: ``integrations`` (the FSDP2 trainer code runs inside the two
+``torchrun`` worker processes of its test, which coverage does not follow), ``sample_policy`` (the slots policy's
+fine-tune is a command run by hand, 17 CPU minutes) and ``cli`` (the verl ``score`` paths are tested through the
+library)."""
 
 
 def part_of(path: str) -> str:
