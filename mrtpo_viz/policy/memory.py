@@ -50,3 +50,45 @@ def bound_freed_memory(threshold: int | None = None) -> bool:
     if ok:
         _applied.append(threshold)
     return ok
+
+
+TRIM_EVERY_S = 10.0
+"""How often the app gives the free pages of every malloc arena back (:func:`start_periodic_trim`)."""
+_trimmer: list = []
+
+
+def trim_freed_memory() -> bool:
+    """Give the free pages of every malloc arena back to the operating system now (glibc's ``malloc_trim(0)``, which
+    also releases whole free pages inside a heap, not only at its top); False where it does not apply.
+
+    The mmap threshold above returns large blocks on free, but a burst of mid-sized allocations (a parsed 200,000-row
+    table, many requests' temporaries across the server's threads) leaves free pages inside each thread's heap that
+    glibc keeps while anything above them is alive: the server stayed ~96% above its warm size after a hostile load
+    had stopped (benchmarks/results/load_hostile.md)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
+    except (OSError, AttributeError):  # not glibc (musl, macOS)
+        return False
+
+
+def start_periodic_trim(every_s: float = TRIM_EVERY_S) -> bool:
+    """A daemon thread that calls :func:`trim_freed_memory` every ``every_s`` seconds (once per process; the app
+    starts it, the library never does). ``malloc_trim`` runs without the GIL; it walks each arena under that arena's
+    lock, a few milliseconds for a heap of a few hundred MB. False where trimming does not apply."""
+    import threading
+    import time
+
+    if _trimmer or every_s <= 0 or not trim_freed_memory():
+        return bool(_trimmer)
+
+    def loop() -> None:
+        while True:
+            time.sleep(every_s)
+            trim_freed_memory()
+
+    thread = threading.Thread(target=loop, name="mrtpo-malloc-trim", daemon=True)
+    thread.start()
+    _trimmer.append(thread)
+    return True

@@ -120,6 +120,9 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     from .zerogpu import preload
 
     preload(lambda: get_policy(default_checkpoint()))  # ZeroGPU: the weights go to CUDA now, not in a request
+    from ..policy.memory import start_periodic_trim
+
+    start_periodic_trim()  # what a burst of requests freed goes back to the OS once the burst is over
     return demo.launch(
         server_name=host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=port or int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
