@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import threading
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameter numbers
 DEFAULT_THRESHOLD = 8 << 20
@@ -55,6 +56,7 @@ def bound_freed_memory(threshold: int | None = None) -> bool:
 TRIM_EVERY_S = 10.0
 """How often the app gives the free pages of every malloc arena back (:func:`start_periodic_trim`)."""
 _trimmer: list = []
+_stop = threading.Event()
 
 
 def trim_freed_memory() -> bool:
@@ -77,18 +79,24 @@ def start_periodic_trim(every_s: float = TRIM_EVERY_S) -> bool:
     """A daemon thread that calls :func:`trim_freed_memory` every ``every_s`` seconds (once per process; the app
     starts it, the library never does). ``malloc_trim`` runs without the GIL; it walks each arena under that arena's
     lock, a few milliseconds for a heap of a few hundred MB. False where trimming does not apply."""
-    import threading
-    import time
-
-    if _trimmer or every_s <= 0 or not trim_freed_memory():
-        return bool(_trimmer)
+    if _trimmer and _trimmer[0].is_alive():
+        return True
+    if every_s <= 0 or not trim_freed_memory():
+        return False
+    _stop.clear()
 
     def loop() -> None:
-        while True:
-            time.sleep(every_s)
+        while not _stop.wait(every_s):
             trim_freed_memory()
 
-    thread = threading.Thread(target=loop, name="mrtpo-malloc-trim", daemon=True)
-    thread.start()
-    _trimmer.append(thread)
+    _trimmer[:] = [threading.Thread(target=loop, name="mrtpo-malloc-trim", daemon=True)]
+    _trimmer[0].start()
     return True
+
+
+def stop_periodic_trim(timeout_s: float = 5.0) -> None:
+    """Stop the thread of :func:`start_periodic_trim` (tests; a server keeps it for its lifetime)."""
+    _stop.set()
+    for thread in _trimmer:
+        thread.join(timeout_s)
+    _trimmer.clear()

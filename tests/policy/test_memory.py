@@ -1,6 +1,7 @@
 """The glibc mmap threshold that keeps the replay's peak memory bounded (benchmarks/results/memory.md)."""
 
 import sys
+import time
 
 import pytest
 
@@ -70,11 +71,23 @@ def test_trim_gives_back_free_pages_inside_the_heap():
     assert ok == "True" and float(before) - float(after) > 150, out.stdout
 
 
-def test_the_periodic_trim_starts_once():
+def test_the_periodic_trim_runs_once_per_process_until_stopped(monkeypatch):
     from mrtpo_viz.policy import memory
 
     if not memory.trim_freed_memory():
         pytest.skip("not glibc")
-    assert memory.start_periodic_trim(3600) is True
-    assert memory.start_periodic_trim(3600) is True and len(memory._trimmer) == 1
-    assert memory._trimmer[0].daemon and memory._trimmer[0].is_alive()
+    calls = []
+    real = memory.trim_freed_memory
+    monkeypatch.setattr(memory, "trim_freed_memory", lambda: calls.append(1) or real())
+    try:
+        assert memory.start_periodic_trim(0.01) is True
+        first = memory._trimmer[0]
+        assert memory.start_periodic_trim(0.01) is True and memory._trimmer == [first]  # one thread per process
+        deadline = time.monotonic() + 10
+        while len(calls) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(calls) >= 4 and first.daemon  # the start's own call, then the loop's
+    finally:
+        memory.stop_periodic_trim()
+    assert not first.is_alive() and memory._trimmer == []
+    assert memory.start_periodic_trim(0) is False  # 0 turns it off
