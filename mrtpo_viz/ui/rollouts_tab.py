@@ -151,12 +151,12 @@ def stopped(status: str) -> str:
     )
 
 
-def stop_scoring(flag: StopFlag):
-    """The Stop button: the running run ends after the rollout it is replaying (nothing changes when none runs)."""
-    if not flag.running or flag.stopped:
-        return gr.update()
-    flag.stopped = True
-    return "**Stopping** after the rollout that is being replayed ..."
+def stop_scoring(flag: StopFlag) -> None:
+    """The Stop button: the running run ends after the rollout it is replaying and says "Stopped at rollout n".
+    It writes nothing itself (its answer could reach the page after the run's last update and overwrite it). Nothing
+    happens when no run is going."""
+    if flag.running:
+        flag.stopped = True
 
 
 def build_rollouts_tab(checkpoint: gr.components.Component) -> None:
@@ -213,5 +213,5 @@ def build_rollouts_tab(checkpoint: gr.components.Component) -> None:
         concurrency_limit=1,
     )
     # no cancels=[...]: a cancelled event leaves Gradio's error state on every output
-    stop_btn.click(stop_scoring, flag, status, api_name=False, queue=False)
+    stop_btn.click(stop_scoring, flag, None, api_name=False, queue=False)
     picker.input(show_rollout, [table_path, picker], view, api_name=False)

@@ -166,14 +166,6 @@ def stopped_status(progress: LiveProgress) -> str:
     )
 
 
-def stopping_status(progress: LiveProgress) -> str:
-    """What Stop's own handler shows until the generator has finished the step it is in."""
-    return (
-        f"**Stopping** after the step that is running (step {min(progress.done + 1, progress.steps)} of "
-        f"{progress.steps}) ..."
-    )
-
-
 def sample_html(progress: LiveProgress) -> str:
     """The latest sample of the chosen method (or of the first method trained, when that one is not)."""
     samples = progress.samples
@@ -285,14 +277,12 @@ def _interleave(runs: dict, progress: LiveProgress):
     )
 
 
-def stop_live_training(progress: LiveProgress):
+def stop_live_training(progress: LiveProgress) -> None:
     """The Stop button's handler: asks the running generator to stop after its current step (it then writes
-    "Stopped at step n" and the summary); until then the status says it is stopping. Nothing changes when no run
-    is going."""
-    if not progress.running or progress.stopped:
-        return gr.update()
-    progress.stopped = True
-    return stopping_status(progress)
+    "Stopped at step n" and the summary). It writes nothing itself: its answer can reach the page after the
+    generator's last update, and would then overwrite "Stopped at step n". Nothing happens when no run is going."""
+    if progress.running:
+        progress.stopped = True
 
 
 def redraw(progress: LiveProgress, smoothing):
@@ -385,6 +375,6 @@ def build_training_tab(checkpoint) -> None:
         concurrency_limit=get_settings().max_trainings + 4,
     )
     # no cancels=[event]: a cancelled event puts Gradio's error state on every output; the generator stops itself
-    stop_btn.click(stop_live_training, [progress], [status], queue=False, api_name="stop_training")
+    stop_btn.click(stop_live_training, [progress], None, queue=False, api_name="stop_training")
     smoothing.change(redraw, [progress, smoothing], [curves], queue=False, api_visibility="private")
     sample_of.change(show_sample, [progress, sample_of], [sample], queue=False, api_visibility="private")

@@ -676,13 +676,15 @@ def test_stop_in_rollouts_ends_the_run_after_the_current_rollout_without_an_erro
     from mrtpo_viz.ui.result_state import StopFlag
 
     flag = StopFlag()
-    assert rollouts_tab.stop_scoring(flag) == {"__type__": "update"}  # nothing running: nothing changes
+    rollouts_tab.stop_scoring(flag)  # nothing running: nothing changes
+    assert not flag.stopped
     gen = rollouts_tab.score_file(checkpoint, None, "js", "none", "user_end", flag)
     try:
         next(gen)  # the views emptied
         first = next(gen)[0]  # 0 / n: the file is read
         assert first.startswith("Scoring `sample_rollouts.jsonl`: 0 / ") and flag.running
-        assert rollouts_tab.stop_scoring(flag).startswith("**Stopping**")
+        rollouts_tab.stop_scoring(flag)
+        assert flag.stopped
         out = next(gen)  # the rollout that was being replayed ends, then the run
         assert out[0].startswith("**Stopped at rollout 1** / ") and all(o == {"__type__": "update"} for o in out[1:])
         with pytest.raises(StopIteration):

@@ -144,9 +144,11 @@ def test_stop_says_stopped_at_step_n_and_keeps_the_summary(tiny_policy_dir):
         for _ in range(1 + 2 * 2):  # preparing, then 2 steps of 2 methods
             next(gen)
         assert progress.done == 2 and progress.running and len(progress.rows) == 4
-        status = tab.stop_live_training(progress)  # the Stop button's handler: no cancel, a flag
-        assert status.startswith("**Stopping** after the step that is running (step 3 of 5)")
-        assert tab.stop_live_training(progress) == gr.update()  # a second click changes nothing
+        assert not progress.stopped
+        tab.stop_live_training(progress)  # the Stop button's handler: no cancel, a flag
+        assert progress.stopped
+        tab.stop_live_training(progress)  # a second click changes nothing
+        assert progress.stopped and progress.running
         # the generator's next turn reports the stop with the curves so far, then ends
         fig, _, _, status, summary = next(gen)
         assert status.startswith("**Stopped at step 2** of 5") and "**Summary after 2 steps**" in summary
@@ -159,7 +161,8 @@ def test_stop_says_stopped_at_step_n_and_keeps_the_summary(tiny_policy_dir):
     finally:
         gen.close()
     assert not progress.running
-    assert tab.stop_live_training(progress) == gr.update()  # nothing running: Stop changes nothing
+    tab.stop_live_training(progress)  # nothing running: Stop changes nothing
+    assert not progress.running
 
 
 def test_stop_before_the_first_step_says_so(tiny_policy_dir):
@@ -168,7 +171,8 @@ def test_stop_before_the_first_step_says_so(tiny_policy_dir):
     try:
         next(gen)  # preparing
         assert progress.methods == 1
-        assert tab.stop_live_training(progress).startswith("**Stopping**")
+        tab.stop_live_training(progress)
+        assert progress.stopped
         out = next(gen)
         assert out[3] == "**Stopped at step 0** of 3, before any step had finished." and out[4] == ""
     finally:
