@@ -55,14 +55,22 @@ def policy_path(checkpoint: str) -> str:
     return str(p if p.is_absolute() or not (ROOT / p).exists() else ROOT / p)
 
 
-def heldout_reward(policy, examples, verifiers, max_new_tokens: int, seed: int) -> dict:
+def heldout_reward(policy, examples, verifiers, max_new_tokens: int, seed: int, stop_after_lines: int = 0) -> dict:
     """Mean reward of one sample per held-out prompt (temperature 1, fixed seeds) and its truncated share."""
     from mrtpo_viz.tasks import get_verifier
+    from mrtpo_viz.training.rollouts import was_cut
 
     total, cut = 0.0, 0
     for i, ex in enumerate(examples):
-        c = policy.generate(ex, max_new_tokens=max_new_tokens, temperature=1.0, seed=seed * 10_007 + i)
-        cut += len(c.token_ids) >= max_new_tokens
+        c = policy.generate_group(
+            ex,
+            1,
+            max_new_tokens=max_new_tokens,
+            temperature=1.0,
+            seed=seed * 10_007 + i,
+            stop_after_lines=stop_after_lines,
+        )[0]
+        cut += was_cut(c, max_new_tokens, stop_after_lines)
         total += sum(get_verifier(v).score(c.text, ex) for v in verifiers) / len(verifiers)
     return {"mean_reward": total / max(len(examples), 1), "truncated": cut / max(len(examples), 1)}
 
@@ -88,6 +96,7 @@ def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:
         group_size=arm["group_size"],
         prompts_per_step=arm["prompts_per_step"],
         max_new_tokens=arm["max_new_tokens"],
+        stop_after_lines=arm.get("stop_after_lines", 0),
         max_grad_norm=arm.get("max_grad_norm", 1.0),
         threads=threads,
     )
@@ -110,7 +119,9 @@ def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:
             }
         )
         if step + 1 in (half, arm["steps"]):
-            held[str(step + 1)] = heldout_reward(run.policy, heldout, run.verifiers, arm["max_new_tokens"], 0)
+            held[str(step + 1)] = heldout_reward(
+                run.policy, heldout, run.verifiers, arm["max_new_tokens"], 0, arm.get("stop_after_lines", 0)
+            )
     return {
         "run": spec.name,
         "arm": arm["key"],

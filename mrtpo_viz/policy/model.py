@@ -146,8 +146,10 @@ class Policy:
         top_p: float = 1.0,
         seed: Optional[int] = None,
         return_prompt_cache: bool = False,
+        stop_after_lines: int = 0,
     ):
-        """Sample ``G`` responses to one prompt in one batch; each row stops at its own end-of-sequence token.
+        """Sample ``G`` responses to one prompt in one batch; each row stops at its own end-of-sequence token (or,
+        with ``stop_after_lines``, at the token that completes that many lines).
 
         Returns ``G`` completions; with ``return_prompt_cache``, ``(completions, the prompt's KV cache)`` (see
         :func:`.sampling.sample_group`)."""
@@ -163,6 +165,7 @@ class Policy:
             top_p=top_p,
             seed=seed,
             return_prompt_cache=True,
+            stop_after_lines=stop_after_lines,
         )
         group = [
             Completion(self.tokenizer.decode(ids, skip_special_tokens=True), ids, list(prompt_ids)) for ids in rows

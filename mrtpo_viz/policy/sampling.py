@@ -2,7 +2,9 @@
 
 All G rows share the prompt, so there is no padding: the prompt runs once, its KV cache is expanded to G rows
 (views, no copy), and each step feeds one token per row. A row that has produced an end-of-sequence token keeps
-being fed padding (its later tokens are dropped), so every row stops at its own end.
+being fed padding (its later tokens are dropped), so every row stops at its own end. With ``stop_after_lines``, a row
+also ends with the token that completes that many lines (the token is kept): a task whose answer is a fixed number of
+lines ends there, as a stop string ends a response in vLLM or TRL.
 """
 
 from __future__ import annotations
@@ -50,8 +52,16 @@ def pick_tokens(logits: torch.Tensor, temperature: float, top_p: float, generato
 
 
 def _check_args(
-    prompt_ids, G: int, max_new_tokens: int, temperature: float, top_p: float, seed: Optional[int] = None
+    prompt_ids,
+    G: int,
+    max_new_tokens: int,
+    temperature: float,
+    top_p: float,
+    seed: Optional[int] = None,
+    stop_after_lines: int = 0,
 ) -> None:
+    if stop_after_lines < 0:
+        raise ValueError(f"stop_after_lines must be >= 0 (0: end-of-sequence only), got {stop_after_lines}")
     if not prompt_ids:
         raise ValueError("the prompt is empty: nothing to continue")
     if G < 1 or max_new_tokens < 1:
@@ -78,15 +88,19 @@ def sample_group(
     top_p: float = 1.0,
     seed: Optional[int] = None,
     return_prompt_cache: bool = False,
+    stop_after_lines: int = 0,
 ):
     """Sample G continuations of ``prompt_ids``.
+
+    ``stop_after_lines`` > 0 ends a row with the token that brings its text to that many newlines (the token is
+    kept, nothing is appended); 0 ends rows only at end-of-sequence tokens.
 
     Returns:
         G lists of generated ids, each without its end-of-sequence token and without padding; with
         ``return_prompt_cache``, also the prompt's own KV cache (one row, ``len(prompt_ids)`` positions, left as
         the prompt pass made it): a training step's replay serves its shared prefix from it.
     """
-    _check_args(prompt_ids, G, max_new_tokens, temperature, top_p, seed)
+    _check_args(prompt_ids, G, max_new_tokens, temperature, top_p, seed, stop_after_lines)
     model, dev = policy.model, policy.device
     gen = torch.Generator(device=dev)
     gen.manual_seed(seed) if seed is not None else gen.seed()
@@ -98,17 +112,39 @@ def sample_group(
     next_logits = logits[:, -1].float().expand(G, -1)  # (G, V)
     out = torch.full((G, max_new_tokens), pad, dtype=torch.long, device=dev)
     done = torch.zeros(G, dtype=torch.bool, device=dev)
+    lines, ended = [0] * G, [max_new_tokens] * G  # newlines so far; a row's length when a line count ended it
+    newlines = _NewlineCounter(policy.tokenizer) if stop_after_lines > 0 else None
+    stop_set = set(stop.tolist())
     for step in range(max_new_tokens):
         tok = torch.where(done, pad, pick_tokens(next_logits, temperature, top_p, gen))  # (G,)
         out[:, step] = tok
+        if newlines is not None:
+            for g, t in enumerate(tok.tolist()):
+                if not done[g] and t not in stop_set:
+                    lines[g] += newlines(t)
+                    if lines[g] >= stop_after_lines:
+                        ended[g], done[g] = step + 1, True
         done |= torch.isin(tok, stop)
         if bool(done.all()) or step == max_new_tokens - 1:
             break
         positions = torch.full((G, 1), P + step, device=dev, dtype=torch.long)
         logits, cache = forward(model, tok[:, None], cache=cache, position_ids=positions)
         next_logits = logits[:, -1].float()  # (G, V)
-    rows = [_until_stop(row, stop) for row in out.tolist()]
+    rows = [_until_stop(row[:end], stop) for row, end in zip(out.tolist(), ended)]
     return (rows, prefix) if return_prompt_cache else rows
+
+
+class _NewlineCounter:
+    """Newlines in one token's text, cached per id (byte-level tokens keep a newline whole, so a token decoded
+    alone counts its newlines exactly)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.cache = tokenizer, {}
+
+    def __call__(self, token_id: int) -> int:
+        if token_id not in self.cache:
+            self.cache[token_id] = self.tokenizer.decode([token_id]).count("\n")
+        return self.cache[token_id]
 
 
 def _until_stop(row: list[int], stop: torch.Tensor) -> list[int]:

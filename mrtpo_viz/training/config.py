@@ -33,6 +33,9 @@ class TrainConfig:
     """Clip range of the probability ratio."""
     max_new_tokens: int = 64
     """Longest sampled response."""
+    stop_after_lines: int = 0
+    """End a sampled response with the token that completes this many lines (the slots task's four parts), as a
+    stop string would; 0 ends responses at end-of-sequence only."""
     temperature: float = 1.0
     """Sampling temperature (> 0; the loss divides the logits by it, as TRL does)."""
     top_p: float = 1.0
@@ -113,6 +116,7 @@ def _check_ranges(c: TrainConfig) -> None:
         (0 < c.lr <= MAX_LR, f"lr must lie in (0, {MAX_LR:g}], got {c.lr}"),
         (0 < c.clip_eps < 1, f"clip_eps must lie in (0, 1), got {c.clip_eps}"),
         (c.max_new_tokens >= 1, f"max_new_tokens must be at least 1, got {c.max_new_tokens}"),
+        (c.stop_after_lines >= 0, f"stop_after_lines must be >= 0 (0: end-of-sequence only), got {c.stop_after_lines}"),
         (
             MIN_TEMPERATURE <= c.temperature <= MAX_TEMPERATURE,
             f"temperature must lie in [{MIN_TEMPERATURE:g}, "

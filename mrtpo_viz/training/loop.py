@@ -162,6 +162,7 @@ def train_step(run: Run, step: int) -> StepMetrics:
             max_new_tokens=cfg.max_new_tokens,
             temperature=cfg.temperature,
             top_p=cfg.top_p,
+            stop_after_lines=cfg.stop_after_lines,
         )
     with _timed(times, "score"):
         rewards = rollout_rewards(rollouts, run.verifiers)  # (N, G, K)

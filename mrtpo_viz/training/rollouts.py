@@ -77,8 +77,10 @@ def sample_rollouts(
     max_new_tokens: int,
     temperature: float,
     top_p: float,
+    stop_after_lines: int = 0,
 ) -> Rollouts:
-    """G completions per prompt from ``policy`` (no grad), seeded per prompt."""
+    """G completions per prompt from ``policy`` (no grad), seeded per prompt; a completion that a line count ended
+    (``stop_after_lines``) ends as one that stopped itself: end-of-sequence appended, not truncated."""
     eos = _eos_id(policy)
     texts, prompt_ids, response_ids, caches, cut = [], [], [], [], []
     for ex, seed in zip(examples, seeds):
@@ -90,13 +92,22 @@ def sample_rollouts(
             top_p=top_p,
             seed=seed,
             return_prompt_cache=True,
+            stop_after_lines=stop_after_lines,
         )
         texts.append([c.text for c in group])
         prompt_ids.append(list(group[0].prompt_ids))
-        response_ids.append([c.token_ids + ([eos] if len(c.token_ids) < max_new_tokens else []) for c in group])
-        cut.append([len(c.token_ids) >= max_new_tokens for c in group])
+        flags = [was_cut(c, max_new_tokens, stop_after_lines) for c in group]
+        response_ids.append([c.token_ids + ([] if f else [eos]) for c, f in zip(group, flags)])
+        cut.append(flags)
         caches.append(cache)
     return Rollouts(list(examples), texts, prompt_ids, response_ids, caches, cut)
+
+
+def was_cut(completion, max_new_tokens: int, stop_after_lines: int = 0) -> bool:
+    """Whether ``max_new_tokens`` cut the completion: it has that many tokens and no line count ended it."""
+    if len(completion.token_ids) < max_new_tokens:
+        return False
+    return stop_after_lines <= 0 or completion.text.count("\n") < stop_after_lines
 
 
 def _eos_id(policy) -> int:

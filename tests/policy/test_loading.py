@@ -65,6 +65,26 @@ def test_generate_group_stops_each_row_at_eos(tiny_policy, monkeypatch):
     assert len({tuple(c.token_ids) for c in group}) > 1
 
 
+def test_stop_after_lines_ends_each_row_with_the_token_that_completes_the_lines(tiny_policy, monkeypatch):
+    """Same seed with and without the line stop: each stopped row is the free row cut just after its second "line
+    end" (a random model rarely writes newlines, so every id divisible by 7 counts as one here)."""
+    import mrtpo_viz.policy.sampling as sampling
+
+    monkeypatch.setattr(type(tiny_policy), "stop_ids", lambda self: {-1})  # no end-of-sequence: rows run to the cap
+    free = tiny_policy.generate_group("List two cities.", 5, max_new_tokens=30, seed=1)
+    monkeypatch.setattr(sampling._NewlineCounter, "__call__", lambda self, t: int(t % 7 == 0))
+    stopped = tiny_policy.generate_group("List two cities.", 5, max_new_tokens=30, seed=1, stop_after_lines=2)
+    cuts = 0
+    for f, s in zip(free, stopped):
+        ends = [i + 1 for i, t in enumerate(f.token_ids) if t % 7 == 0]
+        want = f.token_ids[: ends[1]] if len(ends) >= 2 else f.token_ids
+        assert s.token_ids == want
+        cuts += len(want) < len(f.token_ids)
+    assert cuts >= 2  # the stop did cut rows (with 30 tokens each row is likely to hold two such ids)
+    with pytest.raises(ValueError, match="stop_after_lines"):
+        tiny_policy.generate_group("hi", 1, stop_after_lines=-1)
+
+
 def test_generate_rejects_bad_arguments(tiny_policy):
     with pytest.raises(ValueError, match="temperature"):
         tiny_policy.generate("hi", temperature=-1)

@@ -441,3 +441,31 @@ def test_a_step_on_multi_call_bfcl_examples(tiny_policy):
     assert set(m.rewards) == {"tool_call.format", "tool_call.correctness"}
     assert all(0.0 <= r <= 1.0 for r in m.rewards.values())  # no NaN: the examples give what both verifiers need
     assert m.relevance_mean > 0
+
+
+def test_a_line_stop_ends_a_rollout_like_its_own_end(tiny_policy, monkeypatch):
+    """``stop_after_lines``: a row the line count ended gets end-of-sequence appended and is not truncated; a row
+    that ran to ``max_new_tokens`` without reaching the count has no end-of-sequence and is truncated."""
+    import mrtpo_viz.policy.sampling as sampling
+    from mrtpo_viz.training.rollouts import sample_rollouts
+
+    monkeypatch.setattr(type(tiny_policy), "stop_ids", lambda self: {tiny_policy.tokenizer.eos_token_id})
+    monkeypatch.setattr(sampling._NewlineCounter, "__call__", lambda self, t: int(t % 5 == 0))
+    monkeypatch.setattr(
+        type(tiny_policy.tokenizer), "decode", lambda self, ids, **kw: "\n" * sum(i % 5 == 0 for i in ids)
+    )
+    ex = _examples(n=2)
+    r = sample_rollouts(
+        tiny_policy, ex, 4, seeds=[1, 2], max_new_tokens=12, temperature=1.0, top_p=1.0, stop_after_lines=2
+    )
+    eos, kinds = tiny_policy.tokenizer.eos_token_id, set()
+    for rows, cut in zip(r.response_ids, r.truncated):
+        for ids, c in zip(rows, cut):
+            body = ids[:-1] if ids[-1] == eos else ids
+            lines = sum(t % 5 == 0 for t in body)
+            if c:  # ran to the cap with fewer than two line ends
+                assert len(ids) == 12 and ids[-1] != eos and lines < 2
+            else:  # ended by the second line end (or its own eos): eos appended
+                assert ids[-1] == eos and (lines == 2 and body[-1] % 5 == 0 or len(body) < 12)
+            kinds.add(c)
+    assert kinds == {True, False}  # with these seeds some rows reach two line ends in 12 tokens, some do not
