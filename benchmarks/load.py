@@ -26,6 +26,8 @@ server's memory before and after.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import argparse
 import csv
 import os
@@ -36,6 +38,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
@@ -287,6 +290,7 @@ def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
     """The hostile inputs in turn, from the start of the measured window to its end. A readable refusal (the app's
     error message) is an answer; a request that fails otherwise (a timeout, a dropped connection) is not."""
     import hostile_inputs
+    import httpx
     from gradio_client import Client, handle_file
     from gradio_client.exceptions import AppError
 
@@ -315,6 +319,9 @@ def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
                     error = _answer_text(api, client.predict(*inputs, api_name=api))
             except AppError as err:  # a refusal with a message: what the app should do
                 error = str(err)[:160]
+            except httpx.HTTPStatusError as err:  # the body cap's 413 (ui.body_limit) carries a readable detail
+                answered = err.response.status_code == 413
+                error = f"{err.response.status_code}: {err.response.text}"[:160]
             except Exception as err:  # noqa: BLE001 -- no answer at all: a failure
                 answered, error = False, f"{type(err).__name__}: {err}"[:200]
             load.add(Request(i, api, start - load.t0, time.monotonic() - start, answered, error=error, kind=kind))
@@ -338,6 +345,7 @@ def run(
     warmup: int = 2,
     hostile: int = 0,
     kinds: tuple[str, ...] = (),
+    requests_out: Optional[Path] = None,
 ) -> dict:
     import tempfile
 
@@ -380,6 +388,8 @@ def run(
         proc.wait(timeout=30)
         scratch.cleanup()
     benign = [r for r in load.requests if r.kind == "benign"]
+    if requests_out is not None:  # every timed request, to see which hostile kinds overlap the slow benign ones
+        Path(requests_out).write_text(json.dumps([dataclasses.asdict(r) for r in load.requests]) + "\n")
     summary = {
         "model": _common.model_label(checkpoint),
         **summarize(benign, rss, elapsed, warm_s, sessions, threads, duration_s, warmup),
@@ -515,6 +525,7 @@ def main(argv=None) -> int:
         default=None,
         help="stem of the .csv and .md results (default results/load, or results/load_hostile with --hostile)",
     )
+    p.add_argument("--requests-out", type=Path, default=None, help="also write every timed request to this JSON")
     args = p.parse_args(argv)
     summary = run(
         args.sessions,
@@ -525,6 +536,7 @@ def main(argv=None) -> int:
         args.warmup,
         args.hostile,
         tuple(k for k in args.kinds.split(",") if k),
+        args.requests_out,
     )
     out = Path(args.out or RESULTS / ("load_hostile" if args.hostile else "load"))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -52,6 +52,11 @@ class Settings:
     """``MRTPO_MAX_ROLLOUTS``: rollouts scored from one upload."""
     max_new_tokens: int = 256
     """``MRTPO_MAX_NEW_TOKENS``: longest generated response."""
+    model_requests: int = 2
+    """``MRTPO_MODEL_REQUESTS``: requests doing real work (replays, scoring, uploads, tables) at once. The next to
+    start is the waiting request of the session that has used the server least lately (``mrtpo_viz.ui.fair_share``),
+    and their forward passes take fair turns at the one model (``mrtpo_viz.policy.turns``). 1 serves one at a
+    time; about the number of cores is best on a CPU machine."""
     checkpoint: str = ""
     """``MRTPO_CHECKPOINT``: the app's default checkpoint; empty means the bundled tiny policy."""
     threads: Optional[int] = None

@@ -13,6 +13,8 @@ import inspect
 
 import torch
 
+from .turns import model_forward
+
 
 @functools.cache
 def _cache_kwarg(model_cls: type) -> str:
@@ -22,8 +24,10 @@ def _cache_kwarg(model_cls: type) -> str:
 
 
 def forward(model, input_ids: torch.Tensor, *, cache=None, **kw):
-    """``model(input_ids, cache=cache, use_cache=True, **kw)`` -> (logits, the cache after this forward)."""
-    out = model(input_ids=input_ids, use_cache=True, **{_cache_kwarg(type(model)): cache}, **kw)
+    """``model(input_ids, cache=cache, use_cache=True, **kw)`` -> (logits, the cache after this forward); in the
+    app, each forward is a point where a long job lets waiting sessions take their turn (:mod:`.turns`)."""
+    with model_forward():
+        out = model(input_ids=input_ids, use_cache=True, **{_cache_kwarg(type(model)): cache}, **kw)
     return out.logits, getattr(out, "cache", None) or getattr(out, "past_key_values", None)
 
 

@@ -15,6 +15,7 @@ import torch
 
 from .kvcache import expand_cache, forward
 from .padding import pad_id
+from .turns import model_job
 
 
 MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-3, 100.0
@@ -101,6 +102,14 @@ def sample_group(
         the prompt pass made it): a training step's replay serves its shared prefix from it.
     """
     _check_args(prompt_ids, G, max_new_tokens, temperature, top_p, seed, stop_after_lines)
+    with model_job():  # one job: other sessions get turns between its steps (policy.turns)
+        rows, prefix = _sample(
+            policy, prompt_ids, G, max_new_tokens, temperature, top_p, seed, stop_after_lines=stop_after_lines
+        )
+    return (rows, prefix) if return_prompt_cache else rows
+
+
+def _sample(policy, prompt_ids, G, max_new_tokens, temperature, top_p, seed, *, stop_after_lines: int):
     model, dev = policy.model, policy.device
     gen = torch.Generator(device=dev)
     gen.manual_seed(seed) if seed is not None else gen.seed()
@@ -131,7 +140,7 @@ def sample_group(
         logits, cache = forward(model, tok[:, None], cache=cache, position_ids=positions)
         next_logits = logits[:, -1].float()  # (G, V)
     rows = [_until_stop(row[:end], stop) for row, end in zip(out.tolist(), ended)]
-    return (rows, prefix) if return_prompt_cache else rows
+    return rows, prefix
 
 
 class _NewlineCounter:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
+from ..policy import turns
 from ..policy.kvcache import expand_cache, forward
 from ..guards import unpaired_surrogate
 from ..policy.specials import encode
@@ -135,14 +136,31 @@ def prefix_cache(model, prefix_ids: list[int], device):
 
 @torch.no_grad()
 def suffix_logits(model, br: Branches, cache, pad_id: int, device) -> torch.Tensor:
-    """One batched forward of the B suffixes over the (expanded) prefix cache.
+    """One batched forward of the B suffixes over the (expanded) prefix cache; in the app (turns on), a batch of
+    more than ``turns.CHUNK_TOKENS`` positions runs in chunks of branches, so that other sessions get turns between
+    them.
 
     Returns:
         (B, T, V) logits in the model dtype; ``[b, t]`` predicts response token ``t`` in branch ``b``.
     """
     ids, mask, positions, keep = _suffix_batch(br, pad_id, device)
-    batch_cache = None if cache is None else expand_cache(cache, br.B)
-    logits, _ = forward(model, ids, cache=batch_cache, attention_mask=mask, position_ids=positions, logits_to_keep=keep)
+    rows = br.B
+    if turns.enabled():
+        rows = max(1, turns.CHUNK_TOKENS // max(ids.shape[1] + len(br.prefix_ids), 1))
+    parts = []
+    for r in range(0, br.B, rows):
+        n = min(rows, br.B - r)
+        batch_cache = None if cache is None else expand_cache(cache, n)
+        logits, _ = forward(
+            model,
+            ids[r : r + n],
+            cache=batch_cache,
+            attention_mask=mask[r : r + n],
+            position_ids=positions[r : r + n],
+            logits_to_keep=keep[r : r + n],
+        )
+        parts.append(logits)
+    logits = parts[0] if len(parts) == 1 else torch.cat(parts)
     expected = (br.B, len(br.response_ids))
     if tuple(logits.shape[:2]) != expected:
         raise RuntimeError(
@@ -153,8 +171,9 @@ def suffix_logits(model, br: Branches, cache, pad_id: int, device) -> torch.Tens
 
 
 def branch_logits(model, br: Branches, pad_id: int, device) -> torch.Tensor:
-    """Prefix once + suffixes in one batch: (B, T, V) logits predicting the response tokens."""
-    return suffix_logits(model, br, prefix_cache(model, br.prefix_ids, device), pad_id, device)
+    """Prefix once + suffixes in one batch: (B, T, V) logits predicting the response tokens (one model job)."""
+    with turns.model_job():
+        return suffix_logits(model, br, prefix_cache(model, br.prefix_ids, device), pad_id, device)
 
 
 @torch.no_grad()

@@ -30,7 +30,8 @@ def build_app():
     from ..settings import default_checkpoint
     from .ab_tab import build_ab_tab
     from .downloads import DOWNLOAD_TTL_S
-    from .policy_choice import MODEL, checkpoint_choices, load_status, picked_status
+    from .fair_share import fair
+    from .policy_choice import MODEL, model_limit, checkpoint_choices, load_status, picked_status
     from .method_tab import build_method_tab
     from .relevance_layout import build_relevance_tab
     from .rollouts_tab import build_rollouts_tab
@@ -69,13 +70,25 @@ def build_app():
             with gr.Tab("Method", id="method"):
                 build_method_tab()
         load_btn.click(
-            load_status, checkpoint, model_status, api_name="load_checkpoint", concurrency_id=MODEL, concurrency_limit=1
+            fair(load_status),
+            checkpoint,
+            model_status,
+            api_name="load_checkpoint",
+            concurrency_id=MODEL,
+            concurrency_limit=model_limit(),
         )
         # a picked checkpoint is not claimed as loaded: the line says what is picked until Load (or a replay)
         checkpoint.input(picked_status, checkpoint, model_status, api_name=False, queue=False)
-        demo.load(load_status, checkpoint, model_status, api_name=False, concurrency_id=MODEL, concurrency_limit=1)
+        demo.load(
+            fair(load_status),
+            checkpoint,
+            model_status,
+            api_name=False,
+            concurrency_id=MODEL,
+            concurrency_limit=model_limit(),
+        )
         for tool in TOOLS:
-            gr.api(tool, api_name=tool.__name__, concurrency_id=MODEL, concurrency_limit=1)
+            gr.api(fair(tool), api_name=tool.__name__, concurrency_id=MODEL, concurrency_limit=model_limit())
     for fn in demo.fns.values():  # an agent sees the two tools, not the tabs' endpoints
         if fn.fn is not None and fn.api_name not in {t.__name__ for t in TOOLS}:
             not_a_tool(fn.fn)
@@ -91,8 +104,10 @@ def launch_options() -> dict:
     import importlib.util
 
     import gradio as gr
+    from starlette.middleware import Middleware
 
     from ..settings import SettingsError, get_settings
+    from .body_limit import BodyLimit
 
     settings = get_settings()
     mcp = settings.mcp
@@ -105,6 +120,8 @@ def launch_options() -> dict:
         "mcp_server": mcp,
         # uploads over MRTPO_MAX_UPLOAD_MB are refused while they stream in (413), before Gradio stores them
         "max_file_size": settings.max_upload_bytes,
+        # any other body over 1 MiB too, before Gradio validates and stores it (ui.body_limit)
+        "app_kwargs": {"middleware": [Middleware(BodyLimit)]},
     }
 
 
@@ -113,6 +130,9 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     from ..settings import get_settings
 
     get_settings()  # an invalid MRTPO_* variable stops the app here, with its name, before anything is served
+    from ..policy.memory import limit_arenas
+
+    limit_arenas()  # before any serving thread: their freed pages do not stay spread over many arenas
     options = {**launch_options(), **kw}
     demo = build_app()
     from ..settings import default_checkpoint
@@ -123,6 +143,12 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     from ..policy.memory import start_periodic_trim
 
     start_periodic_trim()  # what a burst of requests freed goes back to the OS once the burst is over
+    from ..policy import turns
+
+    from .fair_share import GATE
+
+    GATE.slots = get_settings().model_requests
+    turns.enable()  # sessions take fair turns at the model, forward by forward (MRTPO_MODEL_REQUESTS at once)
     return demo.launch(
         server_name=host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=port or int(os.environ.get("GRADIO_SERVER_PORT", "7860")),

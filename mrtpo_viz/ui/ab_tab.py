@@ -19,7 +19,8 @@ from .arguments import information, with_typed_args
 from .errors import readable
 from .example_picker import FREE_PROMPT, example_choices, first_example, get_example, prompt_text, with_prompt
 from .input_limits import check_text, check_token_count, limits
-from .policy_choice import MODEL, get_policy
+from .fair_share import fair
+from .policy_choice import MODEL, model_limit, get_policy
 from .result_state import stale_status
 from .relevance_tab import task_examples
 from .token_component import token_view, view_value
@@ -209,10 +210,10 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
         show_progress="hidden",
     )
     run_btn.click(
-        compare,
+        fair(compare),
         [checkpoint, task, example, prompt, response, verifier, info_a, info_b, position, metric, control],
         results,
         api_name="ab",
         concurrency_id=MODEL,
-        concurrency_limit=1,
+        concurrency_limit=model_limit(),
     )

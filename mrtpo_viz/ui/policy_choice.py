@@ -12,7 +12,17 @@ from ..tasks.bundled_data import BUNDLED_POLICIES
 from .errors import _message
 
 MODEL = "model"
-"""The one concurrency group of every event that runs the model: one model, one queue."""
+"""The one concurrency group of every event that does real work (the model, verifiers, uploads, tables): its
+requests wait at the fair-share gate (:mod:`.fair_share`, ``MRTPO_MODEL_REQUESTS`` past it at once) and their
+forwards take fair turns at the one model (:mod:`mrtpo_viz.policy.turns`)."""
+GROUP_LIMIT = 16
+"""Requests of the :data:`MODEL` group Gradio hands to worker threads at once: more than the gate lets through,
+so that the gate, not Gradio's first-come queue, decides who goes next."""
+
+
+def model_limit() -> int:
+    """The concurrency limit of the :data:`MODEL` group in Gradio (the gate lets ``MRTPO_MODEL_REQUESTS`` through)."""
+    return max(GROUP_LIMIT, get_settings().model_requests)
 
 
 def checkpoint_choices() -> list[str]:

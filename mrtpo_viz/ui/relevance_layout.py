@@ -20,7 +20,8 @@ from ..tasks import available_tasks, list_verifiers
 from .arguments import FIELDS
 from .example_picker import example_choices, first_example, get_example, prompt_text
 from .input_limits import MAX_VERIFIERS, limits
-from .policy_choice import MODEL
+from .fair_share import fair
+from .policy_choice import MODEL, model_limit
 from .result_state import mark_stale
 from .custom_verifiers import KIND_CHOICES, add_custom
 from .relevance_tab import (
@@ -254,6 +255,7 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
         r["json_file"],
     ]
     picked = [c["prompt"], c["response"], verifiers]
+    heavy = dict(concurrency_id=MODEL, concurrency_limit=model_limit())  # past the fair-share gate, in its group
 
     # the example index often stays the same across tasks, so example.change would not fire: refill explicitly
     task.change(task_examples, task, example, api_name="task_examples").success(
@@ -268,7 +270,12 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
     verifiers.input(reselect_info_boxes, reselect, [*boxes, verifiers], api_name=False)
     form = [c[k] for k in ("c_name", "c_title", "c_info", "c_kind", "c_pattern", "c_keywords", "c_schema", "c_case")]
     c["c_add"].click(
-        add_custom, [customs, task, verifiers, *form], [customs, verifiers, c["c_status"]], api_name="add_verifier"
+        fair(add_custom),
+        [customs, task, verifiers, *form],
+        [customs, verifiers, c["c_status"]],
+        api_name="add_verifier",
+        concurrency_id=MODEL,
+        concurrency_limit=model_limit(),
     ).success(reselect_info_boxes, reselect, [*boxes, verifiers], api_name=False)
     for k in range(MAX_VERIFIERS):
         own = fields[k * FIELDS : (k + 1) * FIELDS]
@@ -282,12 +289,12 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
         )
     c["reset_btn"].click(info_boxes, [task, example, verifiers, customs], boxes, api_name=False)
     c["gen_btn"].click(lock_buttons, None, [c["gen_btn"], c["replay_btn"]], queue=False, api_name=False).then(
-        generate,
+        fair(generate),
         [checkpoint, task, example, c["prompt"], c["temperature"], c["top_p"], c["max_new"], c["seed"]],
         [c["response"], r["status"]],
         api_name="generate",
         concurrency_id=MODEL,
-        concurrency_limit=1,
+        concurrency_limit=model_limit(),
     ).then(unlock_buttons, None, [c["gen_btn"], c["replay_btn"]], queue=False, api_name=False)
     # every input that changes a result: the results stay, their status line says they are stale
     affecting = [
@@ -315,7 +322,7 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
         [r["adv_plot"], r["adv_text"], r["weights"], r["view"]],
     )
     c["replay_btn"].click(
-        replay_response,
+        fair(replay_response),
         [
             checkpoint,
             task,
@@ -334,25 +341,26 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
         results[:8],
         api_name="replay",
         concurrency_id=MODEL,
-        concurrency_limit=1,
+        concurrency_limit=model_limit(),
         # one progress overlay (on the token view), not ten: each animated overlay costs the browser CPU that, on
         # a small machine, the replay itself needs (profile in benchmarks/results/ui_latency.md)
         show_progress_on=r["view"],
     ).success(None, js=AFTER_HEATMAP, api_name=False).success(
-        advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden"
+        fair(advantages), adv_in, adv_out, api_name="advantages", show_progress="hidden", **heavy
     ).success(downloads, rel_state, [r["csv_file"], r["json_file"]], api_name="downloads", show_progress="hidden")
     # .change, not .release: typing a value into a slider's number box and pressing Enter redraws too
     gr.on(
         [r["alpha"].change, r["gamma"].change, r["source"].change, r["rewards"].input],
-        advantages,
+        fair(advantages),
         adv_in,
         adv_out,
         api_name=False,
         trigger_mode="always_last",
+        **heavy,
         show_progress="hidden",
     )
     r["sample_btn"].click(
-        sample_group,
+        fair(sample_group),
         [
             checkpoint,
             rel_state,
@@ -371,5 +379,5 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
         r["rewards"],
         api_name="sample_group",
         concurrency_id=MODEL,
-        concurrency_limit=1,
-    ).success(advantages, adv_in, adv_out, api_name=False, show_progress="hidden")
+        concurrency_limit=model_limit(),
+    ).success(fair(advantages), adv_in, adv_out, api_name=False, show_progress="hidden", **heavy)

@@ -22,7 +22,8 @@ from ..tasks.bundled_data import SAMPLE_ROLLOUTS
 from .downloads import download_folder
 from .errors import readable
 from .input_limits import limits
-from .policy_choice import MODEL, get_policy
+from .fair_share import fair
+from .policy_choice import MODEL, model_limit, get_policy
 from .result_state import StopFlag
 from .token_component import token_view, view_value
 from .zerogpu import gpu
@@ -205,12 +206,12 @@ def build_rollouts_tab(checkpoint: gr.components.Component) -> None:
     table_path = gr.State(None)
     flag = gr.State(StopFlag())
     run_btn.click(
-        score_file,
+        fair(score_file),
         [checkpoint, upload, metric, control, position, flag],
         [status, bars, top, table, download, picker, view, table_path],
         api_name="rollouts",
         concurrency_id=MODEL,
-        concurrency_limit=1,
+        concurrency_limit=model_limit(),
     )
     # no cancels=[...]: a cancelled event leaves Gradio's error state on every output
     stop_btn.click(stop_scoring, flag, None, api_name=False, queue=False)

@@ -23,7 +23,8 @@ from ..viz.training import reward_curves_figure
 from .downloads import download_folder
 from .errors import readable
 from .input_limits import limits
-from .policy_choice import MODEL, get_policy
+from .fair_share import fair
+from .policy_choice import MODEL, model_limit, get_policy
 from .token_component import token_view, view_value
 from .zerogpu import gpu
 
@@ -292,9 +293,16 @@ def build_runs_tab(checkpoint: gr.components.Component) -> None:
     )
 
     listing = [state, step, group, text, sort_by, descending]
-    open_btn.click(open_run, [typed, upload], [state, status, curves, step], api_name="open_run").success(
-        run_step, [state, step], [groups, group], api_name=False
-    ).success(run_completions, listing, table, api_name=False)
+    open_btn.click(
+        fair(open_run),
+        [typed, upload],
+        [state, status, curves, step],
+        api_name="open_run",
+        concurrency_id=MODEL,
+        concurrency_limit=model_limit(),
+    ).success(run_step, [state, step], [groups, group], api_name=False).success(
+        run_completions, listing, table, api_name=False
+    )
     step.input(run_step, [state, step], [groups, group], api_name="run_step").success(
         run_completions, listing, table, api_name=False
     )
@@ -306,10 +314,10 @@ def build_runs_tab(checkpoint: gr.components.Component) -> None:
     )
     show_btn.click(run_completion, [state, step, row], [tokens, bars, note, infos], api_name="run_completion")
     replay_btn.click(
-        replay_completion,
+        fair(replay_completion),
         [checkpoint, state, step, row, infos, alpha, gamma],
         [tokens, bars, note],
         api_name="replay_run_completion",
         concurrency_id=MODEL,
-        concurrency_limit=1,
+        concurrency_limit=model_limit(),
     )

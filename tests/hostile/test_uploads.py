@@ -2,6 +2,7 @@
 thousands of columns, a million-token row, a zip whose headers understate its sizes), and uploads larger than
 MRTPO_MAX_UPLOAD_MB. Each is refused from the footer or while streaming, within the case budget."""
 
+import json
 import struct
 import zipfile
 
@@ -206,3 +207,46 @@ def test_uploads_over_the_cap_are_refused_while_they_stream_in(tmp_path, monkeyp
     assert small.status_code == 200
     stored = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
     assert [p.stat().st_size for p in stored] == [1000]  # the refused body was never stored
+
+
+def test_request_bodies_over_a_mebibyte_are_refused_before_gradio_reads_them(monkeypatch):
+    """The threat: a 200,000-row rewards table (3.5 MB of JSON) that Gradio validated, copied and stored in its
+    event loop for seconds, for every session, before the handler's 256-row cap saw it. The app's middleware
+    answers 413 from the Content-Length (and counts a body sent without one); the handler never runs and the
+    server keeps serving."""
+    import httpx
+
+    from mrtpo_viz.ui import launch_options
+    from mrtpo_viz.ui.body_limit import MAX_BODY_BYTES
+
+    from ..apphelpers import free_port
+
+    calls = []
+    with gr.Blocks() as demo:
+        table, out = gr.Dataframe(), gr.Textbox()
+        gr.Button().click(lambda t: calls.append(len(t)) or "ok", table, out, api_name="rows")
+    options = launch_options()
+    _, url, _ = demo.launch(
+        prevent_thread_lock=True, server_port=free_port(), quiet=True, app_kwargs=options["app_kwargs"]
+    )
+    rows = [[str(i), i % 2, (i // 2) % 2] for i in range(200_000)]
+    payload = {"data": [{"headers": ["response", "a", "b"], "data": rows}], "fn_index": 0, "session_hash": "x"}
+    body = json.dumps(payload).encode()
+    assert len(body) > MAX_BODY_BYTES
+    try:
+        with bounded():
+            big = httpx.post(
+                f"{url}gradio_api/queue/join", content=body, headers={"content-type": "application/json"}, timeout=30
+            )
+
+            def chunks():  # no Content-Length: counted as it streams
+                for i in range(0, len(body), 2**16):
+                    yield body[i : i + 2**16]
+
+            streamed = httpx.post(f"{url}gradio_api/queue/join", content=chunks(), timeout=30)
+            alive = httpx.get(f"{url}gradio_api/info", timeout=30)
+    finally:
+        demo.close()
+    assert big.status_code == 413 and "over 1 MiB" in big.json()["detail"] and len(big.text) < 400
+    assert streamed.status_code == 413
+    assert alive.status_code == 200 and calls == []

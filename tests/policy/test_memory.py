@@ -91,3 +91,16 @@ def test_the_periodic_trim_runs_once_per_process_until_stopped(monkeypatch):
         memory.stop_periodic_trim()
     assert not first.is_alive() and memory._trimmer == []
     assert memory.start_periodic_trim(0) is False  # 0 turns it off
+
+
+def test_limit_arenas_defers_to_the_environment(monkeypatch):
+    """The app's arena cap applies on glibc unless the operator set MALLOC_ARENA_MAX (which glibc reads itself)."""
+    import sys
+
+    from mrtpo_viz.policy.memory import limit_arenas
+
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert limit_arenas() is False
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    assert limit_arenas(0) is False
+    assert limit_arenas() is sys.platform.startswith("linux")
