@@ -7,7 +7,8 @@ requests, decaying with a half-life of :data:`HALF_LIFE_S`):
 - when a slot frees, the waiting request of the session that has used the server least goes first (ties: first come),
   so a session that sends expensive requests back to back waits behind sessions that send cheap ones;
 - a heavy session (recent use over :data:`HEAVY_RATIO` times the median of the active sessions', and over
-  :data:`HEAVY_S`) may start only while another slot stays free, so one slot is always left to the light ones.
+  :data:`HEAVY_S`) may start only while another slot stays free and no other heavy request runs, so heavy sessions
+  share one slot and the others always have one.
 
 A request runs to its end once started (its model forwards still take turns, :mod:`mrtpo_viz.policy.turns`); what
 the gate decides is who starts next. The session is Gradio's ``session_hash``; calls outside a Gradio request (the
@@ -28,7 +29,7 @@ HALF_LIFE_S = 10.0
 """How fast a session's recorded use decays."""
 HEAVY_S = 2.0
 """Recent use (seconds) under which no session counts as heavy."""
-HEAVY_RATIO = 2.0
+HEAVY_RATIO = 1.5
 """A session whose recent use is over this many times the median of the active sessions' is heavy."""
 ACTIVE_S = 0.05
 """Recent use over which a session counts as active (for the median)."""
@@ -44,6 +45,7 @@ class FairGate:
         self._waiting: list[tuple[int, str]] = []  # (arrival number, session)
         self._arrivals = 0
         self.running = 0
+        self._heavy_running = 0  # requests admitted as heavy and not yet left
 
     def use(self, session: str, now: float | None = None) -> float:
         """The session's recent use of the server in seconds (decayed to ``now``)."""
@@ -58,7 +60,9 @@ class FairGate:
         first = min(self._waiting, key=lambda t: (self.use(t[1], now), t[0]))
         if first is not ticket:
             return False
-        return not self._heavy(ticket[1], now) or self.running < self.slots - 1 or self.slots == 1
+        if not self._heavy(ticket[1], now) or self.slots == 1:
+            return True
+        return self.running < self.slots - 1 and self._heavy_running == 0
 
     def _heavy(self, session: str, now: float) -> bool:
         mine = self.use(session, now)
@@ -67,7 +71,9 @@ class FairGate:
         active = sorted(u for u in (self.use(k, now) for k in self._use) if u > ACTIVE_S)
         return mine > HEAVY_RATIO * active[len(active) // 2] if active else False
 
-    def enter(self, session: str) -> None:
+    def enter(self, session: str) -> bool:
+        """Wait for a turn; returns whether the request was admitted as heavy (give it back to :meth:`leave`: a
+        generator handler may leave from another thread than it entered from)."""
         with self._cond:
             self._arrivals += 1
             ticket = (self._arrivals, session)
@@ -77,8 +83,11 @@ class FairGate:
                 self._cond.wait(timeout=0.5)
             self._waiting.remove(ticket)
             self.running += 1
+            heavy = self._heavy(session, time.monotonic())
+            self._heavy_running += heavy
+            return heavy
 
-    def leave(self, session: str, seconds: float) -> None:
+    def leave(self, session: str, seconds: float, heavy: bool = False) -> None:
         with self._cond:
             now = time.monotonic()
             self._use[session] = (self.use(session, now) + seconds, now)
@@ -86,6 +95,7 @@ class FairGate:
                 for key in sorted(self._use, key=lambda k: self.use(k, now))[: len(self._use) - MAX_SESSIONS]:
                     del self._use[key]
             self.running -= 1
+            self._heavy_running -= heavy
             self._cond.notify_all()
 
 
@@ -109,24 +119,24 @@ def fair(fn):
 
         @functools.wraps(fn)
         def gen_wrapper(*args, **kwargs):
-            session, start = _session(), None
-            GATE.enter(session)
+            session = _session()
+            heavy = GATE.enter(session)
             start = time.monotonic()
             try:
                 yield from fn(*args, **kwargs)
             finally:
-                GATE.leave(session, time.monotonic() - start)
+                GATE.leave(session, time.monotonic() - start, heavy)
 
         return gen_wrapper
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         session = _session()
-        GATE.enter(session)
+        heavy = GATE.enter(session)
         start = time.monotonic()
         try:
             return fn(*args, **kwargs)
         finally:
-            GATE.leave(session, time.monotonic() - start)
+            GATE.leave(session, time.monotonic() - start, heavy)
 
     return wrapper

@@ -67,6 +67,22 @@ def test_a_heavy_session_leaves_one_slot_free():
     assert started.is_set()
 
 
+def test_heavy_sessions_share_one_slot():
+    gate = FairGate(slots=3, half_life_s=60, heavy_s=1.0)
+    for session, seconds in (("h1", 10.0), ("h2", 10.0), ("a", 1.0), ("b", 1.0), ("c", 1.0)):
+        gate.leave(session, seconds)
+    gate.running = 0
+    assert gate.enter("h1") is True  # admitted as heavy
+    second = threading.Event()
+    t = threading.Thread(target=lambda: (gate.enter("h2"), second.set()))
+    t.start()
+    assert not second.wait(0.3)  # two slots free, but a heavy request already runs
+    assert gate.enter("a") is False  # light sessions still get in
+    gate.leave("h1", 0.0, True)
+    t.join(5)
+    assert second.is_set()
+
+
 def test_when_every_session_is_busy_none_is_heavy():
     """Sessions that all use the server alike (benign sessions looping) reserve nothing: no one is over twice the
     median, however long their requests."""
