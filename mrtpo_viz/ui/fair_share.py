@@ -1,51 +1,55 @@
-"""A fair share of the server per session: heavy sessions cannot crowd out light ones.
+"""A fair share of the server per session: long requests cannot crowd out short ones.
 
-Every request that does real work (replays, scoring, uploads, tables) passes :data:`GATE` before it starts.
-The gate lets :data:`SLOTS` requests run at once and keeps each session's recent use of the server (seconds of
-requests, decaying with a half-life of :data:`HALF_LIFE_S`):
+Every request that does real work (replays, scoring, uploads) passes :data:`GATE` before it starts. The gate keeps
+each session's recent use of the server (seconds of requests, decaying with a half-life of :data:`HALF_LIFE_S`) and
+the start time of every request past it:
 
-- when a slot frees, the waiting request of the session that has used the server least goes first (ties: first come),
-  so a session that sends expensive requests back to back waits behind sessions that send cheap ones;
-- a heavy session (recent use over :data:`HEAVY_RATIO` times the median of the active sessions', and over
-  :data:`HEAVY_S`) may start only while another slot stays free and no other heavy request runs, so heavy sessions
-  share one slot and the others always have one.
+- a request holds one of :data:`SLOTS` slots only for its first :data:`LONG_S` seconds; after that it runs on
+  without a slot (its forwards still take turns at the model, :mod:`mrtpo_viz.policy.turns`), so requests at the caps
+  (a replay of a long text with many verifiers, a query the SQL sandbox must stop) cannot make everyone else wait
+  for their end; at most :data:`MAX_RUNNING` requests run at all;
+- when a slot frees, the waiting request of the session that has used the server least lately goes first (ties:
+  first come), so a session that sends expensive requests back to back waits behind those that send cheap ones;
+- a session runs one request at a time.
 
-A request runs to its end once started (its model forwards still take turns, :mod:`mrtpo_viz.policy.turns`); what
-the gate decides is who starts next. The session is Gradio's ``session_hash``; calls outside a Gradio request (the
-Python API, tests) share one key.
+What the gate decides is who starts when; a started request runs to its end. The session is Gradio's
+``session_hash``; calls outside a Gradio request (the Python API, tests) share one key.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import math
 import threading
 import time
 
 SLOTS = 2
-"""Requests past the gate at once when no setting says otherwise (``MRTPO_MODEL_REQUESTS`` sets it at launch)."""
+"""Requests in their first :data:`LONG_S` seconds at once (``MRTPO_MODEL_REQUESTS`` sets it at launch)."""
+LONG_S = 1.0
+"""After this long a request gives its slot up and runs on beside the others."""
+MAX_RUNNING = 6
+"""Requests running at once, long ones included (each holds memory)."""
 HALF_LIFE_S = 10.0
 """How fast a session's recorded use decays."""
-HEAVY_S = 2.0
-"""Recent use (seconds) under which no session counts as heavy."""
-HEAVY_RATIO = 1.5
-"""A session whose recent use is over this many times the median of the active sessions' is heavy."""
-ACTIVE_S = 0.05
-"""Recent use over which a session counts as active (for the median)."""
 MAX_SESSIONS = 10_000
 """Sessions remembered at most (the least used are forgotten first)."""
 
 
 class FairGate:
-    def __init__(self, slots: int = SLOTS, half_life_s: float = HALF_LIFE_S, heavy_s: float = HEAVY_S):
-        self.slots, self.half_life_s, self.heavy_s = slots, half_life_s, heavy_s
+    def __init__(self, slots: int = SLOTS, long_s: float = LONG_S, max_running: int = MAX_RUNNING):
+        self.slots, self.long_s, self.max_running = slots, long_s, max_running
+        self.half_life_s = HALF_LIFE_S
         self._cond = threading.Condition()
         self._use: dict[str, tuple[float, float]] = {}  # session -> (use in seconds, when recorded)
         self._waiting: list[tuple[int, str]] = []  # (arrival number, session)
-        self._arrivals = 0
-        self.running = 0
-        self._heavy_running = 0  # requests admitted as heavy and not yet left
+        self._running: dict[int, tuple[str, float]] = {}  # token -> (session, start)
+        self._tokens = itertools.count(1)
+
+    @property
+    def running(self) -> int:
+        return len(self._running)
 
     def use(self, session: str, now: float | None = None) -> float:
         """The session's recent use of the server in seconds (decayed to ``now``)."""
@@ -53,50 +57,43 @@ class FairGate:
         now = time.monotonic() if now is None else now
         return value * math.pow(0.5, max(now - at, 0.0) / self.half_life_s)
 
+    def holding(self, now: float | None = None) -> int:
+        """Requests that still hold a slot (started less than ``long_s`` ago)."""
+        now = time.monotonic() if now is None else now
+        return sum(now - start < self.long_s for _, start in self._running.values())
+
     def _may_start(self, ticket: tuple[int, str]) -> bool:
-        if self.running >= self.slots:
-            return False
         now = time.monotonic()
-        first = min(self._waiting, key=lambda t: (self.use(t[1], now), t[0]))
-        if first is not ticket:
+        busy = {session for session, _ in self._running.values()}
+        ready = [t for t in self._waiting if t[1] not in busy]
+        if ticket not in ready or self.running >= self.max_running or self.holding(now) >= self.slots:
             return False
-        if not self._heavy(ticket[1], now) or self.slots == 1:
-            return True
-        return self.running < self.slots - 1 and self._heavy_running == 0
+        return min(ready, key=lambda t: (self.use(t[1], now), t[0])) is ticket
 
-    def _heavy(self, session: str, now: float) -> bool:
-        mine = self.use(session, now)
-        if mine <= self.heavy_s:
-            return False
-        active = sorted(u for u in (self.use(k, now) for k in self._use) if u > ACTIVE_S)
-        return mine > HEAVY_RATIO * active[len(active) // 2] if active else False
-
-    def enter(self, session: str) -> bool:
-        """Wait for a turn; returns whether the request was admitted as heavy (give it back to :meth:`leave`: a
-        generator handler may leave from another thread than it entered from)."""
+    def enter(self, session: str) -> int:
+        """Wait for a slot; returns the request's token for :meth:`leave` (a generator handler may leave from
+        another thread than it entered from)."""
         with self._cond:
-            self._arrivals += 1
-            ticket = (self._arrivals, session)
+            ticket = (next(self._tokens), session)
             self._waiting.append(ticket)
-            # a heavy session waiting alone re-checks as its use decays
             while not self._may_start(ticket):
-                self._cond.wait(timeout=0.5)
+                self._cond.wait(timeout=self.long_s / 4)  # slots also free as requests turn long
             self._waiting.remove(ticket)
-            self.running += 1
-            heavy = self._heavy(session, time.monotonic())
-            self._heavy_running += heavy
-            return heavy
+            self._running[ticket[0]] = (session, time.monotonic())
+            return ticket[0]
 
-    def leave(self, session: str, seconds: float, heavy: bool = False) -> None:
+    def leave(self, token: int) -> float:
+        """The request ends; returns how long it ran (added to its session's use)."""
         with self._cond:
+            session, start = self._running.pop(token)
             now = time.monotonic()
+            seconds = now - start
             self._use[session] = (self.use(session, now) + seconds, now)
             if len(self._use) > MAX_SESSIONS:
                 for key in sorted(self._use, key=lambda k: self.use(k, now))[: len(self._use) - MAX_SESSIONS]:
                     del self._use[key]
-            self.running -= 1
-            self._heavy_running -= heavy
             self._cond.notify_all()
+            return seconds
 
 
 GATE = FairGate()
@@ -119,24 +116,20 @@ def fair(fn):
 
         @functools.wraps(fn)
         def gen_wrapper(*args, **kwargs):
-            session = _session()
-            heavy = GATE.enter(session)
-            start = time.monotonic()
+            token = GATE.enter(_session())
             try:
                 yield from fn(*args, **kwargs)
             finally:
-                GATE.leave(session, time.monotonic() - start, heavy)
+                GATE.leave(token)
 
         return gen_wrapper
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        session = _session()
-        heavy = GATE.enter(session)
-        start = time.monotonic()
+        token = GATE.enter(_session())
         try:
             return fn(*args, **kwargs)
         finally:
-            GATE.leave(session, time.monotonic() - start, heavy)
+            GATE.leave(token)
 
     return wrapper

@@ -255,7 +255,8 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
         r["json_file"],
     ]
     picked = [c["prompt"], c["response"], verifiers]
-    heavy = dict(concurrency_id=MODEL, concurrency_limit=model_limit())  # past the fair-share gate, in its group
+    # the advantage breakdown is cheap and bounded (256 rows, bodies over 1 MiB refused): in the group, not gated
+    heavy = dict(concurrency_id=MODEL, concurrency_limit=model_limit())
 
     # the example index often stays the same across tasks, so example.change would not fire: refill explicitly
     task.change(task_examples, task, example, api_name="task_examples").success(
@@ -346,12 +347,12 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
         # a small machine, the replay itself needs (profile in benchmarks/results/ui_latency.md)
         show_progress_on=r["view"],
     ).success(None, js=AFTER_HEATMAP, api_name=False).success(
-        fair(advantages), adv_in, adv_out, api_name="advantages", show_progress="hidden", **heavy
+        advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden", **heavy
     ).success(downloads, rel_state, [r["csv_file"], r["json_file"]], api_name="downloads", show_progress="hidden")
     # .change, not .release: typing a value into a slider's number box and pressing Enter redraws too
     gr.on(
         [r["alpha"].change, r["gamma"].change, r["source"].change, r["rewards"].input],
-        fair(advantages),
+        advantages,
         adv_in,
         adv_out,
         api_name=False,
@@ -380,4 +381,4 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
         api_name="sample_group",
         concurrency_id=MODEL,
         concurrency_limit=model_limit(),
-    ).success(fair(advantages), adv_in, adv_out, api_name=False, show_progress="hidden", **heavy)
+    ).success(advantages, adv_in, adv_out, api_name=False, show_progress="hidden", **heavy)
