@@ -24,16 +24,34 @@ def _label(p: dict) -> str:
     return t if t == b else f"t: {t}; bootstrap: {b}"
 
 
+def chosen_lrs(runs: dict) -> dict:
+    """Method -> the learning rate with the highest mean AUC over its seeds (``runs``: (method, lr) -> seed -> record);
+    ties: the smaller rate."""
+    best = {}
+    for (m, lr), seeds in sorted(runs.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        score = float(np.mean([auc(r) for r in seeds.values()]))
+        if m not in best or score > best[m][1]:
+            best[m] = (lr, score)
+    return {m: lr for m, (lr, _) in best.items()}
+
+
 def summarize(plan: dict, records: list[dict]) -> dict:
-    """``{arm: {"methods": {...}, "vs_reference": {...}, "share": {...}, "gate_b": {...}}}``."""
+    """``{arm: {"methods": {...}, "chosen_lr": {...}, "vs_reference": {...}, "share": {...}, "gate_b": {...}}}``.
+
+    Where a method ran at several learning rates (the pilot's grid), the table has a row per rate (``method @ lr``)
+    and the comparisons use each method's chosen rate (:func:`chosen_lrs`)."""
     ref, out = plan.get("reference", "gdpo"), {}
-    by_arm = defaultdict(lambda: defaultdict(dict))  # arm -> method -> seed -> record
+    by_arm = defaultdict(lambda: defaultdict(dict))  # arm -> (method, lr) -> seed -> record
     for rec in records:
-        by_arm[rec["arm"]][rec["method"]][rec["seed"]] = rec
-    for arm, methods in by_arm.items():
+        by_arm[rec["arm"]][(rec["method"], rec["lr"])][rec["seed"]] = rec
+    for arm, runs in by_arm.items():
         window = next((a.get("window", plan["window"]) for a in plan["arms"] if a["key"] == arm), plan["window"])
+        chosen = chosen_lrs(runs)
+        grid = {m for m, _ in runs if sum(k[0] == m for k in runs) > 1}
+        rows = {(f"{m} @ {lr:g}" if m in grid else m): seeds for (m, lr), seeds in runs.items()}
+        methods = {m: runs[(m, lr)] for m, lr in chosen.items()}
         table = {}
-        for m, seeds in methods.items():
+        for m, seeds in rows.items():
             recs = list(seeds.values())
             curves = [[r["mean_reward"] for r in rec["rows"]] for rec in recs]
             norms = [r["grad_norm"] for rec in recs for r in rec["rows"]]
@@ -66,6 +84,7 @@ def summarize(plan: dict, records: list[dict]) -> dict:
                 diffs[m] = p
         out[arm] = {
             "methods": table,
+            "chosen_lr": chosen,
             "vs_reference": diffs,
             "share": _shares(methods, ref),
             "gate_b": _gate_b(diffs, plan),
@@ -136,6 +155,12 @@ def markdown(summary: dict, plan: dict, phase: str, command: str) -> str:
                 f"{t['steps_to_threshold']:.1f} ({t['reached']} reached) | {held} | {t['truncated']:.3f} | "
                 f"{t['grad_norm_median']:.3f} | {t['clipped_share']:.2f} | {t['cpu_s_per_run']:.0f} |"
             )
+        if any(" @ " in m for m in s["methods"]):
+            rates = ", ".join(f"{m} {lr:g}" for m, lr in s["chosen_lr"].items())
+            lines += [
+                "",
+                f"Each method's learning rate (highest mean AUC of the grid; the rows below use it): {rates}.",
+            ]
         lines += [
             "",
             "| method - GDPO (AUC, paired by seed) | mean | 95% t interval | 95% bootstrap | n | 0 is |",

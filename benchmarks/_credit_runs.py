@@ -33,7 +33,8 @@ def schedule(plan: dict, phase: str) -> list[RunSpec]:
         lrs = {m: plan["pilot"]["lr"] for m in methods}
     elif phase == "main":  # the seeds and each method's learning rate are chosen from the pilot (plan["chosen"])
         chosen = plan.get("chosen") or {}
-        seeds, methods = range(chosen.get("seeds", plan["seeds"]["min"])), plan["methods"]
+        first = chosen.get("seed_offset", 0)  # fresh seeds: the pilot's chose the rates, so they are not reused
+        seeds, methods = range(first, first + chosen.get("seeds", plan["seeds"]["min"])), plan["methods"]
         lrs = {m: [chosen.get("lr", {}).get(m, plan["pilot"]["lr"][0])] for m in methods}
     else:
         raise ValueError(f"unknown phase {phase!r}; choose pilot or main")
@@ -146,6 +147,7 @@ def sitting(
     limit: Optional[int] = None,
     methods: Optional[list[str]] = None,
     log=print,
+    lrs: Optional[list[float]] = None,
 ) -> list[Path]:
     """Train this shard's runs that have no result file yet; each finished run is written at once (resumable).
 
@@ -160,6 +162,8 @@ def sitting(
         if unknown:
             raise ValueError(f"methods {unknown} are not in this phase's schedule")
         todo = sorted((s for s in todo if s.method in methods), key=lambda s: (s.seed, methods.index(s.method)))
+    if lrs:  # a sitting may leave some of the grid's rates for later (the plan is unchanged)
+        todo = [s for s in todo if any(math.isclose(s.lr, lr) for lr in lrs)]
     for spec in todo:
         path = out_dir / f"{spec.name}.json"
         if path.is_file():

@@ -131,7 +131,10 @@ def cmd_run(args) -> int:
     out = Path(args.out) if args.out else RESULTS / f"credit_{args.phase}"
     methods = [m for m in (args.methods or "").split(",") if m]
     try:
-        done = runs.sitting(plan, args.phase, out, shard, threads=args.threads, limit=args.limit, methods=methods)
+        lrs = [float(x) for x in (args.lrs or "").split(",") if x]
+        done = runs.sitting(
+            plan, args.phase, out, shard, threads=args.threads, limit=args.limit, methods=methods, lrs=lrs
+        )
     except ValueError as e:
         raise SystemExit(str(e)) from None
     print(f"{len(done)} runs written to {out}")
@@ -160,6 +163,29 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_choose(args) -> int:
+    """After the pilot: each method's learning rate (the grid value with the highest mean AUC) and the main runs'
+    seeds (the plan's power rule on the best oracle's paired sd, at least the plan's minimum), written into the plan
+    as ``chosen`` (the only change a plan takes after its pilot), with fresh seeds from ``--seed-offset``."""
+    from _credit_report import summarize
+
+    plan = _plan(args)
+    records = list(runs.load_runs(RESULTS / "credit_pilot"))
+    if not records:
+        raise SystemExit("no pilot runs: run `python benchmarks/credit.py run --phase pilot` first")
+    arm = summarize(plan, records)[plan["arms"][0]["key"]]
+    need = arm["gate_b"].get("seeds_for_80pct_power") or plan["seeds"]["min"]
+    plan["chosen"] = {
+        "lr": arm["chosen_lr"],
+        "seeds": max(plan["seeds"]["min"], int(need)),
+        "seed_offset": args.seed_offset,
+        "from": "credit_pilot.md: " + ", ".join(f"{m} {lr:g}" for m, lr in arm["chosen_lr"].items()),
+    }
+    plans.write_plan(Path(args.plan), plan)
+    print(json.dumps(plan["chosen"], indent=1))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--plan", default=str(RESULTS / "credit_plan.json"))
@@ -170,6 +196,8 @@ def main(argv=None) -> int:
     p = sub.add_parser("policy")
     p.add_argument("--prompts", type=int, default=32)
     p.add_argument("--samples", type=int, default=4)
+    p = sub.add_parser("choose", help="after the pilot: each method's rate and the main runs' seeds, into the plan")
+    p.add_argument("--seed-offset", type=int, default=100)
     p = sub.add_parser("gates")
     p.add_argument("--batches", type=int, default=8)
     p = sub.add_parser("relevance", help="how well the replay's relevance finds the decision tokens")
@@ -186,6 +214,7 @@ def main(argv=None) -> int:
                 default=None,
                 help="comma-separated: only these of the plan's methods, in this order (seed-major)",
             )
+            p.add_argument("--lrs", default=None, help="comma-separated: only these of the phase's learning rates")
         else:
             p.add_argument("--dest", default=None, help="folder for the report files (default results/)")
     args = ap.parse_args(argv)
@@ -194,6 +223,7 @@ def main(argv=None) -> int:
         "policy": cmd_policy,
         "gates": cmd_gates,
         "relevance": cmd_relevance,
+        "choose": cmd_choose,
         "run": cmd_run,
         "report": cmd_report,
     }[args.cmd](args)

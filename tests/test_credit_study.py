@@ -86,3 +86,35 @@ def test_tiny_study_end_to_end(tmp_path):
     assert summary["methods"]["gdpo"]["truncated"] == 1.0
     text = markdown({"slots": summary}, plan, "pilot", "python benchmarks/credit.py report --phase pilot")
     assert "| mrtpo:oracle-mask |" in text and "Gate (b)" in text
+
+
+def _record(method, lr, seed, rewards):
+    rows = [
+        {"mean_reward": r, "grad_norm": 0.5, "truncated": 0.0, "rewards": {}, "adv_absmax": 1.0, "mean_length": 100}
+        for r in rewards
+    ]
+    held = {"1": {"mean_reward": 0.5, "truncated": 0.0}}
+    return dict(arm="slots", method=method, lr=lr, seed=seed, rows=rows, heldout=held, cpu_s=1.0, max_grad_norm=1.0)
+
+
+def test_the_pilot_grid_chooses_each_methods_rate_and_the_main_runs_use_fresh_seeds():
+    """Rows per (method, rate) in the pilot; the comparisons pair each method at its best-AUC rate; the main
+    schedule takes the chosen rates and seeds that start at the offset (the pilot's seeds chose the rates)."""
+    from _credit_report import markdown, summarize
+
+    plan = plans.default_plan()
+    records = [
+        _record("gdpo", 5e-4, s, [0.4, 0.6]) for s in (0, 1)  # AUC 0.5
+    ] + [_record("gdpo", 1e-3, s, [0.4, 0.5]) for s in (0, 1)]  # AUC 0.45
+    records += [_record("mrtpo:oracle-mask", 5e-4, s, [0.4, 0.6 + 0.1 * s]) for s in (0, 1)]  # AUC 0.5, 0.55
+    records += [_record("mrtpo:oracle-mask", 1e-3, s, [0.5, 0.7 + 0.1 * s]) for s in (0, 1)]  # AUC 0.6, 0.65
+    s = summarize(plan, records)["slots"]
+    assert s["chosen_lr"] == {"gdpo": 5e-4, "mrtpo:oracle-mask": 1e-3}
+    assert set(s["methods"]) == {f"{m} @ {lr:g}" for m in ("gdpo", "mrtpo:oracle-mask") for lr in (5e-4, 1e-3)}
+    assert s["vs_reference"]["mrtpo:oracle-mask"]["per_seed"] == pytest.approx([0.1, 0.15])
+    assert "Each method's learning rate" in markdown({"slots": s}, plan, "pilot", "cmd")
+    plan["chosen"] = {"lr": s["chosen_lr"], "seeds": 6, "seed_offset": 100}
+    main = runs.schedule(plan, "main")
+    assert sorted({r.seed for r in main}) == list(range(100, 106))
+    assert {r.lr for r in main if r.method == "mrtpo:oracle-mask"} == {1e-3}
+    assert {r.lr for r in main if r.method == "grpo"} == {plan["pilot"]["lr"][0]}  # not in the pilot: the first rate
