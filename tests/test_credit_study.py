@@ -104,7 +104,8 @@ def test_the_pilot_grid_chooses_each_methods_rate_and_the_main_runs_use_fresh_se
 
     plan = plans.default_plan()
     records = [
-        _record("gdpo", 5e-4, s, [0.4, 0.6]) for s in (0, 1)  # AUC 0.5
+        _record("gdpo", 5e-4, s, [0.4, 0.6])
+        for s in (0, 1)  # AUC 0.5
     ] + [_record("gdpo", 1e-3, s, [0.4, 0.5]) for s in (0, 1)]  # AUC 0.45
     records += [_record("mrtpo:oracle-mask", 5e-4, s, [0.4, 0.6 + 0.1 * s]) for s in (0, 1)]  # AUC 0.5, 0.55
     records += [_record("mrtpo:oracle-mask", 1e-3, s, [0.5, 0.7 + 0.1 * s]) for s in (0, 1)]  # AUC 0.6, 0.65

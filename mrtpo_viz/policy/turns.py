@@ -14,6 +14,10 @@ turns, only around forward passes:
 
 Turns are off unless :func:`enable` is called (``mrtpo_viz.ui.launch`` does): a script or a training run in one
 thread pays nothing. Turns order threads of one process; they never change what a forward computes.
+
+Each forward is also where abandoned work stops: with a check set by :func:`on_cancel` (the app's asks Gradio whether
+the request's client is still there), a forward of a request whose client left raises :class:`RequestCancelled`
+instead of running, so a replay at the caps does not spin on for nobody.
 """
 
 from __future__ import annotations
@@ -29,6 +33,24 @@ QUANTUM_S = 0.2
 CHUNK_TOKENS = 4096
 """With turns on, a batched replay forward of more token positions than this runs in chunks of branches, so that
 one forward, the unit a turn cannot split, stays short (a few tenths of a second for the bundled policy)."""
+
+
+class RequestCancelled(RuntimeError):
+    """The request's client left: its remaining forwards are not run."""
+
+
+_cancel_check = [None]
+
+
+def on_cancel(check) -> None:
+    """``check()`` -> True when the current request has been abandoned (None: never)."""
+    _cancel_check[0] = check
+
+
+def _check_cancelled() -> None:
+    check = _cancel_check[0]
+    if check is not None and check():
+        raise RequestCancelled("the request was abandoned (its client left); its remaining work was not run")
 
 
 class _Turns:
@@ -81,10 +103,12 @@ class _Turns:
         if not self.enabled:
             yield
             return
+        _check_cancelled()
         if getattr(self._local, "depth", 0) and self._holder == threading.get_ident():
             if time.monotonic() - self._since > QUANTUM_S and self.waiting():
                 self._release()  # others wait: queue behind them
                 self._acquire()
+                _check_cancelled()  # the client may have left while this request waited
             yield
             return
         with self.job():

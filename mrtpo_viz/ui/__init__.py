@@ -145,9 +145,10 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     start_periodic_trim()  # what a burst of requests freed goes back to the OS once the burst is over
     from ..policy import turns
 
-    from .fair_share import GATE
+    from .fair_share import GATE, client_gone
 
     GATE.slots = get_settings().model_requests
+    turns.on_cancel(client_gone)  # a request whose client left stops at its next forward
     turns.enable()  # sessions take fair turns at the model, forward by forward (MRTPO_MODEL_REQUESTS at once)
     return demo.launch(
         server_name=host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),

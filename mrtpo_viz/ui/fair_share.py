@@ -109,6 +109,24 @@ def _session() -> str:
         return "local"
 
 
+def client_gone() -> bool:
+    """Whether the Gradio request this thread serves was abandoned (Gradio marks a session's jobs not alive when
+    its client disconnects); False outside a request or where Gradio's queue does not say."""
+    try:
+        from gradio.context import LocalContext
+
+        blocks, event_id = LocalContext.blocks.get(None), LocalContext.event_id.get(None)
+        if blocks is None or event_id is None:
+            return False
+        for jobs in blocks._queue.active_jobs:
+            for job in jobs or ():
+                if getattr(job, "_id", None) == event_id:
+                    return not job.alive
+    except Exception:  # noqa: BLE001 -- Gradio's internals moved: never cancel rather than fail
+        return False
+    return False
+
+
 def fair(fn):
     """``fn`` (a function or a generator function, a Gradio handler) run past :data:`GATE`; the signature is kept,
     so Gradio still passes ``gr.Request`` and progress arguments."""

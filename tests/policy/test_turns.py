@@ -108,3 +108,54 @@ def test_chunked_replay_forward_equals_the_one_batch_forward(tiny_policy, monkey
         turns.enable(False)
     assert torch.allclose(whole.scores, chunked.scores, atol=1e-5)
     assert whole.scores.abs().max() > 1e-3  # the replay did see a difference between branches
+
+
+def test_a_request_whose_client_left_stops_at_its_next_forward():
+    """The threat: a replay at the caps that goes on for seconds after its client left. With the app's check
+    (``ui.fair_share.client_gone``: Gradio marks the session's jobs not alive when its event stream closes), the
+    handler's next forward raises RequestCancelled."""
+    import httpx
+
+    import gradio as gr
+    from mrtpo_viz.ui.fair_share import client_gone
+
+    from ..apphelpers import free_port
+
+    seen = {"forwards": 0, "cancelled": False}
+
+    def work(x):
+        try:
+            for _ in range(200):  # 20 s of "forwards" if nothing stops it
+                with turns.model_forward():
+                    seen["forwards"] += 1
+                    time.sleep(0.1)
+        except turns.RequestCancelled:
+            seen["cancelled"] = True
+        return x
+
+    with gr.Blocks() as demo:
+        box = gr.Textbox()
+        gr.Button().click(work, box, box, api_name="work")
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_port=free_port(), quiet=True)
+    turns.enable()
+    turns.on_cancel(client_gone)
+    try:
+        join = httpx.post(
+            f"{url}gradio_api/queue/join",
+            json={"data": ["a"], "fn_index": 0, "session_hash": "gone", "event_data": None, "trigger_id": None},
+            timeout=10,
+        )
+        assert join.status_code == 200
+        with httpx.stream("GET", f"{url}gradio_api/queue/data", params={"session_hash": "gone"}, timeout=10) as r:
+            for line in r.iter_lines():
+                if "process_starts" in line:
+                    break
+        # the stream is closed: the client left
+        deadline = time.monotonic() + 10
+        while not seen["cancelled"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        turns.on_cancel(None)
+        turns.enable(False)
+        demo.close()
+    assert seen["cancelled"] and seen["forwards"] < 100, seen
