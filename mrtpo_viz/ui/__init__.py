@@ -135,21 +135,21 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     limit_arenas()  # before any serving thread: their freed pages do not stay spread over many arenas
     options = {**launch_options(), **kw}
     demo = build_app()
+    from ..policy import turns
+    from ..policy.memory import start_periodic_trim
     from ..settings import default_checkpoint
+    from .fair_share import GATE, client_gone
     from .policy_choice import get_policy
-    from .zerogpu import preload
+    from .zerogpu import on_zerogpu, preload
 
     preload(lambda: get_policy(default_checkpoint()))  # ZeroGPU: the weights go to CUDA now, not in a request
-    from ..policy.memory import start_periodic_trim
-
     start_periodic_trim()  # what a burst of requests freed goes back to the OS once the burst is over
-    from ..policy import turns
-
-    from .fair_share import GATE, client_gone
-
     GATE.slots = get_settings().model_requests
     turns.on_cancel(client_gone)  # a request whose client left stops at its next forward
-    turns.enable()  # sessions take fair turns at the model, forward by forward (MRTPO_MODEL_REQUESTS at once)
+    # sessions take fair turns at the model, forward by forward; not on ZeroGPU, which runs each model call in a
+    # forked worker of its own (no shared model to take turns at; a lock held by another thread at the fork would
+    # stay held in the child)
+    turns.enable(not on_zerogpu())
     return demo.launch(
         server_name=host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=port or int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
