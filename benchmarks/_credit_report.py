@@ -175,7 +175,7 @@ def markdown(summary: dict, plan: dict, phase: str, command: str) -> str:
         for k, sh in s["share"].items():
             lines.append(f"| {k} | {sh['share']:.2f} | [{sh['lo']:.2f}, {sh['hi']:.2f}] | {sh.get('why', '')} |")
         g = s["gate_b"]
-        if "gain" in g:
+        if "gain" in g and phase == "pilot":  # a gate of the pilot; the main run's power is read from its intervals
             lines += [
                 "",
                 f"Gate (b): best oracle `{g['best_oracle']}` gains {g['gain']:+.4f} (sd {g['sd']:.4f}, "
