@@ -135,8 +135,3 @@ def model_job():
 def model_forward():
     """Context around one forward pass: inside a job, the point where the job may give its turn up."""
     return _TURNS.forward()
-
-
-def waiting() -> int:
-    """Threads queued for the model now."""
-    return _TURNS.waiting()
