@@ -95,8 +95,8 @@ def summarize(plan: dict, records: list[dict]) -> dict:
 def _shares(methods: dict, ref: str) -> dict:
     shares = {}
     for oracle in ("mrtpo:oracle", "mrtpo:oracle-mask"):
-        for m in ("mrtpo", "mrtpo-mask", "mrtpo:placebo-mask"):
-            if oracle not in methods or m not in methods or ref not in methods:
+        for m in sorted(methods):
+            if m in (ref, "grpo") or m.startswith("mrtpo:oracle") or oracle not in methods or ref not in methods:
                 continue
             common = sorted(set(methods[m]) & set(methods[oracle]) & set(methods[ref]))
             if len(common) < 2:
@@ -222,5 +222,59 @@ def gates_markdown(gate_a: dict | None, relevance: dict | None) -> str:
             for c in ("none", "others")
             if c in relevance
         ]
+        lines.append("")
+    return "\n".join(lines)
+
+
+POCOCK_TWO_LOOKS = 0.0294
+"""Per-look two-sided alpha that keeps two looks at the data (the planned seeds, then the extension) at an overall
+0.05 (Pocock's boundary for two equally spaced looks; 0.0294 is its tabulated value)."""
+
+
+def looks(plan: dict, records: list[dict]) -> dict:
+    """Where the main runs were extended beyond the seeds first planned (``chosen.first_seeds``): every method against
+    the reference at the first seeds (the planned look) and at all seeds, each with its 95% t interval, and at all
+    seeds also the t interval at the two-look level (so that looking twice does not inflate the error rate)."""
+    chosen = plan.get("chosen") or {}
+    first = chosen.get("first_seeds")
+    if not first:
+        return {}
+    offset = chosen.get("seed_offset", 0)
+    early = summarize(plan, [r for r in records if r["seed"] < offset + first])
+    full = summarize(plan, records)
+    out = {}
+    for arm, s in full.items():
+        rows = {}
+        for m, p in s["vs_reference"].items():
+            q = early.get(arm, {}).get("vs_reference", {}).get(m)
+            lo, hi = st.t_ci(p["per_seed"], level=1 - POCOCK_TWO_LOOKS)
+            rows[m] = {"first": q, "all": p, "all_pocock": (lo, hi)}
+        out[arm] = {"first_seeds": list(range(offset, offset + first)), "rows": rows}
+    return out
+
+
+def looks_markdown(lk: dict) -> str:
+    lines = []
+    for arm, a in lk.items():
+        s0, s1 = a["first_seeds"][0], a["first_seeds"][-1]
+        lines += [
+            f"## Arm `{arm}`: the planned seeds and the extension",
+            "",
+            f"The plan first fixed seeds {s0}-{s1}; its second amendment extended the main runs (why: the plan's "
+            "`amendments`). The first column is the planned look; the last is the extended look's t interval at the "
+            f"two-look level ({100 * (1 - POCOCK_TWO_LOOKS):.2f}%, Pocock), which keeps the two looks together at "
+            "a 5% false-positive rate.",
+            "",
+            "| method - GDPO (AUC) | first seeds: mean [95% t] | all seeds: mean [95% t] | n | all seeds, "
+            "two-look t interval |",
+            "|---|---|---|---|---|",
+        ]
+        for m, r in a["rows"].items():
+            q, p, (lo, hi) = r["first"], r["all"], r["all_pocock"]
+            first = f"{q['mean']:+.4f} [{q['t_lo']:+.4f}, {q['t_hi']:+.4f}] (n {q['n']})" if q else "not run"
+            lines.append(
+                f"| {m} | {first} | {p['mean']:+.4f} [{p['t_lo']:+.4f}, {p['t_hi']:+.4f}] | {p['n']} | "
+                f"[{lo:+.4f}, {hi:+.4f}] ({_side(lo, hi)}) |"
+            )
         lines.append("")
     return "\n".join(lines)

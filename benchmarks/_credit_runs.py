@@ -23,7 +23,20 @@ class RunSpec:
 
     @property
     def name(self) -> str:
-        return f"{self.arm['key']}__{self.method.replace(':', '_')}__lr{self.lr:g}__s{self.seed}"
+        return f"{self.arm['key']}__{self.method.replace(':', '_').replace('@', '+')}__lr{self.lr:g}__s{self.seed}"
+
+
+VARIANTS = {"others": {"control": "others"}, "kl": {"metric": "kl"}}
+"""Relevance variants of a replay method, written ``method@variant`` in a plan (``mrtpo@others``: the with-information
+branch held against the other verifiers' information instead of none; ``mrtpo@kl``: KL instead of JS)."""
+
+
+def method_settings(method: str) -> tuple[str, dict]:
+    """``"mrtpo@others"`` -> ``("mrtpo", {"control": "others"})``; a plain method name has no extra settings."""
+    base, _, variant = method.partition("@")
+    if variant and variant not in VARIANTS:
+        raise ValueError(f"unknown relevance variant {variant!r} in {method!r}; choose from {sorted(VARIANTS)}")
+    return base, dict(VARIANTS.get(variant, {}))
 
 
 def schedule(plan: dict, phase: str) -> list[RunSpec]:
@@ -87,9 +100,10 @@ def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:
 
     arm = spec.arm
     torch.set_num_threads(threads)
+    method, extra = method_settings(spec.method)
     cfg = TrainConfig(
         task=arm["task"],
-        method=spec.method,
+        method=method,
         checkpoint=arm["checkpoint"],
         seed=spec.seed,
         steps=arm["steps"],
@@ -100,6 +114,7 @@ def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:
         stop_after_lines=arm.get("stop_after_lines", 0),
         max_grad_norm=arm.get("max_grad_norm", 1.0),
         threads=threads,
+        **extra,
     )
     policy = policy if policy is not None else load_policy(policy_path(arm["checkpoint"]))
     run = setup_run(cfg, load_examples(arm["task"], "train"), policy)

@@ -142,7 +142,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from _credit_report import gates_markdown, markdown, summarize
+    from _credit_report import gates_markdown, looks, looks_markdown, markdown, summarize
 
     plan = _plan(args)
     src = Path(args.out) if args.out else RESULTS / f"credit_{args.phase}"
@@ -150,6 +150,9 @@ def cmd_report(args) -> int:
     if not records:
         raise SystemExit(f"no runs in {src}: run `python benchmarks/credit.py run --phase {args.phase}` first")
     summary = summarize(plan, records)
+    lk = looks(plan, records) if args.phase == "main" else {}
+    if lk:
+        summary = {arm: dict(s, looks=lk.get(arm)) for arm, s in summary.items()}
     command = f"python benchmarks/credit.py report --phase {args.phase}"
     dest = Path(args.dest) if args.dest else RESULTS
     (dest / f"credit_{args.phase}.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
@@ -157,7 +160,13 @@ def cmd_report(args) -> int:
         n: json.loads((RESULTS / f"credit_{n}.json").read_text()) if (RESULTS / f"credit_{n}.json").is_file() else None
         for n in ("gate_a", "relevance")
     }
-    text = markdown(summary, plan, args.phase, command) + "\n" + gates_markdown(extra["gate_a"], extra["relevance"])
+    text = (
+        markdown(summary, plan, args.phase, command)
+        + "\n"
+        + looks_markdown(lk)
+        + "\n"
+        + gates_markdown(extra["gate_a"], extra["relevance"])
+    )
     (dest / f"credit_{args.phase}.md").write_text(text + "\n")
     print(text)
     return 0

@@ -119,3 +119,33 @@ def test_the_pilot_grid_chooses_each_methods_rate_and_the_main_runs_use_fresh_se
     assert sorted({r.seed for r in main}) == list(range(100, 106))
     assert {r.lr for r in main if r.method == "mrtpo:oracle-mask"} == {1e-3}
     assert {r.lr for r in main if r.method == "grpo"} == {plan["pilot"]["lr"][0]}  # not in the pilot: the first rate
+
+
+def test_relevance_variants_set_the_replay_and_unknown_ones_are_refused():
+    assert runs.method_settings("mrtpo@others") == ("mrtpo", {"control": "others"})
+    assert runs.method_settings("mrtpo@kl") == ("mrtpo", {"metric": "kl"})
+    assert runs.method_settings("mrtpo:oracle-mask") == ("mrtpo:oracle-mask", {})
+    with pytest.raises(ValueError, match="unknown relevance variant 'tvdx'"):
+        runs.method_settings("mrtpo@tvdx")
+    arm = plans.default_plan()["arms"][0]
+    assert runs.RunSpec(arm, "mrtpo@others", 2.5e-4, 3).name == "slots__mrtpo+others__lr0.00025__s3"
+
+
+def test_an_extended_main_run_reports_the_planned_look_and_the_two_look_interval():
+    """Seeds 100-101 were planned, 100-103 ran: the first look uses only 100-101; the extended look's two-look
+    interval is wider than its 95% interval (Pocock level 97.06%)."""
+    from _credit_report import looks, looks_markdown
+
+    plan = plans.default_plan()
+    plan["chosen"] = {"lr": {}, "seeds": 4, "seed_offset": 100, "first_seeds": 2}
+    gains = {100: 0.10, 101: 0.02, 102: 0.06, 103: 0.08}
+    records = [_record("gdpo", 5e-4, s, [0.4, 0.6]) for s in gains]
+    records += [_record("mrtpo:oracle-mask", 5e-4, s, [0.4 + g, 0.6 + g]) for s, g in gains.items()]
+    lk = looks(plan, records)["slots"]
+    row = lk["rows"]["mrtpo:oracle-mask"]
+    assert lk["first_seeds"] == [100, 101]
+    assert row["first"]["per_seed"] == pytest.approx([0.10, 0.02]) and row["all"]["n"] == 4
+    assert row["all"]["mean"] == pytest.approx(0.065)
+    lo, hi = row["all_pocock"]
+    assert lo < row["all"]["t_lo"] and hi > row["all"]["t_hi"]
+    assert "two-look" in looks_markdown({"slots": lk}) and looks(plans.default_plan(), records) == {}
