@@ -76,7 +76,7 @@ def summarize(plan: dict, records: list[dict]) -> dict:
         for m in methods:
             if m == ref:
                 continue
-            common = sorted(set(methods[m]) & set(methods.get(ref, {})))
+            common = _pairs(methods, m, ref)
             d = [auc(methods[m][s]) - auc(methods[ref][s]) for s in common]
             if len(d) >= 2:
                 p = st.paired(d)
@@ -92,13 +92,20 @@ def summarize(plan: dict, records: list[dict]) -> dict:
     return out
 
 
+def _pairs(methods: dict, *names: str) -> list:
+    """Seeds that every one of ``names`` ran on the same build of the policy (a record's ``policy`` fingerprint;
+    records written before fingerprints were kept count as one build)."""
+    seeds = set.intersection(*(set(methods.get(n, {})) for n in names))
+    return sorted(s for s in seeds if len({methods[n][s].get("policy", "") for n in names}) == 1)
+
+
 def _shares(methods: dict, ref: str) -> dict:
     shares = {}
     for oracle in ("mrtpo:oracle", "mrtpo:oracle-mask"):
         for m in sorted(methods):
             if m in (ref, "grpo") or m.startswith("mrtpo:oracle") or oracle not in methods or ref not in methods:
                 continue
-            common = sorted(set(methods[m]) & set(methods[oracle]) & set(methods[ref]))
+            common = _pairs(methods, m, oracle, ref)
             if len(common) < 2:
                 continue
             dv = [auc(methods[m][s]) - auc(methods[ref][s]) for s in common]

@@ -51,7 +51,15 @@ def schedule(plan: dict, phase: str) -> list[RunSpec]:
         lrs = {m: [chosen.get("lr", {}).get(m, plan["pilot"]["lr"][0])] for m in methods}
     else:
         raise ValueError(f"unknown phase {phase!r}; choose pilot or main")
-    return [RunSpec(arm, m, float(lr), s) for arm in plan["arms"] for s in seeds for m in methods for lr in lrs[m]]
+    start = (plan.get("chosen") or {}).get("from_seed", {}) if phase == "main" else {}  # methods added later
+    return [
+        RunSpec(arm, m, float(lr), s)
+        for arm in plan["arms"]
+        for s in seeds
+        for m in methods
+        for lr in lrs[m]
+        if s >= start.get(m, s)
+    ]
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -87,6 +95,19 @@ def heldout_reward(policy, examples, verifiers, max_new_tokens: int, seed: int, 
         cut += was_cut(c, max_new_tokens, stop_after_lines)
         total += sum(get_verifier(v).score(c.text, ex) for v in verifiers) / len(verifiers)
     return {"mean_reward": total / max(len(examples), 1), "truncated": cut / max(len(examples), 1)}
+
+
+def policy_fingerprint(checkpoint: str) -> str:
+    """The first 12 hex digits of the checkpoint's weights' sha256: rebuilds of the slots policy on other CPUs are not
+    bit-identical, so a record says which build it trained (the report pairs methods only within one build)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted(Path(policy_path(checkpoint)).glob("*.safetensors")):
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()[:12]
 
 
 def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:
@@ -146,6 +167,7 @@ def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:
         "seed": spec.seed,
         "steps": arm["steps"],
         "max_grad_norm": cfg.max_grad_norm,
+        "policy": policy_fingerprint(arm["checkpoint"]),
         "rows": rows,
         "heldout": held,
         "wall_s": round(time.time() - t0, 1),

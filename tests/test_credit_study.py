@@ -149,3 +149,18 @@ def test_an_extended_main_run_reports_the_planned_look_and_the_two_look_interval
     lo, hi = row["all_pocock"]
     assert lo < row["all"]["t_lo"] and hi > row["all"]["t_hi"]
     assert "two-look" in looks_markdown({"slots": lk}) and looks(plans.default_plan(), records) == {}
+
+
+def test_methods_added_later_start_at_their_seed_and_pairs_stay_within_one_build():
+    from _credit_report import summarize
+
+    plan = plans.default_plan()
+    plan["chosen"] = {"lr": {}, "seeds": 4, "seed_offset": 100, "from_seed": {"mrtpo@kl": 102}}
+    plan["methods"] = ["gdpo", "mrtpo@kl"]
+    main = runs.schedule(plan, "main")
+    assert [(r.method, r.seed) for r in main if r.method == "mrtpo@kl"] == [("mrtpo@kl", 102), ("mrtpo@kl", 103)]
+    assert len([r for r in main if r.method == "gdpo"]) == 4
+    records = [dict(_record("gdpo", 5e-4, s, [0.4, 0.6]), policy="a" if s < 102 else "b") for s in range(100, 104)]
+    records += [dict(_record("mrtpo", 5e-4, s, [0.5, 0.6 + 0.01 * (s - 100)]), policy="b") for s in range(100, 104)]
+    p = summarize(plan, records)["slots"]["vs_reference"]["mrtpo"]
+    assert p["n"] == 2 and p["per_seed"] == pytest.approx([0.06, 0.065])  # seeds 100, 101: other builds
