@@ -71,6 +71,10 @@ def summarize(plan: dict, records: list[dict]) -> dict:
                 "grad_norm_median": float(np.median(norms)),
                 "clipped_share": float(np.mean([n > clip for n in norms])) if clip > 0 else 0.0,
                 "cpu_s_per_run": float(np.mean([rec["cpu_s"] for rec in recs])),
+                "reward_auc": {
+                    k: float(np.mean([r["rewards"][k] for rec in recs for r in rec["rows"]]))
+                    for k in recs[0]["rows"][0].get("rewards", {})
+                },
             }
         diffs = {}
         for m in methods:
@@ -162,6 +166,19 @@ def markdown(summary: dict, plan: dict, phase: str, command: str) -> str:
                 f"{t['steps_to_threshold']:.1f} ({t['reached']} reached) | {held} | {t['truncated']:.3f} | "
                 f"{t['grad_norm_median']:.3f} | {t['clipped_share']:.2f} | {t['cpu_s_per_run']:.0f} |"
             )
+        names = sorted({k for t in s["methods"].values() for k in t.get("reward_auc", {})})
+        if names:
+            lines += [
+                "",
+                "Each reward's mean over all steps and seeds:",
+                "",
+                "| method | " + " | ".join(f"`{k}`" for k in names) + " |",
+                "|---|" + "---|" * len(names),
+            ]
+            lines += [
+                f"| {m} | " + " | ".join(f"{t['reward_auc'].get(k, float('nan')):.3f}" for k in names) + " |"
+                for m, t in s["methods"].items()
+            ]
         if any(" @ " in m for m in s["methods"]):
             rates = ", ".join(f"{m} {lr:g}" for m, lr in s["chosen_lr"].items())
             lines += [

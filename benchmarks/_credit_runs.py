@@ -52,14 +52,20 @@ def schedule(plan: dict, phase: str) -> list[RunSpec]:
     else:
         raise ValueError(f"unknown phase {phase!r}; choose pilot or main")
     start = (plan.get("chosen") or {}).get("from_seed", {}) if phase == "main" else {}  # methods added later
-    return [
-        RunSpec(arm, m, float(lr), s)
-        for arm in plan["arms"]
-        for s in seeds
-        for m in methods
-        for lr in lrs[m]
-        if s >= start.get(m, s)
-    ]
+    out = []
+    for arm in plan["arms"]:
+        if phase == "pilot" and arm.get("main_only"):
+            continue
+        arm_seeds = seeds[: arm["main_seeds"]] if phase == "main" and "main_seeds" in arm else seeds
+        arm_methods = [m for m in methods if m in arm.get("methods", methods)]
+        out += [
+            RunSpec(arm, m, float(lr), s)
+            for s in arm_seeds
+            for m in arm_methods
+            for lr in lrs[m]
+            if s >= start.get(m, s)
+        ]
+    return out
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -110,12 +116,23 @@ def policy_fingerprint(checkpoint: str) -> str:
     return h.hexdigest()[:12]
 
 
+def arm_examples(arm: dict, split: str) -> list:
+    """The arm's task examples, each with the arm's ``add_verifiers`` appended to its rewards (the control arm adds
+    a whole-response reward to the slots task)."""
+    from dataclasses import replace
+
+    from mrtpo_viz.tasks import load_examples
+
+    extra = tuple(arm.get("add_verifiers", ()))
+    examples = load_examples(arm["task"], split)
+    return [replace(e, verifiers=tuple(e.verifiers) + extra) for e in examples] if extra else examples
+
+
 def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:
     """Train one run; returns its record (config, one row per step, held-out rewards at half and full horizon)."""
     import torch
 
     from mrtpo_viz.policy import load_policy
-    from mrtpo_viz.tasks import load_examples
     from mrtpo_viz.training.config import TrainConfig
     from mrtpo_viz.training.loop import setup_run, train_step
 
@@ -138,8 +155,8 @@ def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:
         **extra,
     )
     policy = policy if policy is not None else load_policy(policy_path(arm["checkpoint"]))
-    run = setup_run(cfg, load_examples(arm["task"], "train"), policy)
-    heldout = load_examples(arm["task"], "test")[: arm.get("heldout_prompts", 16)]
+    run = setup_run(cfg, arm_examples(arm, "train"), policy)
+    heldout = arm_examples(arm, "test")[: arm.get("heldout_prompts", 16)]
     rows, held, t0, cpu0 = [], {}, time.time(), time.process_time()
     half = arm["steps"] // 2
     for step in range(arm["steps"]):
@@ -185,11 +202,13 @@ def sitting(
     methods: Optional[list[str]] = None,
     log=print,
     lrs: Optional[list[float]] = None,
+    arms: Optional[list[str]] = None,
 ) -> list[Path]:
     """Train this shard's runs that have no result file yet; each finished run is written at once (resumable).
 
     ``methods`` restricts this sitting to some of the plan's methods, in the given order, seed-major (the most
-    needed pairs first when a sitting may be cut short); the plan itself is unchanged."""
+    needed pairs first when a sitting may be cut short), ``arms`` to some of its arms; the plan itself is
+    unchanged."""
     out_dir.mkdir(parents=True, exist_ok=True)
     k, n = shard
     done = []
@@ -199,6 +218,11 @@ def sitting(
         if unknown:
             raise ValueError(f"methods {unknown} are not in this phase's schedule")
         todo = sorted((s for s in todo if s.method in methods), key=lambda s: (s.seed, methods.index(s.method)))
+    if arms:  # a sitting may take one arm at a time (the plan is unchanged)
+        unknown = sorted(set(arms) - {a["key"] for a in plan["arms"]})
+        if unknown:
+            raise ValueError(f"arms {unknown} are not in the plan")
+        todo = [s for s in todo if s.arm["key"] in arms]
     if lrs:  # a sitting may leave some of the grid's rates for later (the plan is unchanged)
         todo = [s for s in todo if any(math.isclose(s.lr, lr) for lr in lrs)]
     for spec in todo:

@@ -132,8 +132,9 @@ def cmd_run(args) -> int:
     methods = [m for m in (args.methods or "").split(",") if m]
     try:
         lrs = [float(x) for x in (args.lrs or "").split(",") if x]
+        arms = [a for a in (args.arms or "").split(",") if a]
         done = runs.sitting(
-            plan, args.phase, out, shard, threads=args.threads, limit=args.limit, methods=methods, lrs=lrs
+            plan, args.phase, out, shard, threads=args.threads, limit=args.limit, methods=methods, lrs=lrs, arms=arms
         )
     except ValueError as e:
         raise SystemExit(str(e)) from None
@@ -224,6 +225,7 @@ def main(argv=None) -> int:
                 help="comma-separated: only these of the plan's methods, in this order (seed-major)",
             )
             p.add_argument("--lrs", default=None, help="comma-separated: only these of the phase's learning rates")
+            p.add_argument("--arms", default=None, help="comma-separated: only these of the plan's arms")
         else:
             p.add_argument("--dest", default=None, help="folder for the report files (default results/)")
     args = ap.parse_args(argv)

@@ -164,3 +164,28 @@ def test_methods_added_later_start_at_their_seed_and_pairs_stay_within_one_build
     records += [dict(_record("mrtpo", 5e-4, s, [0.5, 0.6 + 0.01 * (s - 100)]), policy="b") for s in range(100, 104)]
     p = summarize(plan, records)["slots"]["vs_reference"]["mrtpo"]
     assert p["n"] == 2 and p["per_seed"] == pytest.approx([0.06, 0.065])  # seeds 100, 101: other builds
+
+
+def test_the_control_arm_adds_its_reward_and_runs_only_its_methods_and_seeds(tmp_path):
+    plan = plans.default_plan()
+    plan["chosen"] = {"lr": {}, "seeds": 14, "seed_offset": 100}
+    ctrl = dict(
+        plan["arms"][0],
+        key="slots-weather",
+        add_verifiers=["slots.weather"],
+        main_only=True,
+        main_seeds=6,
+        methods=["gdpo", "mrtpo-mask"],
+    )
+    plan["arms"].append(ctrl)
+    main = [r for r in runs.schedule(plan, "main") if r.arm["key"] == "slots-weather"]
+    assert sorted({r.seed for r in main}) == list(range(100, 106)) and {r.method for r in main} == {
+        "gdpo",
+        "mrtpo-mask",
+    }
+    assert not [r for r in runs.schedule(plan, "pilot") if r.arm["key"] == "slots-weather"]
+    with pytest.raises(ValueError, match=r"arms \['nope'\] are not in the plan"):
+        runs.sitting(plan, "main", tmp_path, arms=["nope"])
+    train = runs.arm_examples(ctrl, "train")
+    assert train[0].verifiers == ("slots.part1", "slots.part2", "slots.part3", "slots.part4", "slots.weather")
+    assert runs.arm_examples(plan["arms"][0], "train")[0].verifiers == train[0].verifiers[:4]

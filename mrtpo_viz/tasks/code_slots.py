@@ -120,3 +120,50 @@ def _verifier(k: int) -> Verifier:
 
 for _k in range(1, K + 1):
     register(_verifier(_k))
+
+
+WEATHER: tuple[str, ...] = ("clouds", "cold", "rain", "snow", "tides", "warm", "waves", "winter")
+"""Eight of the filler words (:data:`.generators.slots.FILLER`): the whole-response reward counts them."""
+WEATHER_MIN = 17
+"""At least this many weather words in the whole response: the slots policy, drawing its 80 filler words uniformly
+from 38, writes 16.7 on average (sd 3.1), so about half of its responses pass (0.48 of 96 samples on the 2026-12-04
+build)."""
+
+
+def weather_words(response: str) -> list[tuple[str, Span]]:
+    """The weather words of the response's four parts, with their spans."""
+    found = []
+    for k in range(1, K + 1):
+        part = part_span(response, k)
+        if part is not None:
+            found += [(w.group(), w.span()) for w in _WORD.finditer(response, *part) if w.group() in WEATHER]
+    return found
+
+
+def _weather_verifier() -> Verifier:
+    """A whole-response reward (the credit study's control arm): every filler word of every part decides the count,
+    so its relevant spans are the four parts' texts; no single token decides it."""
+
+    def info(example: Example) -> str:
+        return f"Use at least {WEATHER_MIN} of the words {', '.join(WEATHER)} across the whole response."
+
+    def check(response: str, example: Example) -> Verdict:
+        n = len(weather_words(response))
+        ok = n >= WEATHER_MIN
+        return Verdict(float(ok), f"{n} weather words ({'at least' if ok else 'fewer than'} {WEATHER_MIN})")
+
+    def spans(response: str, example: Example) -> list[Span]:
+        return [sp for sp in (part_span(response, k) for k in range(1, K + 1)) if sp is not None]
+
+    return Verifier(
+        name="slots.weather",
+        task="slots",
+        title="Weather words (whole response)",
+        description=f"1 iff the four parts together use at least {WEATHER_MIN} of the words {', '.join(WEATHER)}.",
+        info_fn=info,
+        check_fn=check,
+        spans_fn=spans,
+    )
+
+
+register(_weather_verifier())

@@ -25,7 +25,9 @@ def _response(codes, cities=None):
 
 
 def test_registered_with_information_naming_one_fact_each():
-    assert list_verifiers("slots") == list(VERIFIERS) == [f"slots.part{k}" for k in range(1, 5)]
+    assert list(VERIFIERS) == [f"slots.part{k}" for k in range(1, 5)]
+    assert list_verifiers("slots") == [*VERIFIERS, "slots.weather"]  # the control arm's whole-response reward
+    assert EX.verifiers == VERIFIERS  # examples carry the four parts; the control arm adds the weather reward
     cities, codes = EX.meta["cities"], EX.meta["codes"]
     assert codes == [CODE_OF[c] for c in cities] and len(set(cities)) == 4
     for k, name in enumerate(VERIFIERS):
@@ -113,3 +115,22 @@ def test_fine_tuning_rows_weigh_the_four_code_tokens_and_noise_only_uninformed_p
         assert not set(ex.noised) & set(ex.present)  # an informed part is always right
     share = sum(len(ex.noised) for ex in examples) / sum(4 - len(ex.present) for ex in examples)
     assert 0.4 < share < 0.8  # P_WRONG = 0.6 of the uninformed parts (160 parts: a loose band)
+
+
+def test_the_whole_response_reward_counts_weather_words_over_every_part():
+    """slots.weather: 1 iff the four parts use at least WEATHER_MIN weather words; every part's text decides the
+    count, so its spans are the four parts (not one token)."""
+    from mrtpo_viz.tasks.code_slots import WEATHER, WEATHER_MIN, part_span, weather_words
+
+    v = get_verifier("slots.weather")
+    codes, cities = EX.meta["codes"], EX.meta["cities"]
+    base = _response(codes)  # rain, snow, waves: 3 weather words
+    assert [w for w, _ in weather_words(base)] == ["rain", "snow", "waves"]
+    assert v.check(base, EX).score == 0.0 and v.check(base, EX).reason == f"3 weather words (fewer than {WEATHER_MIN})"
+    many = base.replace("trees", " ".join(["winter"] * (WEATHER_MIN - 3)))
+    assert v.score(many, EX) == 1.0 and v.check(many, EX).reason == f"{WEATHER_MIN} weather words (at least 17)"
+    assert v.score(many.replace("Part 1, ", "Intro, "), EX) == 0.0  # rain and snow leave with part 1's header
+    assert v.relevant_spans(many, EX) == [part_span(many, k) for k in range(1, 5)]
+    assert v.relevant_spans("no parts at all", EX) == [] and v.score("", EX) == 0.0
+    assert v.info(EX) == f"Use at least {WEATHER_MIN} of the words {', '.join(WEATHER)} across the whole response."
+    assert set(WEATHER) <= set(gen.FILLER) and not set(WEATHER) & set(CODES) and cities[0] not in WEATHER
