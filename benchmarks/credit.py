@@ -169,6 +169,11 @@ def cmd_report(args) -> int:
         + gates_markdown(extra["gate_a"], extra["relevance"])
     )
     (dest / f"credit_{args.phase}.md").write_text(text + "\n")
+    if args.phase == "main":
+        from _credit_figure import write_png
+
+        if write_png(summary, records, dest / "credit_main.png"):
+            print(f"figure: {dest / 'credit_main.png'}")
     print(text)
     return 0
 

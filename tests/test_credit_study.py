@@ -189,3 +189,17 @@ def test_the_control_arm_adds_its_reward_and_runs_only_its_methods_and_seeds(tmp
     train = runs.arm_examples(ctrl, "train")
     assert train[0].verifiers == ("slots.part1", "slots.part2", "slots.part3", "slots.part4", "slots.weather")
     assert runs.arm_examples(plan["arms"][0], "train")[0].verifiers == train[0].verifiers[:4]
+
+
+def test_the_figure_plots_paired_per_step_gaps(tmp_path):
+    from _credit_figure import paired_gaps, write_png
+    from _credit_report import summarize
+
+    records = [dict(_record("gdpo", 5e-4, s, [0.4, 0.6]), policy="a") for s in (0, 1, 2)]
+    records += [dict(_record("mrtpo", 5e-4, s, [0.5, 0.6 + 0.1 * s]), policy="a") for s in (0, 1)]
+    records.append(dict(_record("mrtpo", 5e-4, 2, [0.9, 0.9]), policy="b"))  # another build: not paired
+    gaps = paired_gaps(records, "slots")
+    assert list(gaps) == ["mrtpo"] and gaps["mrtpo"] == pytest.approx([0.1, 0.05])
+    pytest.importorskip("matplotlib")
+    assert write_png(summarize(plans.default_plan(), records), records, tmp_path / "f.png")
+    assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
