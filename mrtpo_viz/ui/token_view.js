@@ -176,7 +176,8 @@ function show(k, t, isPinned) {
   for (let j = 0; j < K; j++) {
     const tr = el('tr'), sw = el('span', 'tv-sw'), name = el('td', 'tv-name');
     sw.style.background = css(rgb(d.scores[j][t] / (d.vmax > 0 ? d.vmax : 1)));
-    name.append(sw, document.createTextNode(d.verifiers[j]));
+    name.append(sw);
+    for (const piece of d.verifiers[j].split(/(?<=[._])/)) name.append(document.createTextNode(piece), el('wbr'));  // break only after . and _
     if (j === k) name.style.fontWeight = '700';
     tr.append(name, el('td', 'tv-n', sig(d.scores[j][t])));
     if (d.lp) {
