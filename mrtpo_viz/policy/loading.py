@@ -77,6 +77,8 @@ def load_policy(
         key, load = ("gguf:" + str(file), str(dev), str(dt)), lambda: _load_gguf(file, name, dev, dt)
     else:
         folder = _resolve_folder(name)
+        if folder == BUNDLED_POLICY_DIR.resolve():  # by path or by name, one policy with one name (the cache is shared)
+            name = BUNDLED_POLICY
         key, load = (str(folder), str(dev), str(dt)), lambda: _load(folder, name, dev, dt)
     with _LOCK:
         if key not in _CACHE:

@@ -29,6 +29,17 @@ def test_describe_and_cache(tiny_policy, tiny_policy_dir):
     assert tiny_policy.model.training is False
 
 
+def test_the_bundled_policy_has_one_name_by_path_or_by_name():
+    """The app shows a policy's name: loaded first by its folder's path (the Runs tab's replays do), the bundled
+    policy is still ``tiny-mrtpo``, the same cached object as by name."""
+    from mrtpo_viz.names import BUNDLED_POLICY
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
+
+    by_path = load_policy(str(BUNDLED_POLICY_DIR), device="cpu", dtype="float32")
+    assert by_path.name == BUNDLED_POLICY == "tiny-mrtpo"
+    assert load_policy(BUNDLED_POLICY, device="cpu", dtype="float32") is by_path
+
+
 def test_chat_ids_end_with_generation_prompt(tiny_policy):
     ids = tiny_policy.chat_ids([{"role": "user", "content": "hi"}])
     assert tiny_policy.tokenizer.decode(ids) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"

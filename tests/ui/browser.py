@@ -6,34 +6,14 @@ MRTPO_REQUIRE_BROWSER=1 (CI), where that is a failure.
 """
 
 import contextlib
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.apphelpers import free_port, patient_url_ok
+from tests.ui.harness import CHROMIUM, FLAGS, TIMEOUT_MS, require_browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-TIMEOUT_MS = 180_000  # a loaded 2-core CI machine: model load plus replay can take a while
-
-if not CHROMIUM.exists():
-    if os.environ.get("MRTPO_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"MRTPO_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)", pytrace=False)
-    pytest.skip(
-        f"{CHROMIUM} is missing (apt-get install chromium); set MRTPO_REQUIRE_BROWSER=1 to fail instead",
-        allow_module_level=True,
-    )
-sync_api = pytest.importorskip("playwright.sync_api")
+sync_api = require_browser()
 
 
 @contextlib.contextmanager

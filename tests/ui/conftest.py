@@ -1,41 +1,13 @@
 """The browser harness of the app's browser tests, once: the app launched in this process with a module's
 environment (``app_env``, a fixture a module overrides), and a chromium page on it (``page``; its script errors
-collect in ``page_errors``). A browser test module starts with ``sync_api = require_browser()``.
+collect in ``page_errors``). A browser test module starts with ``sync_api = require_browser()`` (``tests.ui.harness``).
 """
-
-import os
-from pathlib import Path
 
 import pytest
 
 from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 from tests.apphelpers import free_port, patient_url_ok
-
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-TIMEOUT_MS = 180_000  # a loaded 2-core CI machine: model load plus a replay or the first training steps take a while
-
-
-def require_browser():
-    """Skip the calling module when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), where that
-    is a failure; returns ``playwright.sync_api``."""
-    if not CHROMIUM.exists():
-        if os.environ.get("MRTPO_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"MRTPO_REQUIRE_BROWSER=1 but {CHROMIUM} is missing (apt-get install chromium)", pytrace=False)
-        pytest.skip(
-            f"{CHROMIUM} is missing (apt-get install chromium); set MRTPO_REQUIRE_BROWSER=1 to fail instead",
-            allow_module_level=True,
-        )
-    return pytest.importorskip("playwright.sync_api")
+from tests.ui.harness import CHROMIUM, FLAGS, TIMEOUT_MS
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.ui.conftest import require_browser
+from tests.ui.harness import require_browser
 
 sync_api = require_browser()
 pytestmark = pytest.mark.browser

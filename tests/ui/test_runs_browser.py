@@ -7,7 +7,7 @@ Skipped when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), 
 
 import pytest
 
-from tests.ui.conftest import require_browser
+from tests.ui.harness import require_browser
 
 sync_api = require_browser()
 pytestmark = pytest.mark.browser

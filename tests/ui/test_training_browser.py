@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.ui.browser import ERROR_STATE
-from tests.ui.conftest import require_browser
+from tests.ui.harness import require_browser
 
 sync_api = require_browser()
 pytestmark = pytest.mark.browser
