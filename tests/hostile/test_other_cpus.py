@@ -17,7 +17,9 @@ ALPHA_ZERO = "tests/training/test_loop.py::test_one_verifier_alpha_zero_gives_id
 
 
 def test_the_alpha_zero_comparison_holds_with_the_portable_kernels():
-    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default", "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    # CI passes coverage options through PYTEST_ADDOPTS: the child must not write the parent's coverage report
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
+    env.update(ATEN_CPU_CAPABILITY="default", PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", ALPHA_ZERO],
         cwd=REPO,
