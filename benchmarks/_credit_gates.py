@@ -132,12 +132,13 @@ def relevance_quality(
     prompts: int = 8,
     group_size: int = 4,
     max_new_tokens: int = 160,
-    controls=("none", "others"),
+    controls=("none", "others", "kl"),
     seed: int = 0,
 ) -> dict:
     """How well the replay's relevance finds each reward's decision token on sampled slots responses.
 
-    Per control: ``top1`` (share of (completion, reward) rows whose most relevant token is the decision token),
+    Per control (``kl``: KL instead of JS, no control, as ``mrtpo@kl`` trains): ``top1`` (share of
+    (completion, reward) rows whose most relevant token is the decision token),
     ``mass`` (share of the row's relevance on it) and ``mass_uniform`` (what uniform weights would put there)."""
     from mrtpo_viz.training.rollouts import rollout_relevance, sample_rollouts, span_masks, union_verifiers
 
@@ -157,7 +158,8 @@ def relevance_quality(
     rows = spans.sum(-1) > 0  # (N, G, K): rows with a decision span
     out = {"rows": int(rows.sum()), "uniform_mass": float((spans.sum(-1) / mask.sum(-1))[rows].mean())}
     for control in controls:
-        d = rollout_relevance(policy, ro, verifiers, metric="js", control=control, info_position="user_end")
+        metric, ctl = ("kl", "none") if control == "kl" else ("js", control)
+        d = rollout_relevance(policy, ro, verifiers, metric=metric, control=ctl, info_position="user_end")
         d = d.clamp_min(0) * mask
         top = d.argmax(-1, keepdim=True)  # (N, G, K, 1)
         hit = spans.gather(-1, top).squeeze(-1)  # (N, G, K)

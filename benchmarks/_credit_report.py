@@ -241,9 +241,11 @@ def gates_markdown(gate_a: dict | None, relevance: dict | None) -> str:
             "| relevance | top token is a decision token | mass on the decision tokens |",
             "|---|---|---|",
         ]
+        label = {"none": "JS, control `none` (`mrtpo`)", "others": "JS, control `others` (`mrtpo@others`)"}
+        label["kl"] = "KL, control `none` (`mrtpo@kl`)"
         lines += [
-            f"| JS, control `{c}` | {relevance[c]['top1']:.2f} | {relevance[c]['mass']:.3f} |"
-            for c in ("none", "others")
+            f"| {label[c]} | {relevance[c]['top1']:.2f} | {relevance[c]['mass']:.3f} |"
+            for c in ("none", "others", "kl")
             if c in relevance
         ]
         lines.append("")
