@@ -267,14 +267,16 @@ def looks(plan: dict, records: list[dict]) -> dict:
         return {}
     offset = chosen.get("seed_offset", 0)
     early = summarize(plan, [r for r in records if r["seed"] < offset + first])
+    late = summarize(plan, [r for r in records if r["seed"] >= offset + first])
     full = summarize(plan, records)
     out = {}
     for arm, s in full.items():
         rows = {}
         for m, p in s["vs_reference"].items():
             q = early.get(arm, {}).get("vs_reference", {}).get(m)
+            x = late.get(arm, {}).get("vs_reference", {}).get(m)
             lo, hi = st.t_ci(p["per_seed"], level=1 - POCOCK_TWO_LOOKS)
-            rows[m] = {"first": q, "all": p, "all_pocock": (lo, hi)}
+            rows[m] = {"first": q, "extension": x, "all": p, "all_pocock": (lo, hi)}
         out[arm] = {"first_seeds": list(range(offset, offset + first)), "rows": rows}
     return out
 
@@ -287,20 +289,25 @@ def looks_markdown(lk: dict) -> str:
             f"## Arm `{arm}`: the planned seeds and the extension",
             "",
             f"The plan first fixed seeds {s0}-{s1}; its second amendment extended the main runs (why: the plan's "
-            "`amendments`). The first column is the planned look; the last is the extended look's t interval at the "
-            f"two-look level ({100 * (1 - POCOCK_TWO_LOOKS):.2f}%, Pocock), which keeps the two looks together at "
-            "a 5% false-positive rate.",
+            "`amendments`; the extension's seeds trained a rebuild of the slots policy, so the middle columns are "
+            "also the two builds). The first column is the planned look; the last is the extended look's t interval "
+            f"at the two-look level ({100 * (1 - POCOCK_TWO_LOOKS):.2f}%, Pocock), which keeps the two looks "
+            "together at a 5% false-positive rate.",
             "",
-            "| method - GDPO (AUC) | first seeds: mean [95% t] | all seeds: mean [95% t] | n | all seeds, "
-            "two-look t interval |",
-            "|---|---|---|---|---|",
+            f"| method - GDPO (AUC) | seeds {s0}-{s1}: mean [95% t] | later seeds: mean [95% t] "
+            "| all seeds: mean [95% t] | n | all seeds, two-look t interval |",
+            "|---|---|---|---|---|---|",
         ]
+
+        def cell(q):
+            return f"{q['mean']:+.4f} [{q['t_lo']:+.4f}, {q['t_hi']:+.4f}] (n {q['n']})" if q else "not run"
+
         for m, r in a["rows"].items():
-            q, p, (lo, hi) = r["first"], r["all"], r["all_pocock"]
-            first = f"{q['mean']:+.4f} [{q['t_lo']:+.4f}, {q['t_hi']:+.4f}] (n {q['n']})" if q else "not run"
+            p, (lo, hi) = r["all"], r["all_pocock"]
             lines.append(
-                f"| {m} | {first} | {p['mean']:+.4f} [{p['t_lo']:+.4f}, {p['t_hi']:+.4f}] | {p['n']} | "
-                f"[{lo:+.4f}, {hi:+.4f}] ({_side(lo, hi)}) |"
+                f"| {m} | {cell(r['first'])} | {cell(r.get('extension'))} | "
+                f"{p['mean']:+.4f} [{p['t_lo']:+.4f}, {p['t_hi']:+.4f}] | {p['n']} | [{lo:+.4f}, {hi:+.4f}] "
+                f"({_side(lo, hi)}) |"
             )
         lines.append("")
     return "\n".join(lines)

@@ -145,6 +145,7 @@ def test_an_extended_main_run_reports_the_planned_look_and_the_two_look_interval
     row = lk["rows"]["mrtpo:oracle-mask"]
     assert lk["first_seeds"] == [100, 101]
     assert row["first"]["per_seed"] == pytest.approx([0.10, 0.02]) and row["all"]["n"] == 4
+    assert row["extension"]["per_seed"] == pytest.approx([0.06, 0.08])  # the seeds after the planned ones
     assert row["all"]["mean"] == pytest.approx(0.065)
     lo, hi = row["all_pocock"]
     assert lo < row["all"]["t_lo"] and hi > row["all"]["t_hi"]
