@@ -19,6 +19,9 @@ def batch_gradients(
     policy, examples, methods, *, batches: int, prompts: int, group_size: int, max_new_tokens: int, seed: int = 0
 ) -> dict[str, list[torch.Tensor]]:
     """``{method: [flat gradient of batch b]}``; every method sees the same sampled batches."""
+    from dataclasses import replace
+
+    from _credit_runs import method_settings
     from mrtpo_viz.advantages import ADVANTAGE_METHODS
     from mrtpo_viz.training.config import TrainConfig
     from mrtpo_viz.training.loop import _masked_mean, setup_run, token_inputs
@@ -45,10 +48,13 @@ def batch_gradients(
         logp, logits = token_logprobs(run.model, ro, run.policy.pad_id, "cpu", 1.0, return_logits=True)
         cache = {}
         for name in methods:
-            method = ADVANTAGE_METHODS[name]
-            if method.needs not in cache:
-                cache[method.needs] = token_inputs(run, method, ro, logits, b)
-            relevance, entropy = cache[method.needs]
+            base, extra = method_settings(name)  # mrtpo@others: the replay with the others control
+            method = ADVANTAGE_METHODS[base]
+            key = (method.needs, tuple(sorted(extra.items())))
+            if key not in cache:
+                variant = replace(run, config=replace(run.config, **extra)) if extra else run
+                cache[key] = token_inputs(variant, method, ro, logits, b)
+            relevance, entropy = cache[key]
             adv = method(rewards, mask, relevance, weights=run.weights, entropy=entropy)  # (N, G, T)
             B, T = ro.N * ro.G, mask.shape[-1]
             loss = _masked_mean(-adv.reshape(B, T) * logp, mask.reshape(B, T))  # ratio 1: the policy gradient

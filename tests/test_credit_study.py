@@ -204,3 +204,30 @@ def test_the_figure_plots_paired_per_step_gaps(tmp_path):
     pytest.importorskip("matplotlib")
     assert write_png(summarize(plans.default_plan(), records), records, tmp_path / "f.png")
     assert (tmp_path / "f.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_gate_a_gradients_per_method_and_relevance_variant():
+    """Gate (a)'s per-batch gradients: every method sees the same batches; a relevance variant (KL) changes MRTPO's
+    gradient; the leave-one-out cosine of identical gradients is 1 and of opposed ones -1."""
+    import torch
+    from _credit_gates import batch_gradients, loo_cosines
+
+    from mrtpo_viz.policy import load_policy
+    from mrtpo_viz.tasks import load_examples
+
+    torch.manual_seed(0)
+    grads = batch_gradients(
+        load_policy("tiny-mrtpo"),
+        load_examples("tool_calling", "train"),
+        ["gdpo", "mrtpo", "mrtpo@kl"],
+        batches=2,
+        prompts=2,
+        group_size=4,
+        max_new_tokens=64,
+    )
+    assert {m: len(g) for m, g in grads.items()} == {"gdpo": 2, "mrtpo": 2, "mrtpo@kl": 2}
+    assert any(float(g.norm()) > 0 for g in grads["gdpo"])  # the rewards vary in these groups
+    assert any(not torch.allclose(a, b) for a, b in zip(grads["mrtpo"], grads["mrtpo@kl"]))
+    v = torch.tensor([1.0, 2.0, 0.5])
+    assert loo_cosines([v, v, v]) == pytest.approx([1.0, 1.0, 1.0])
+    assert loo_cosines([v, -v]) == pytest.approx([-1.0, -1.0])
