@@ -44,7 +44,8 @@ def summarize(plan: dict, records: list[dict]) -> dict:
     by_arm = defaultdict(lambda: defaultdict(dict))  # arm -> (method, lr) -> seed -> record
     for rec in records:
         by_arm[rec["arm"]][(rec["method"], rec["lr"])][rec["seed"]] = rec
-    for arm, runs in by_arm.items():
+    order = [a["key"] for a in plan["arms"]]
+    for arm, runs in sorted(by_arm.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
         window = next((a.get("window", plan["window"]) for a in plan["arms"] if a["key"] == arm), plan["window"])
         chosen = chosen_lrs(runs)
         grid = {m for m, _ in runs if sum(k[0] == m for k in runs) > 1}
