@@ -278,7 +278,8 @@ def looks(plan: dict, records: list[dict]) -> dict:
             x = late.get(arm, {}).get("vs_reference", {}).get(m)
             lo, hi = st.t_ci(p["per_seed"], level=1 - POCOCK_TWO_LOOKS)
             rows[m] = {"first": q, "extension": x, "all": p, "all_pocock": (lo, hi)}
-        out[arm] = {"first_seeds": list(range(offset, offset + first)), "rows": rows}
+        if any(r["extension"] for r in rows.values()):  # an arm that ran only its planned seeds has one look
+            out[arm] = {"first_seeds": list(range(offset, offset + first)), "rows": rows}
     return out
 
 
