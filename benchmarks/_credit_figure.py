@@ -101,7 +101,7 @@ def write_png(summary: dict, records: list[dict], path: Path, extra_reward: str 
             )
         row[2].axvline(0, color="grey", linewidth=0.8)
         row[2].set_yticks(range(len(names)), [f"{m} (n {diffs[m]['n']})" for m in names], fontsize=8)
-        row[2].set_title(f"{arm}: AUC minus GDPO, paired by seed (95% t)", fontsize=9)
+        row[2].set_title(f"{arm}: AUC - GDPO, paired (95% t)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
