@@ -192,6 +192,35 @@ def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:
     }
 
 
+def shard_runs(
+    plan: dict,
+    phase: str,
+    shard: tuple[int, int] = (0, 1),
+    *,
+    methods: Optional[list[str]] = None,
+    arms: Optional[list[str]] = None,
+    lrs: Optional[list[float]] = None,
+) -> list[RunSpec]:
+    """This shard's share of the phase's runs, after choosing ``methods`` (in that order, seed-major), ``arms`` and
+    ``lrs``: shards of the same choice are complementary and each gets its share of every method (sharding the whole
+    schedule first gave one shard all of a method whenever a seed had an even number of methods)."""
+    k, n = shard
+    todo = schedule(plan, phase)
+    if methods:
+        unknown = sorted(set(methods) - {s.method for s in todo})
+        if unknown:
+            raise ValueError(f"methods {unknown} are not in this phase's schedule")
+        todo = sorted((s for s in todo if s.method in methods), key=lambda s: (s.seed, methods.index(s.method)))
+    if arms:  # a sitting may take one arm at a time (the plan is unchanged)
+        unknown = sorted(set(arms) - {a["key"] for a in plan["arms"]})
+        if unknown:
+            raise ValueError(f"arms {unknown} are not in the plan")
+        todo = [s for s in todo if s.arm["key"] in arms]
+    if lrs:  # a sitting may leave some of the grid's rates for later (the plan is unchanged)
+        todo = [s for s in todo if any(math.isclose(s.lr, lr) for lr in lrs)]
+    return todo[k::n]
+
+
 def sitting(
     plan: dict,
     phase: str,
@@ -210,21 +239,8 @@ def sitting(
     needed pairs first when a sitting may be cut short), ``arms`` to some of its arms; the plan itself is
     unchanged."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    k, n = shard
     done = []
-    todo = [s for i, s in enumerate(schedule(plan, phase)) if i % n == k]
-    if methods:
-        unknown = sorted(set(methods) - {s.method for s in todo})
-        if unknown:
-            raise ValueError(f"methods {unknown} are not in this phase's schedule")
-        todo = sorted((s for s in todo if s.method in methods), key=lambda s: (s.seed, methods.index(s.method)))
-    if arms:  # a sitting may take one arm at a time (the plan is unchanged)
-        unknown = sorted(set(arms) - {a["key"] for a in plan["arms"]})
-        if unknown:
-            raise ValueError(f"arms {unknown} are not in the plan")
-        todo = [s for s in todo if s.arm["key"] in arms]
-    if lrs:  # a sitting may leave some of the grid's rates for later (the plan is unchanged)
-        todo = [s for s in todo if any(math.isclose(s.lr, lr) for lr in lrs)]
+    todo = shard_runs(plan, phase, shard, methods=methods, arms=arms, lrs=lrs)
     for spec in todo:
         path = out_dir / f"{spec.name}.json"
         if path.is_file():

@@ -231,3 +231,15 @@ def test_gate_a_gradients_per_method_and_relevance_variant():
     v = torch.tensor([1.0, 2.0, 0.5])
     assert loo_cosines([v, v, v]) == pytest.approx([1.0, 1.0, 1.0])
     assert loo_cosines([v, -v]) == pytest.approx([-1.0, -1.0])
+
+
+def test_shards_split_each_chosen_method():
+    """Two methods per seed: sharding after the choice gives each shard half of each method's seeds."""
+    plan = plans.default_plan()
+    plan["methods"] = ["gdpo", "mrtpo"]
+    plan["chosen"] = {"lr": {}, "seeds": 4, "seed_offset": 100}
+    for m in ("gdpo", "mrtpo"):
+        parts = [runs.shard_runs(plan, "main", (k, 2), methods=[m]) for k in (0, 1)]
+        assert [[r.seed for r in p] for p in parts] == [[100, 102], [101, 103]]
+    both = [runs.shard_runs(plan, "main", (k, 2)) for k in (0, 1)]
+    assert sorted(r.name for p in both for r in p) == sorted(r.name for r in runs.schedule(plan, "main"))
