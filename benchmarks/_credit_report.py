@@ -87,14 +87,30 @@ def summarize(plan: dict, records: list[dict]) -> dict:
                 p = st.paired(d)
                 p["label"] = _label(p)
                 diffs[m] = p
+        added = next((a.get("add_verifiers", []) for a in plan["arms"] if a["key"] == arm), [])
+        by_reward = {}
+        for name in added:  # a control arm's own reward, compared on its own (mean over steps, paired by seed)
+            by_reward[name] = {}
+            for m in methods:
+                common = _pairs(methods, m, ref) if m != ref else []
+                d = [_reward_auc(methods[m][s], name) - _reward_auc(methods[ref][s], name) for s in common]
+                if len(d) >= 2:
+                    p = st.paired(d)
+                    p["label"] = _label(p)
+                    by_reward[name][m] = p
         out[arm] = {
             "methods": table,
+            "vs_reference_by_reward": by_reward,
             "chosen_lr": chosen,
             "vs_reference": diffs,
             "share": _shares(methods, ref),
             "gate_b": _gate_b(diffs, plan),
         }
     return out
+
+
+def _reward_auc(rec: dict, name: str) -> float:
+    return float(np.mean([r["rewards"][name] for r in rec["rows"]]))
 
 
 def _pairs(methods: dict, *names: str) -> list:
@@ -196,6 +212,18 @@ def markdown(summary: dict, plan: dict, phase: str, command: str) -> str:
                 f"| {m} | {p['mean']:+.4f} | [{p['t_lo']:+.4f}, {p['t_hi']:+.4f}] | "
                 f"[{p['lo']:+.4f}, {p['hi']:+.4f}] | {p['n']} | {p['label']} |"
             )
+        for name, diffs in s.get("vs_reference_by_reward", {}).items():
+            lines += [
+                "",
+                f"| method - GDPO on `{name}` alone (mean over steps, paired by seed) | mean | 95% t interval | "
+                "95% bootstrap | n | 0 is |",
+                "|---|---|---|---|---|---|",
+            ]
+            lines += [
+                f"| {m} | {p['mean']:+.4f} | [{p['t_lo']:+.4f}, {p['t_hi']:+.4f}] | [{p['lo']:+.4f}, {p['hi']:+.4f}] "
+                f"| {p['n']} | {p['label']} |"
+                for m, p in diffs.items()
+            ]
         lines += ["", "| share of the oracle's gain | share | 95% interval | note |", "|---|---|---|---|"]
         for k, sh in s["share"].items():
             lines.append(f"| {k} | {sh['share']:.2f} | [{sh['lo']:.2f}, {sh['hi']:.2f}] | {sh.get('why', '')} |")

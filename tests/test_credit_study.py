@@ -243,3 +243,22 @@ def test_shards_split_each_chosen_method():
         assert [[r.seed for r in p] for p in parts] == [[100, 102], [101, 103]]
     both = [runs.shard_runs(plan, "main", (k, 2)) for k in (0, 1)]
     assert sorted(r.name for p in both for r in p) == sorted(r.name for r in runs.schedule(plan, "main"))
+
+
+def test_a_control_arms_own_reward_is_compared_on_its_own():
+    from _credit_report import markdown, summarize
+
+    plan = plans.default_plan()
+    plan["arms"] = [dict(plan["arms"][0], add_verifiers=["slots.weather"])]
+
+    def rec(method, seed, weather):
+        r = _record(method, 5e-4, seed, [0.5, 0.5])
+        r["rows"] = [dict(row, rewards={"slots.weather": w}) for row, w in zip(r["rows"], weather)]
+        return r
+
+    records = [rec("gdpo", s, [0.8, 1.0]) for s in (0, 1)]
+    records += [rec("mrtpo", 0, [0.6, 0.8]), rec("mrtpo", 1, [0.5, 0.7])]
+    s = summarize(plan, records)["slots"]
+    p = s["vs_reference_by_reward"]["slots.weather"]["mrtpo"]
+    assert p["per_seed"] == pytest.approx([-0.2, -0.3]) and p["n"] == 2
+    assert "on `slots.weather` alone" in markdown({"slots": s}, plan, "main", "cmd")
