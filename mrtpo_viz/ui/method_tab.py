@@ -76,22 +76,25 @@ by default.
 
 STUDY_MD = """## Does token credit help?
 
-GRPO, GDPO, MRTPO (raw JS and the `others` control), an **oracle** that weights each reward's advantage by its
-verifier's relevant spans (the most token credit could give) and an **entropy** baseline that knows no verifier,
-trained on every task family of the bundled policy and on SmolLM2-135M-Instruct (instruction following), several
-seeds each, paired by seed (`benchmarks/convergence.py`).
+**On a task built to need it, yes, and MRTPO's own relevance gets more than half of it.** The credit study
+(`benchmarks/credit.py`, `docs/study.md`) trains on `slots`, where one token decides each of four independent rewards.
+There, credit on the deciding tokens makes single-batch gradients agree across batches (cosine 0.5-0.6 for the
+oracles against 0.00 for GDPO; a placebo of the same sharpness 0.00-0.03, MRTPO's relevance 0.3), and over 14 seeds
+of 40 training steps the mask-only oracle beats GDPO on mean training reward by +0.127 (95% t interval [+0.045, +0.208],
+12 of 14 seeds). MRTPO's raw JS relevance, with no labels, gains +0.074 ([+0.007, +0.140]): 0.58 of the oracle's
+gain (95% interval [0.22, 0.93]). The placebo collapses (-0.41); MRTPO with mask normalization gains little (+0.017,
+not detected); the `others` control finds the deciding tokens best but its mean-preserving weights meet the gradient
+clip on most steps and it falls below GDPO (-0.053, not detected; with mask weights +0.054). Where a
+whole-response reward decides (a control arm), MRTPO loses to GDPO on that reward (-0.16). So where the advantage
+goes and how large the weights make it both matter.
 
-**What it can say.** Not whether token credit helps: on these arms 40-token responses were often cut (truncation
-decides many rewards), the oracle's spans mark what a verifier reads rather than the tokens that decide its verdict,
-and its mean-preserving weights multiply a short span's advantage by about T/|S| (a scale change that clipping then
-meets). The oracle here is not an upper bound on token credit, so "no headroom" is a statement about these span labels
-and settings. A study built to answer the question (`benchmarks/credit.py`: the `slots` task, where one token decides
-each reward, with mask-only oracles and placebos) is described in `docs/study.md`. There, credit on the deciding
-tokens makes single-batch gradients agree across batches (cosine 0.5-0.6 for the oracles against 0.00 for GDPO; a
-placebo of the same sharpness 0.03, MRTPO's relevance 0.3), and over 6 seeds of 40 training steps the mask-only
-oracle is ahead of GDPO on mean training reward by +0.062 (5 of 6 seeds; 95% t interval [-0.017, +0.140], so not
-detected at this budget); MRTPO (+0.027) and MRTPO-mask (+0.018) lie between them, not distinguishable from
-either."""
+**The earlier convergence study** (below: GRPO, GDPO, MRTPO raw and with the `others` control, a span **oracle** and
+an **entropy** baseline that knows no verifier, on every task family of the bundled policy and on
+SmolLM2-135M-Instruct, several seeds each, paired by seed; `benchmarks/convergence.py`) cannot say whether token
+credit helps: on its arms 40-token responses were often cut (truncation decides many rewards), the oracle's spans
+mark what a verifier reads rather than the tokens that decide its verdict, and its mean-preserving weights multiply a
+short span's advantage by about T/|S| (a scale change that clipping then meets). Its oracle is not an upper bound on
+token credit, so its "no headroom" is a statement about those span labels and settings."""
 
 
 def study_results(path: Path = STUDY_RESULTS) -> Optional[dict]:
