@@ -17,6 +17,7 @@ COLORS = {
     "mrtpo-mask": "#ff7f0e",
     "mrtpo@others": "#9467bd",
     "mrtpo@kl": "#8c564b",
+    "mrtpo-mask@others": "#e377c2",
     "mrtpo:placebo-mask": "#7f7f7f",
     "grpo": "#2ca02c",
 }
