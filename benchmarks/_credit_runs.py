@@ -108,8 +108,15 @@ def policy_fingerprint(checkpoint: str) -> str:
     bit-identical, so a record says which build it trained (the report pairs methods only within one build)."""
     import hashlib
 
+    from mrtpo_viz.names import BUNDLED_POLICY
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
+
+    folder = BUNDLED_POLICY_DIR if checkpoint == BUNDLED_POLICY else Path(policy_path(checkpoint))
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:  # a hub id or a missing folder: no weights to read here
+        return ""
     h = hashlib.sha256()
-    for f in sorted(Path(policy_path(checkpoint)).glob("*.safetensors")):
+    for f in files:
         with open(f, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)

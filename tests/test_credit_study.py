@@ -2,6 +2,7 @@
 x 2 steps on the bundled policy) runs end to end on CPU: per-run files, resumption, paired report."""
 
 import copy
+import hashlib
 import json
 import math
 import sys
@@ -74,7 +75,11 @@ def test_tiny_study_end_to_end(tmp_path):
     with pytest.raises(ValueError, match="0 <= K < N"):
         runs.parse_shard("2/2")
     records = list(runs.load_runs(out))
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
+
+    weights = (BUNDLED_POLICY_DIR / "model.safetensors").read_bytes()
     for rec in records:
+        assert rec["policy"] == hashlib.sha256(weights).hexdigest()[:12]  # the build the run trained
         assert len(rec["rows"]) == 2 and set(rec["heldout"]) == {"1", "2"}
         assert all(r["truncated"] == 1.0 for r in rec["rows"])  # 12 tokens cut every slots response (~111 tokens)
         assert all(r["grad_norm"] >= 0 for r in rec["rows"])
