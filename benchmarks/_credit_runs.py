@@ -58,12 +58,13 @@ def schedule(plan: dict, phase: str) -> list[RunSpec]:
             continue
         arm_seeds = seeds[: arm["main_seeds"]] if phase == "main" and "main_seeds" in arm else seeds
         arm_methods = [m for m in methods if m in arm.get("methods", methods)]
+        arm_start = arm.get("from_seed", start)  # an arm added later names its own (``{}``: all its seeds)
         out += [
             RunSpec(arm, m, float(lr), s)
             for s in arm_seeds
             for m in arm_methods
             for lr in lrs[m]
-            if s >= start.get(m, s)
+            if s >= arm_start.get(m, s)
         ]
     return out
 
@@ -133,6 +134,35 @@ def arm_examples(arm: dict, split: str) -> list:
     extra = tuple(arm.get("add_verifiers", ()))
     examples = load_examples(arm["task"], split)
     return [replace(e, verifiers=tuple(e.verifiers) + extra) for e in examples] if extra else examples
+
+
+def start_lengths(policy, arm: dict, examples: list, *, samples: int = 4, seed: int = 0) -> dict:
+    """Response lengths of ``policy`` sampled as the arm samples (temperature 1, its ``max_new_tokens`` and
+    ``stop_after_lines``): the share cut at the budget and the length quantiles, in tokens."""
+    lengths, cut = [], 0
+    for i, ex in enumerate(examples):
+        for c in policy.generate_group(
+            ex,
+            samples,
+            max_new_tokens=arm["max_new_tokens"],
+            temperature=1.0,
+            seed=seed * 100_003 + i,
+            stop_after_lines=arm.get("stop_after_lines", 0),
+        ):
+            lengths.append(len(c.token_ids))
+            cut += len(c.token_ids) >= arm["max_new_tokens"]  # no end-of-sequence within the budget
+    lengths.sort()
+    n = len(lengths)
+    if not n:
+        raise ValueError(f"arm {arm['key']!r}: no examples to sample")
+    return {
+        "max_new_tokens": arm["max_new_tokens"],
+        "samples": n,
+        "truncated": round(cut / n, 4),
+        "median": lengths[n // 2],
+        "p99": lengths[min(n - 1, int(0.99 * n))],
+        "max": lengths[-1],
+    }
 
 
 def train_one(spec: RunSpec, *, policy=None, threads: int = 1) -> dict:

@@ -4,6 +4,8 @@ Subcommands (each writes under ``benchmarks/results/``)::
 
     python benchmarks/credit.py plan                     # credit_plan.json: commit it before any result
     python benchmarks/credit.py policy                   # credit_policy.json: pass rates with / without information
+    python benchmarks/credit.py policy --arm slots-conflict   # credit_policy_slots-conflict.json (another slots arm)
+    python benchmarks/credit.py lengths --arms text_to_sql   # credit_lengths.json: the start policy's truncation
     python benchmarks/credit.py gates                    # credit_gate_a.json: gradient agreement per method
     python benchmarks/credit.py relevance                # credit_relevance.json: relevance on the decision tokens
     python benchmarks/credit.py run --phase pilot --shard 0/1   # per-run JSON in results/credit_<phase>/ (resumable)
@@ -54,21 +56,59 @@ def cmd_policy(args) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    arm = _plan(args)["arms"][0]
+    arm = _arm(_plan(args), args.arm)
+    if arm["task"] != "slots":
+        raise SystemExit(f"arm {arm['key']!r} is not a slots arm: `credit.py lengths --arms {arm['key']}` measures it")
     policy = load_policy(runs.policy_path(arm["checkpoint"]))
     test = load_examples(arm["task"], "test")[: args.prompts]
-    kw = dict(samples=args.samples, max_new_tokens=arm["max_new_tokens"])
+    kw = dict(samples=args.samples, max_new_tokens=arm["max_new_tokens"], stop_after_lines=arm.get("stop_after_lines"))
     out = {
+        "arm": arm["key"],
         "checkpoint": arm["checkpoint"],
+        "policy": runs.policy_fingerprint(arm["checkpoint"]),
         "prompts": len(test),
         "samples_per_prompt": args.samples,
         "max_new_tokens": arm["max_new_tokens"],
         "without_info": pass_rates(policy, test, info=False, **kw),
         "with_info": pass_rates(policy, test, info=True, **kw),
-        "command": "python benchmarks/credit.py policy",
+        "command": "python benchmarks/credit.py policy" + (f" --arm {args.arm}" if args.arm else ""),
     }
-    (RESULTS / "credit_policy.json").write_text(json.dumps(out, indent=1) + "\n")
+    name = "credit_policy.json" if not args.arm else f"credit_policy_{arm['key']}.json"
+    (RESULTS / name).write_text(json.dumps(out, indent=1) + "\n")
     print(json.dumps(out, indent=1))
+    return 0
+
+
+def _arm(plan: dict, key) -> dict:
+    """The plan's arm named ``key`` (its first arm for None)."""
+    if key is None:
+        return plan["arms"][0]
+    for arm in plan["arms"]:
+        if arm["key"] == key:
+            return arm
+    raise SystemExit(f"no arm {key!r} in the plan; its arms: {[a['key'] for a in plan['arms']]}")
+
+
+def cmd_lengths(args) -> int:
+    """The start policy's response lengths on each arm's training prompts at temperature 1, against the arm's
+    ``max_new_tokens``: the plan asks that under 1% of samples be cut (checked again per run)."""
+    import torch
+
+    from _credit_runs import arm_examples, start_lengths
+    from mrtpo_viz.policy import load_policy
+
+    torch.set_num_threads(args.threads)
+    plan, out = _plan(args), {}
+    path = RESULTS / "credit_lengths.json"
+    if path.is_file():
+        out = json.loads(path.read_text())
+    for key in [a for a in args.arms.split(",") if a]:
+        arm = _arm(plan, key)
+        policy = load_policy(runs.policy_path(arm["checkpoint"]))
+        out[key] = start_lengths(policy, arm, arm_examples(arm, "train")[: args.prompts], samples=args.samples)
+        out[key]["command"] = f"python benchmarks/credit.py lengths --arms {key} --prompts {args.prompts}"
+        print(key, json.dumps({k: v for k, v in out[key].items() if k != "command"}))
+    path.write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
 
@@ -211,6 +251,11 @@ def main(argv=None) -> int:
     p = sub.add_parser("policy")
     p.add_argument("--prompts", type=int, default=32)
     p.add_argument("--samples", type=int, default=4)
+    p.add_argument("--arm", default=None, help="a slots arm of the plan (default: its first)")
+    p = sub.add_parser("lengths", help="the start policy's truncation at each arm's max_new_tokens")
+    p.add_argument("--arms", required=True, help="comma-separated arm keys")
+    p.add_argument("--prompts", type=int, default=150)
+    p.add_argument("--samples", type=int, default=4)
     p = sub.add_parser("choose", help="after the pilot: each method's rate and the main runs' seeds, into the plan")
     p.add_argument("--seed-offset", type=int, default=100)
     p = sub.add_parser("gates")
@@ -237,6 +282,7 @@ def main(argv=None) -> int:
     return {
         "plan": cmd_plan,
         "policy": cmd_policy,
+        "lengths": cmd_lengths,
         "gates": cmd_gates,
         "relevance": cmd_relevance,
         "choose": cmd_choose,

@@ -172,6 +172,31 @@ def test_methods_added_later_start_at_their_seed_and_pairs_stay_within_one_build
     assert p["n"] == 2 and p["per_seed"] == pytest.approx([0.06, 0.065])  # seeds 100, 101: other builds
 
 
+def test_an_arm_added_later_names_its_own_start_seeds():
+    """An arm's own ``from_seed`` ({}: every seed) replaces the plan's, which concerns the slots arm's extension:
+    the conflict and bundled arms pair all their methods on the same six seeds."""
+    plan = plans.default_plan()
+    plan["chosen"] = {"lr": {}, "seeds": 14, "seed_offset": 100, "from_seed": {"mrtpo:oracle": 106}}
+    plan["arms"].append(dict(plan["arms"][0], key="late", main_seeds=6, from_seed={}, methods=["gdpo", "mrtpo:oracle"]))
+    main = runs.schedule(plan, "main")
+    late = sorted((r.method, r.seed) for r in main if r.arm["key"] == "late")
+    assert late == sorted([(m, s) for m in ("gdpo", "mrtpo:oracle") for s in range(100, 106)])
+    assert min(r.seed for r in main if r.arm["key"] == "slots" and r.method == "mrtpo:oracle") == 106
+
+
+def test_start_lengths_counts_the_samples_cut_at_the_arms_budget():
+    """The share cut is the share of samples that reach ``max_new_tokens`` without ending: the bundled policy's
+    tool calls (median about 36 tokens) are mostly cut at 16 and none at 160."""
+    from mrtpo_viz.policy import load_policy
+    from mrtpo_viz.tasks import load_examples
+
+    policy, examples = load_policy("tiny-mrtpo"), load_examples("tool_calling", "train")[:3]
+    short = runs.start_lengths(policy, {"key": "t", "max_new_tokens": 16}, examples, samples=2)
+    assert short["samples"] == 6 and short["max"] == 16 and short["truncated"] >= 0.5
+    long = runs.start_lengths(policy, {"key": "t", "max_new_tokens": 160}, examples, samples=2)
+    assert long["truncated"] == 0.0 and 16 < long["max"] < 160 and long["median"] <= long["p99"] <= long["max"]
+
+
 def test_the_control_arm_adds_its_reward_and_runs_only_its_methods_and_seeds(tmp_path):
     plan = plans.default_plan()
     plan["chosen"] = {"lr": {}, "seeds": 14, "seed_offset": 100}

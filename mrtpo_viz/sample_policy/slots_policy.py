@@ -6,7 +6,14 @@ bundled recipe (:mod:`.sft_data`): each part's information block is present inde
 part whose information is present always carries the right code, a part whose information is absent carries a wrong code
 with probability ``p_wrong``. So the policy uses the information, and without it each reward passes about ``1 -
 p_wrong`` of the time: a middling start with headroom that only the code token decides. The city -> code map is fixed
-(the same in every prompt), so reinforcement can also teach it without the information."""
+(the same in every prompt), so reinforcement can also teach it without the information.
+
+``--conflict`` builds the conflict recipe (``runs/policies/tiny-mrtpo-slots-conflict``): every response opens with
+``Mode A.`` or ``Mode B.`` (drawn 50/50), and without their information parts 1-2 carry a wrong code with probability
+:data:`P_WRONG_CONFLICT` ``[0]`` in mode A and ``[1]`` in mode B, parts 3-4 the other way round. The mean error rate
+is the main recipe's, but one early token makes the two pairs fail against each other: a response right on parts 1-2
+is mostly wrong on 3-4, so a uniform credit that sums the four rewards' advantages on every token cancels much of
+what each code token should learn."""
 
 from __future__ import annotations
 
@@ -27,25 +34,33 @@ from ..tasks.code_slots import VERIFIERS, decision
 from .sft_data import SftExample
 
 P_INFO, P_WRONG = 0.5, 0.6
+P_WRONG_CONFLICT = (0.9, 0.3)
+"""The conflict recipe's error rates without information: (the pair its mode sets wrong, the other pair); mean 0.6."""
 MAX_NEW_TOKENS = 160
 """Sampling budget for slots (gold responses are about 111 tokens; the study checks that under 1% are cut)."""
 
 
-def sft_examples(n: int, seed: int, p_info: float = P_INFO, p_wrong: float = P_WRONG) -> list[SftExample]:
-    """``n`` fine-tuning examples: random information blocks, wrong codes only where the information is absent."""
+def sft_examples(
+    n: int, seed: int, p_info: float = P_INFO, p_wrong: float = P_WRONG, conflict: Optional[tuple[float, float]] = None
+) -> list[SftExample]:
+    """``n`` fine-tuning examples: random information blocks, wrong codes only where the information is absent. With
+    ``conflict = (p_set, p_other)``, each response opens with a mode line and a part without its information is wrong
+    with ``p_set`` in the pair its mode sets (A: parts 1-2, B: parts 3-4), ``p_other`` in the other pair."""
     rng = random.Random(seed)
     out = []
     for ex in gen.generate(n, seed=10_000 + seed):
+        mode = None if conflict is None else rng.choice(gen.MODES)
         present = tuple(v for v in VERIFIERS if rng.random() < p_info)
         codes, noised = list(ex.meta["codes"]), []
         for k, v in enumerate(VERIFIERS):
-            if v not in present and rng.random() < p_wrong:
+            p = p_wrong if mode is None else conflict[(k < 2) != (mode == "A")]
+            if v not in present and rng.random() < p:
                 codes[k], noised = gen.wrong_code(codes[k], rng), noised + [v]
         blocks = [(get_verifier(v).title, get_verifier(v).info(ex)) for v in present]
         out.append(
             SftExample(
                 with_info(ex.messages(), blocks),
-                gen.response(ex.meta["cities"], codes, rng),
+                gen.response(ex.meta["cities"], codes, rng, mode),
                 present,
                 tuple(noised),
                 ex,
@@ -76,25 +91,45 @@ def pass_rates(
     seed: int = 0,
     max_new_tokens: int = MAX_NEW_TOKENS,
     temperature: float = 1.0,
+    stop_after_lines: Optional[int] = None,
 ) -> dict:
     """Per-reward pass rate of sampled responses, without or with every part's information; and the share of
     samples cut at ``max_new_tokens``. Returns ``{"rewards": {name: rate}, "truncated": share, "n": count}``."""
-    totals, cut, n = {v: 0.0 for v in VERIFIERS}, 0, 0
+    totals, cut, n, pairs = {v: 0.0 for v in VERIFIERS}, 0, 0, []
     for i, ex in enumerate(examples):
         shown = with_all_info(ex) if info else ex
         group = policy.generate_group(
-            shown, samples, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed * 100_003 + i
+            shown,
+            samples,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            seed=seed * 100_003 + i,
+            stop_after_lines=stop_after_lines or 0,
         )
         for c in group:
             n += 1
             cut += len(c.token_ids) >= max_new_tokens
-            for v in VERIFIERS:
-                totals[v] += get_verifier(v).score(c.text, ex)
+            scores = [get_verifier(v).score(c.text, ex) for v in VERIFIERS]
+            for v, r in zip(VERIFIERS, scores):
+                totals[v] += r
+            pairs.append((sum(scores[:2]), sum(scores[2:4])))
     return {
         "rewards": {v: round(t / max(n, 1), 4) for v, t in totals.items()},
         "truncated": round(cut / max(n, 1), 4),
         "n": n,
+        "pairs_corr": pair_correlation(pairs),
     }
+
+
+def pair_correlation(pairs: Sequence[tuple[float, float]]) -> Optional[float]:
+    """Pearson correlation of (parts 1-2 passed, parts 3-4 passed) over samples; None where either is constant. Near 0
+    for the main recipe (independent parts), clearly negative for the conflict recipe."""
+    if len(pairs) < 2:
+        return None
+    a, b = torch.tensor(pairs, dtype=torch.float64).T
+    if a.std() == 0 or b.std() == 0:
+        return None
+    return round(float(torch.corrcoef(torch.stack([a, b]))[0, 1]), 4)
 
 
 CODE_WEIGHT = 10.0
@@ -169,8 +204,10 @@ def build_slots_policy(
     init_from: Optional[str] = None,
     eval_prompts: int = 32,
     batch: int = 16,
+    conflict: bool = False,
 ) -> dict:
-    """Fine-tune ``init_from`` (default: the bundled policy) on slots data; save to ``out``; measure pass rates."""
+    """Fine-tune ``init_from`` (default: the bundled policy) on slots data (the conflict recipe with ``conflict``);
+    save to ``out``; measure pass rates."""
     from ..policy import load_policy
     from ..policy.padding import pad_id
     from ..tasks.bundled_data import BUNDLED_POLICY_DIR
@@ -190,7 +227,9 @@ def build_slots_policy(
         "code_weight": CODE_WEIGHT,
         "init_from": str(init_from or "tiny-mrtpo"),
     }
-    rows = weighted_rows(tokenizer, sft_examples(n, seed))
+    if conflict:
+        cfg["conflict"] = list(P_WRONG_CONFLICT)
+    rows = weighted_rows(tokenizer, sft_examples(n, seed, conflict=P_WRONG_CONFLICT if conflict else None))
     log = train_weighted(
         model,
         rows,
@@ -234,9 +273,19 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--init-from", default=None, help="continue a saved policy (default: the bundled tiny-mrtpo)")
+    ap.add_argument(
+        "--conflict", action="store_true", help="the conflict recipe: a mode line sets which pair goes wrong"
+    )
     args = ap.parse_args(argv)
     info = build_slots_policy(
-        args.out, steps=args.steps, lr=args.lr, n=args.n, seed=args.seed, threads=args.threads, init_from=args.init_from
+        args.out,
+        steps=args.steps,
+        lr=args.lr,
+        n=args.n,
+        seed=args.seed,
+        threads=args.threads,
+        init_from=args.init_from,
+        conflict=args.conflict,
     )
     print(json.dumps(info["slots_pass_rates"], indent=1))
     return 0

@@ -117,6 +117,34 @@ def test_fine_tuning_rows_weigh_the_four_code_tokens_and_noise_only_uninformed_p
     assert 0.4 < share < 0.8  # P_WRONG = 0.6 of the uninformed parts (160 parts: a loose band)
 
 
+def test_the_conflict_recipe_opens_with_a_mode_that_sets_which_pair_goes_wrong():
+    """Conflict recipe: a ``Mode A.``/``Mode B.`` first line, and uninformed parts wrong with P_WRONG_CONFLICT[0] in
+    the pair the mode sets, [1] in the other: the pairs' rewards anti-correlate; the main recipe's data is as before
+    (no mode line, independent parts)."""
+    from mrtpo_viz.sample_policy.slots_policy import P_WRONG_CONFLICT, pair_correlation, sft_examples
+
+    examples = sft_examples(600, seed=0, conflict=P_WRONG_CONFLICT)
+    rates = {("A", True): [], ("A", False): [], ("B", True): [], ("B", False): []}
+    pairs = []
+    for ex in examples:
+        first = ex.response.split("\n")[0]
+        assert first in ("Mode A.", "Mode B.") and ex.response.count("\n") == 4
+        for k, v in enumerate(VERIFIERS):
+            if v not in ex.present:
+                rates[(first[5], k < 2)].append(v in ex.noised)
+        if not ex.present:
+            scores = [get_verifier(v).score(ex.response, ex.example) for v in VERIFIERS]
+            pairs.append((sum(scores[:2]), sum(scores[2:])))
+    share = {key: sum(x) / len(x) for key, x in rates.items()}
+    # ~300 uninformed parts per cell: +-0.1 is over 3 standard errors of a rate near 0.3 or 0.9
+    assert share[("A", True)] == pytest.approx(0.9, abs=0.1) and share[("B", False)] == pytest.approx(0.9, abs=0.1)
+    assert share[("A", False)] == pytest.approx(0.3, abs=0.1) and share[("B", True)] == pytest.approx(0.3, abs=0.1)
+    assert pair_correlation(pairs) < -0.3  # anti-correlated pairs (about -0.5 at these rates)
+    plain = sft_examples(40, seed=0)
+    assert not any(ex.response.startswith("Mode") for ex in plain) and all(ex.response.count("\n") == 3 for ex in plain)
+    assert pair_correlation([(1, 1), (1, 1)]) is None and pair_correlation([(0, 2), (2, 0), (1, 1)]) == -1.0
+
+
 def test_the_whole_response_reward_counts_weather_words_over_every_part():
     """slots.weather: 1 iff the four parts use at least WEATHER_MIN weather words; every part's text decides the
     count, so its spans are the four parts (not one token)."""

@@ -63,10 +63,18 @@ def prompt(cities: Sequence[str]) -> str:
     )
 
 
-def response(cities: Sequence[str], codes: Sequence[str], rng: random.Random) -> str:
+MODES: tuple[str, ...] = ("A", "B")
+"""The conflict recipe's first line, ``Mode A.`` or ``Mode B.``: the early token that sets which pair of parts goes
+wrong without the information (:mod:`mrtpo_viz.sample_policy.slots_policy`)."""
+
+
+def response(cities: Sequence[str], codes: Sequence[str], rng: random.Random, mode: str | None = None) -> str:
     """Four parts ``Part k, City: ...``, each filler words with ``codes[k]`` at a random position (the city at the
-    line's start keeps the decision local: the code follows from the city a few tokens back, or from its fact)."""
-    lines = []
+    line's start keeps the decision local: the code follows from the city a few tokens back, or from its fact);
+    with ``mode``, a first line ``Mode {mode}.`` (no verifier reads it)."""
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    lines = [] if mode is None else [f"Mode {mode}."]
     for k, (city, code) in enumerate(zip(cities, codes), 1):
         words = [rng.choice(FILLER) for _ in range(WORDS_PER_PART)]
         words.insert(rng.randint(0, WORDS_PER_PART), code)
