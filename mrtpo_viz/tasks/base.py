@@ -3,8 +3,11 @@
 An :class:`Example` is one prompt of a task family with what its verifiers need (``meta``) and, for the sample data,
 a gold reference response. A verifier scores one reward of a response (``check`` -> score in [0, 1] and a short
 reason), says what it checks (``info``: its *verifier information*, the text the replay inserts into the prompt) and,
-where it can, which character spans of the response decide its verdict (``spans``: the ground truth of the localization
-benchmark).
+where it can, which character spans of the response it reads to decide (``relevant_spans``: the ground truth of the
+localization benchmark) and which spans decide its verdict (``decision_spans``: the per-token weights of the credit
+study's oracle; by default the relevant spans). Spans are half-open character intervals ``[start, end)``; the
+end-of-sequence token occupies the virtual character ``[len(response), len(response) + 1)`` (:func:`eos_span`), so a
+span that reaches past the text's end holds it.
 """
 
 from __future__ import annotations
@@ -21,10 +24,17 @@ from ..names import VERIFIER_FAMILY
 Messages = list[dict[str, str]]
 Prompt = Union[str, Messages]
 Span = tuple[int, int]
+"""A half-open character interval ``[start, end)`` of a response; ``[len(response), len(response) + 1)`` is the
+end-of-sequence token (:func:`eos_span`)."""
 Info = Union[str, Callable[["Example"], str]]
 """Verifier information: a fixed text, or a function of the example."""
 TrlReward = Callable[..., list]
 """A TRL reward function ``fn(prompts, completions, completion_ids, **columns) -> list[float | None]``."""
+
+
+def eos_span(response: str) -> Span:
+    """The span of the end-of-sequence token that ends ``response``: the virtual character just past the text."""
+    return (len(response), len(response) + 1)
 
 
 @dataclass(frozen=True)
@@ -145,7 +155,8 @@ class Verifier:
     check_fn: Callable[[str, Example], Verdict]
     """(response, example) -> Verdict. Never raises on bad responses: returns score 0 with a reason."""
     spans_fn: Optional[Callable[[str, Example], Optional[list[Span]]]] = None
-    """(response, example) -> character spans ``[start, end)`` that decide the verdict, or None if unknown."""
+    """(response, example) -> the character spans ``[start, end)`` the verifier reads to decide (its relevant spans,
+    the localization benchmark's ground truth), or None if unknown; they lie inside the text."""
     arguments: tuple[Argument, ...] = ()
     """What the verifier reads from the example (shown as fields for a free prompt)."""
     args_fn: Optional[Callable[[Verifier, Example], dict[str, Any]]] = None
@@ -154,6 +165,11 @@ class Verifier:
     """(verifier, example, values) -> the example with those argument values; default: ``meta`` updated."""
     trl_reward: Optional[TrlReward] = None
     """The TRL reward function this verifier wraps (:meth:`from_trl`): a TRL trainer calls it as is, batched."""
+    decision_spans_fn: Optional[Callable[[str, Example], Optional[list[Span]]]] = None
+    """(response, example) -> the character spans whose tokens decide the verdict (the credit study's oracle), or
+    None if unknown; default: the relevant spans. A span may reach past the text's end: ``(len(response),
+    len(response) + 1)`` is the end-of-sequence token, where ending the response decides (an end phrase, an upper
+    limit on words, a closing tag that must come last)."""
 
     def __post_init__(self):
         if not self.name or " " in self.name:
@@ -169,7 +185,18 @@ class Verifier:
         return float(self.check_fn(response, example).score)
 
     def relevant_spans(self, response: str, example: Example) -> Optional[list[Span]]:
+        """The spans ``[start, end)`` of ``response`` the verifier reads to decide (``spans_fn``), or None if
+        unknown: the ground truth of the localization benchmark."""
         return None if self.spans_fn is None else self.spans_fn(response, example)
+
+    def decision_spans(self, response: str, example: Example) -> Optional[list[Span]]:
+        """The spans ``[start, end)`` whose tokens decide the verdict (``decision_spans_fn``; without one, the
+        relevant spans), or None if unknown: where the credit study's oracle puts its weight. A span that reaches
+        past the text's end holds the end-of-sequence token, the virtual character ``[len(response),
+        len(response) + 1)`` (:func:`eos_span`)."""
+        if self.decision_spans_fn is None:
+            return self.relevant_spans(response, example)
+        return self.decision_spans_fn(response, example)
 
     def args(self, example: Example) -> dict[str, Any]:
         """The example's values of this verifier's ``arguments``."""

@@ -24,6 +24,13 @@ Relevant spans (character ``[start, end)`` offsets in the response):
 - ``sql.execution``: the tokens of the response's query that decide its result: table and column names of the
   database (each part of ``table.column``), string and number literals, and aggregate function names. Keywords,
   punctuation and comments are left out. ``None`` when the response has no fenced block.
+
+Decision spans (the credit study's oracle; the relevant spans above stay the localization benchmark's ground truth):
+
+- ``sql.format``: its relevant spans and the end-of-sequence token (nothing may follow the closing fence: a second
+  block fails); an empty list when the response has no fence.
+- ``sql.execution``: the whole query text of the block it runs (keywords, operators, identifiers, literals: any of
+  them changes the result), without the whitespace around it; ``None`` when the response has no fenced block.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
-from .base import Argument, Example, MissingArguments, Span, Verdict, Verifier, register
+from .base import Argument, Example, MissingArguments, Span, Verdict, Verifier, eos_span, register
 from .bundled_data import SAMPLE_DATA, database_file
 from .sandbox import run_query, schema
 
@@ -171,6 +178,12 @@ def format_spans(response: str, example: Example) -> list[Span]:
     if block.close_start is not None:
         spans.append((block.close_start, block.close_start + len(FENCE)))
     return spans
+
+
+def format_decision_spans(response: str, example: Example) -> list[Span]:
+    """The relevant spans and the end-of-sequence token (``[]`` when the response has no fence)."""
+    spans = format_spans(response, example)
+    return sorted(spans + [eos_span(response)]) if spans else spans
 
 
 def format_info(example: Example) -> str:
@@ -320,6 +333,16 @@ def execution_spans(response: str, example: Example) -> Optional[list[Span]]:
     return spans
 
 
+def execution_decision_spans(response: str, example: Example) -> Optional[list[Span]]:
+    """The query text of the block ``sql.execution`` runs, without surrounding whitespace (None without a block)."""
+    block = query_block(response)
+    if block is None:
+        return None
+    start = block.body_start + len(block.body) - len(block.body.lstrip())
+    end = block.body_start + len(block.body.rstrip())
+    return [(start, end)] if end > start else []
+
+
 def execution_info(example: Example, max_rows: int = 3) -> str:
     rows = gold_rows(example)
     shown = ", ".join("(" + ", ".join(repr(_norm(v)) for v in r) + ")" for r in rows[:max_rows])
@@ -368,6 +391,7 @@ SQL_FORMAT = register(
         info_fn=format_info,
         check_fn=check_format,
         spans_fn=format_spans,
+        decision_spans_fn=format_decision_spans,
     ),
     replace=True,
 )
@@ -383,6 +407,7 @@ SQL_EXECUTION = register(
         check_fn=check_execution,
         spans_fn=execution_spans,
         arguments=EXECUTION_ARGUMENTS,
+        decision_spans_fn=execution_decision_spans,
     ),
     replace=True,
 )

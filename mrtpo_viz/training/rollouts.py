@@ -186,22 +186,44 @@ def rollout_relevance(
 
 
 def span_masks(rollouts: Rollouts, verifiers: Sequence[str], tokenizer) -> torch.Tensor:
-    """The oracle's relevance: ``(N, G, K, T)`` 1 where token ``t`` of completion ``g`` overlaps a relevant span of
-    verifier ``k`` (its ``relevant_spans`` on the completion's text), 0 elsewhere, where the verifier does not apply
-    or where it knows no spans (which MRTPO's weighting turns into uniform weights)."""
-    from ..relevance.tokens import display_tokens
+    """The oracle's relevance: ``(N, G, K, T)`` 1 where token ``t`` of completion ``g`` overlaps a decision span of
+    verifier ``k`` (its ``decision_spans`` on the completion's text: by default its relevant spans), 0 elsewhere,
+    where the verifier does not apply or where it knows no spans (which MRTPO's weighting turns into uniform weights).
 
+    A completion that stopped on its own ends with its end-of-sequence token, which occupies the virtual character
+    ``[len(text), len(text) + 1)``: a span that reaches past the text's end marks it. A completion cut at
+    ``max_new_tokens`` has no such token, and no token of its own reaches past the text, so such a span marks
+    nothing there."""
     N, G, K, T = rollouts.N, rollouts.G, len(verifiers), rollouts.T
     out = torch.zeros((N, G, K, T))
     checks = [get_verifier(name) for name in verifiers]
     for i, ex in enumerate(rollouts.examples):
         for g, (ids, text) in enumerate(zip(rollouts.response_ids[i], rollouts.texts[i])):
-            offsets = display_tokens(tokenizer, ids)[1]  # the text's own tokens first; an EOS adds a last one
+            offsets = _token_spans(tokenizer, ids, text, _cut(rollouts, i, g))
             for k, v in enumerate(checks):
-                spans = v.relevant_spans(text, ex) if v.name in ex.verifiers else None
+                spans = v.decision_spans(text, ex) if v.name in ex.verifiers else None
                 for t, (s, e) in enumerate(offsets if spans else ()):
                     out[i, g, k, t] = float(any(a < e and s < b for a, b in spans))
     return out
+
+
+def _cut(rollouts: Rollouts, i: int, g: int) -> bool:
+    """Whether completion ``g`` of prompt ``i`` was cut at ``max_new_tokens`` (False when unknown)."""
+    return bool(rollouts.truncated and rollouts.truncated[i][g])
+
+
+def _token_spans(tokenizer, ids: list[int], text: str, cut: bool) -> list[tuple[int, int]]:
+    """Character ``[start, end)`` of each training token in ``text``: the text's own tokens (clipped to the text),
+    then the end-of-sequence token of a completion that stopped on its own at ``[len(text), len(text) + 1)``."""
+    from ..relevance.tokens import display_tokens
+
+    offsets = display_tokens(tokenizer, ids)[1]  # the text's own tokens first; an EOS adds a last one
+    n = len(text)
+    spans = [(min(s, n), min(e, n)) for s, e in offsets]
+    special = set(getattr(tokenizer, "all_special_ids", None) or ()) | {tokenizer.eos_token_id}
+    if spans and not cut and ids[-1] in special:
+        spans[-1] = (n, n + 1)
+    return spans
 
 
 def padded_batch(rollouts: Rollouts, pad_id: int, device) -> tuple[torch.Tensor, ...]:

@@ -29,7 +29,7 @@ Importing this package registers the strict verifiers.
 """
 
 from .instruction_checks import PatternTimeout
-from .evaluation import check, evaluate, loose_variants, relevant_spans
+from .evaluation import check, decision_spans, evaluate, loose_variants, relevant_spans
 from .instructions import (
     BY_ID,
     BY_NAME,
@@ -57,6 +57,7 @@ __all__ = [
     "PatternTimeout",
     "check",
     "constraint_kwargs",
+    "decision_spans",
     "describe",
     "evaluate",
     "instruction",

@@ -17,7 +17,7 @@ from typing import Any
 
 from .instruction_checks import CHECKS, PatternError, PatternTimeout, Result
 from .instructions import KwargsError, instruction, validate_kwargs
-from .spans import SPANS, Span
+from .spans import SPANS, Span, ending_decides
 
 
 def loose_variants(response: str) -> list[tuple[str, str]]:
@@ -72,6 +72,19 @@ def relevant_spans(key: str, response: Any, kwargs: Any) -> list[Span]:
         return SPANS[inst.id](response if isinstance(response, str) else "", kw)
     except (PatternTimeout, PatternError):
         return []
+
+
+def decision_spans(key: str, response: Any, kwargs: Any) -> list[Span]:
+    """Decision spans of ``response`` for instruction ``key``: its relevant spans, plus the end-of-sequence token
+    ``[len(response), len(response) + 1)`` where ending the response decides the verdict (an end phrase, closing
+    quotes, a JSON body, an exact count or an upper limit on a count: :func:`.spans.ending_decides`); raises
+    :class:`KwargsError` for bad kwargs."""
+    inst, kw = instruction(key), validate_kwargs(key, kwargs)
+    spans = relevant_spans(inst.id, response, kw)
+    if not ending_decides(inst.id, kw):
+        return spans
+    n = len(response) if isinstance(response, str) else 0
+    return sorted(set(spans) | {(n, n + 1)})
 
 
 def evaluate(ids: list[str], kwargs_list: list[Any], response: str, *, loose: bool = False) -> list[Result]:

@@ -6,6 +6,10 @@ otherwise (words, sentence ends, bullet markers, ``***`` dividers, placeholders,
 occurrences, letters); the compared text for start/end/quotation/repeat checks; the ``<<title>>``; the postscript;
 the outer characters of a JSON body (or the character where parsing failed). Spans are ``[start, end)`` offsets in
 the response as given (loose-mode variants are not mapped back). ``kwargs`` must be validated.
+
+Decision spans (the credit study's oracle) are these plus the end-of-sequence token, ``[len(response),
+len(response) + 1)``, where ending the response decides the verdict (:func:`ending_decides`); the relevant spans
+stay the localization benchmark's ground truth.
 """
 
 from __future__ import annotations
@@ -180,3 +184,34 @@ SPANS: dict[str, SpanFn] = {
     "startend:quotation": lambda v, kw: _edges(v),
 }
 """Instruction id -> spans function."""
+
+
+ENDS: frozenset[str] = frozenset(
+    {
+        "startend:end_checker",
+        "startend:quotation",
+        "detectable_format:json_format",
+        "length_constraints:number_paragraphs",
+        "length_constraints:nth_paragraph_first_word",
+        "detectable_format:number_bullet_lists",
+        "combination:two_responses",
+    }
+)
+"""Instructions whose verdict ending the response always decides: what must come last (an end phrase, the closing
+quote, the end of a JSON body) or an exact count of units that text after the end could add to (paragraphs, bullet
+points, responses)."""
+UPPER_BOUNDS: dict[str, str] = {
+    "length_constraints:number_words": "relation",
+    "length_constraints:number_sentences": "relation",
+    "keywords:frequency": "relation",
+    "keywords:letter_frequency": "let_relation",
+    "change_case:capital_word_frequency": "capital_relation",
+}
+"""Counts where ending decides when their relation is an upper bound (``less than``): instruction id -> the kwarg
+that holds the relation."""
+
+
+def ending_decides(inst_id: str, kw: dict) -> bool:
+    """Whether ending the response decides instruction ``inst_id`` with (validated) kwargs ``kw``: one of
+    :data:`ENDS`, or a count of :data:`UPPER_BOUNDS` whose relation is ``less than``."""
+    return inst_id in ENDS or (inst_id in UPPER_BOUNDS and kw.get(UPPER_BOUNDS[inst_id]) == C.LESS)

@@ -12,6 +12,9 @@ be the verifier name, ``ifeval.word_count``). A verifier uses every entry of its
   input: ``info()`` raises :class:`~mrtpo_viz.tasks.base.MissingArguments` and ``check()`` gives score NaN with a
   reason that starts with "needs input" (training treats NaN as "does not apply"). Malformed kwargs do the same.
 
+Decision spans (the credit study's oracle) are the relevant spans plus the end-of-sequence token where ending the
+response decides the verdict (:func:`.evaluation.decision_spans`); the union over entries, as the relevant spans.
+
 Strict mode is the default (the registered verifiers); ``verifier(name, loose=True)`` gives the official loose mode
 as a verifier named ``<name>.loose`` (not registered unless :func:`register_loose` is called).
 """
@@ -97,6 +100,18 @@ def _spans(inst: Instruction):
     return spans
 
 
+def _decision_spans(inst: Instruction):
+    def spans(response: str, example: Example) -> Optional[list[Span]]:
+        try:
+            return sorted(
+                {s for kw in constraint_kwargs(example, inst.id) for s in E.decision_spans(inst.id, response, kw)}
+            )
+        except KwargsError:
+            return None
+
+    return spans
+
+
 def _args(verifier: Verifier, example: Example) -> dict[str, Any]:
     """The kwargs of the example's first entry of this instruction (None values dropped; {} if absent)."""
     inst = instruction(verifier.name.removesuffix(".loose"))
@@ -139,6 +154,7 @@ def make_verifier(inst: Instruction, loose: bool = False) -> Verifier:
         arguments=arguments(inst),
         args_fn=_args,
         with_args_fn=_with_args,
+        decision_spans_fn=_decision_spans(inst),
     )
 
 

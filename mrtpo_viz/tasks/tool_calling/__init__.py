@@ -24,6 +24,7 @@ from .verdicts import (
     correctness_info,
     correctness_result,
     correctness_spans,
+    format_decision_spans,
     format_info,
     format_spans,
 )
@@ -102,6 +103,7 @@ FORMAT = register(
         arguments=(FUNCTIONS, CATEGORY),
         args_fn=tool_args,
         with_args_fn=with_tool_args,
+        decision_spans_fn=format_decision_spans,
     ),
     replace=True,
 )
@@ -131,6 +133,7 @@ __all__ = [
     "correctness_info",
     "correctness_result",
     "correctness_spans",
+    "format_decision_spans",
     "format_info",
     "format_spans",
     "parse_calls",

@@ -19,6 +19,13 @@ Relevant spans, per block:
 - correctness -> the value of ``"name"`` and the values of the arguments that the possible answer lists for that
   function (of any expected call when the name matches none); strings without their quotes; None when no call
   object can be scanned.
+
+Decision spans (the credit study's oracle; the relevant spans stay the localization ground truth):
+
+- format -> its relevant spans, every argument value as written (a string with its quotes: the schema's types and
+  enums decide the verdict) and the end-of-sequence token (nothing may follow the last block); None as the relevant
+  spans;
+- correctness -> its relevant spans.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import json
 import math
 from typing import Any, Optional
 
-from ..base import MissingArguments, Span, Verdict
+from ..base import MissingArguments, Span, Verdict, eos_span
 from .parsing import argument_scan, parse_calls, scanned_blocks
 from .rules import call_mode, check_calls, expected_name, show_accepted
 from .schema import compact_function, example_answers, example_category, example_functions, schema_errors, single_call
@@ -81,6 +88,21 @@ def format_spans(response: Any, example: Any) -> Optional[list[Span]]:
         if scanned is not None:
             spans += [scanned[k][0] for k in ("name", "arguments") if k in scanned]
     return sorted(spans) or None
+
+
+def format_decision_spans(response: Any, example: Any) -> Optional[list[Span]]:
+    """The relevant spans, every argument value as written (strings with their quotes) and the end-of-sequence token
+    (``eos_span``); None where the relevant spans are None."""
+    text = response if isinstance(response, str) else ""
+    spans = format_spans(text, example)
+    if spans is None:
+        return None
+    for _, _, scanned in scanned_blocks(text):
+        if scanned is not None:
+            for _, (start, end), value in argument_scan(text, scanned).values():
+                quoted = isinstance(value, str)
+                spans.append((start - quoted, end + quoted))
+    return sorted(set(spans + [eos_span(text)]))
 
 
 def format_info(example: Any) -> str:
