@@ -95,7 +95,7 @@ def pass_rates(
 ) -> dict:
     """Per-reward pass rate of sampled responses, without or with every part's information; and the share of
     samples cut at ``max_new_tokens``. Returns ``{"rewards": {name: rate}, "truncated": share, "n": count}``."""
-    totals, cut, n, pairs = {v: 0.0 for v in VERIFIERS}, 0, 0, []
+    totals, cut, n, pairs, modes = {v: 0.0 for v in VERIFIERS}, 0, 0, [], {}
     for i, ex in enumerate(examples):
         shown = with_all_info(ex) if info else ex
         group = policy.generate_group(
@@ -113,11 +113,19 @@ def pass_rates(
             for v, r in zip(VERIFIERS, scores):
                 totals[v] += r
             pairs.append((sum(scores[:2]), sum(scores[2:4])))
+            first = c.text.split("\n", 1)[0].strip()
+            if first in {f"Mode {m}." for m in gen.MODES}:  # the conflict recipe: rates per mode
+                modes.setdefault(first[5], []).append(scores)
+    by_mode = {
+        m: {"n": len(rows), "rewards": [round(sum(r[k] for r in rows) / len(rows), 4) for k in range(len(VERIFIERS))]}
+        for m, rows in sorted(modes.items())
+    }
     return {
         "rewards": {v: round(t / max(n, 1), 4) for v, t in totals.items()},
         "truncated": round(cut / max(n, 1), 4),
         "n": n,
         "pairs_corr": pair_correlation(pairs),
+        **({"by_mode": by_mode} if by_mode else {}),
     }
 
 
