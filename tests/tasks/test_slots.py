@@ -145,6 +145,35 @@ def test_the_conflict_recipe_opens_with_a_mode_that_sets_which_pair_goes_wrong()
     assert pair_correlation([(1, 1), (1, 1)]) is None and pair_correlation([(0, 2), (2, 0), (1, 1)]) == -1.0
 
 
+def test_pass_rates_split_by_mode_and_count_cut_samples():
+    """pass_rates on scripted samples: per-reward rates, the share cut at the budget, the pairs' correlation and,
+    for the conflict recipe's mode lines, the rates per mode."""
+    from types import SimpleNamespace
+
+    from mrtpo_viz.sample_policy.slots_policy import pass_rates
+
+    codes, wrong = EX.meta["codes"], [gen.wrong_code(c, random.Random(0)) for c in EX.meta["codes"]]
+    texts = [
+        "Mode A.\n" + _response(wrong[:2] + codes[2:]),  # A: parts 1-2 wrong
+        "Mode B.\n" + _response(codes[:2] + wrong[2:]),  # B: parts 3-4 wrong
+        "Mode B.\n" + _response(codes),
+    ]
+
+    class Scripted:
+        def generate_group(self, example, n, **kw):
+            assert kw["stop_after_lines"] == 5 and n == 3
+            return [SimpleNamespace(text=t, token_ids=[0] * (160 if i == 2 else 90)) for i, t in enumerate(texts)]
+
+    r = pass_rates(Scripted(), [EX], info=False, samples=3, stop_after_lines=5)
+    assert r["rewards"] == {v: pytest.approx(2 / 3, abs=1e-4) for v in VERIFIERS} and r["n"] == 3
+    assert r["truncated"] == pytest.approx(1 / 3, abs=1e-4)
+    assert r["by_mode"] == {
+        "A": {"n": 1, "rewards": [0.0, 0.0, 1.0, 1.0]},
+        "B": {"n": 2, "rewards": [1.0, 1.0, 0.5, 0.5]},
+    }
+    assert r["pairs_corr"] == pytest.approx(-0.5, abs=1e-4)  # (0, 2), (2, 0), (2, 2)
+
+
 def test_the_whole_response_reward_counts_weather_words_over_every_part():
     """slots.weather: 1 iff the four parts use at least WEATHER_MIN weather words; every part's text decides the
     count, so its spans are the four parts (not one token)."""
