@@ -281,6 +281,29 @@ def gates_markdown(gate_a: dict | None, relevance: dict | None) -> str:
     return "\n".join(lines)
 
 
+def relevance_by_arm_markdown(by_arm: dict[str, dict]) -> str:
+    """The relevance on each other arm's decision spans (``credit.py relevance --arm KEY``), one row per arm."""
+    if not by_arm:
+        return ""
+    lines = [
+        "## Relevance on the decision spans of the other arms",
+        "",
+        "Top: share of (response, reward) rows whose most relevant token lies in a decision span; mass: the share of "
+        "the row's relevance there; uniform: what uniform weights put there.",
+        "",
+        "| arm | rows | uniform | JS `none`: top, mass | JS `others`: top, mass | KL: top, mass | command |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for arm, r in by_arm.items():
+        cells = [f"{r[c]['top1']:.2f}, {r[c]['mass']:.3f}" if c in r else "—" for c in ("none", "others", "kl")]
+        lines.append(
+            f"| `{arm}` | {r['rows']} | {r['uniform_mass']:.3f} | "
+            + " | ".join(cells)
+            + f" | `{r.get('command', '')}` |"
+        )
+    return "\n".join(lines + [""])
+
+
 POCOCK_TWO_LOOKS = 0.0294
 """Per-look two-sided alpha that keeps two looks at the data (the planned seeds, then the extension) at an overall
 0.05 (Pocock's boundary for two equally spaced looks; 0.0294 is its tabulated value)."""

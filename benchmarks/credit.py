@@ -147,7 +147,7 @@ def cmd_relevance(args) -> int:
     from mrtpo_viz.tasks import load_examples
 
     torch.set_num_threads(args.threads)
-    arm = _plan(args)["arms"][0]
+    arm = _arm(_plan(args), args.arm)
     policy = load_policy(runs.policy_path(arm["checkpoint"]))
     res = relevance_quality(
         policy,
@@ -156,8 +156,12 @@ def cmd_relevance(args) -> int:
         group_size=arm["group_size"],
         max_new_tokens=arm["max_new_tokens"],
     )
-    res["command"] = f"python benchmarks/credit.py relevance --prompts {args.prompts}"
-    (RESULTS / "credit_relevance.json").write_text(json.dumps(res, indent=1) + "\n")
+    res["command"] = f"python benchmarks/credit.py relevance --prompts {args.prompts}" + (
+        f" --arm {args.arm}" if args.arm else ""
+    )
+    res["arm"], res["policy"] = arm["key"], runs.policy_fingerprint(arm["checkpoint"])
+    name = "credit_relevance.json" if not args.arm else f"credit_relevance_{arm['key']}.json"
+    (RESULTS / name).write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps(res, indent=1))
     return 0
 
@@ -183,7 +187,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from _credit_report import gates_markdown, looks, looks_markdown, markdown, summarize
+    from _credit_report import gates_markdown, looks, looks_markdown, markdown, relevance_by_arm_markdown, summarize
 
     plan = _plan(args)
     src = Path(args.out) if args.out else RESULTS / f"credit_{args.phase}"
@@ -207,6 +211,15 @@ def cmd_report(args) -> int:
         + looks_markdown(lk)
         + "\n"
         + gates_markdown(extra["gate_a"], extra["relevance"])
+        + "\n"
+        + relevance_by_arm_markdown(
+            {
+                a["key"]: json.loads(f.read_text())
+                for a in plan["arms"]
+                for f in [RESULTS / f"credit_relevance_{a['key']}.json"]
+                if f.is_file()
+            }
+        )
     )
     (dest / f"credit_{args.phase}.md").write_text(text + "\n")
     if args.phase == "main":
@@ -262,6 +275,7 @@ def main(argv=None) -> int:
     p.add_argument("--batches", type=int, default=8)
     p = sub.add_parser("relevance", help="how well the replay's relevance finds the decision tokens")
     p.add_argument("--prompts", type=int, default=8)
+    p.add_argument("--arm", default=None, help="an arm of the plan (default: its first)")
     for name in ("run", "report"):
         p = sub.add_parser(name)
         p.add_argument("--phase", default="pilot", choices=["pilot", "main"])

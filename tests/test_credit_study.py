@@ -292,3 +292,15 @@ def test_a_control_arms_own_reward_is_compared_on_its_own():
     p = s["vs_reference_by_reward"]["slots.weather"]["mrtpo"]
     assert p["per_seed"] == pytest.approx([-0.2, -0.3]) and p["n"] == 2
     assert "on `slots.weather` alone" in markdown({"slots": s}, plan, "main", "cmd")
+
+
+def test_relevance_by_arm_lists_each_arms_controls():
+    from _credit_report import relevance_by_arm_markdown
+
+    r = {"rows": 48, "uniform_mass": 0.461, "none": {"top1": 1.0, "mass": 0.825}, "kl": {"top1": 0.5, "mass": 0.2}}
+    text = relevance_by_arm_markdown({"tool_calling": dict(r, command="python benchmarks/credit.py relevance")})
+    row = [line for line in text.splitlines() if line.startswith("| `tool_calling`")]
+    assert row == [
+        "| `tool_calling` | 48 | 0.461 | 1.00, 0.825 | — | 0.50, 0.200 | `python benchmarks/credit.py relevance` |"
+    ]
+    assert relevance_by_arm_markdown({}) == ""
