@@ -72,9 +72,9 @@ def summarize(plan: dict, records: list[dict]) -> dict:
                 "grad_norm_median": float(np.median(norms)),
                 "clipped_share": float(np.mean([n > clip for n in norms])) if clip > 0 else 0.0,
                 "cpu_s_per_run": float(np.mean([rec["cpu_s"] for rec in recs])),
-                "reward_auc": {
-                    k: float(np.mean([r["rewards"][k] for rec in recs for r in rec["rows"]]))
-                    for k in recs[0]["rows"][0].get("rewards", {})
+                "reward_auc": {  # a reward's mean over the steps that scored it (IFEval's vary by prompt)
+                    k: float(np.mean([r["rewards"][k] for rec in recs for r in rec["rows"] if k in r["rewards"]]))
+                    for k in sorted({k for rec in recs for r in rec["rows"] for k in r.get("rewards", {})})
                 },
             }
         diffs = {}
@@ -184,7 +184,12 @@ def markdown(summary: dict, plan: dict, phase: str, command: str) -> str:
                 f"{t['grad_norm_median']:.3f} | {t['clipped_share']:.2f} | {t['cpu_s_per_run']:.0f} |"
             )
         names = sorted({k for t in s["methods"].values() for k in t.get("reward_auc", {})})
-        if names:
+        if len(names) > MAX_REWARD_COLUMNS:
+            lines += [
+                "",
+                f"{len(names)} rewards (each scored on the prompts that carry it): their means are in the JSON.",
+            ]
+        elif names:
             lines += [
                 "",
                 "Each reward's mean over all steps and seeds:",
@@ -279,6 +284,10 @@ def gates_markdown(gate_a: dict | None, relevance: dict | None) -> str:
         ]
         lines.append("")
     return "\n".join(lines)
+
+
+MAX_REWARD_COLUMNS = 8
+"""Above this many rewards (IFEval's instructions) the per-reward table is left to the JSON."""
 
 
 def relevance_by_arm_markdown(by_arm: dict[str, dict]) -> str:

@@ -304,3 +304,24 @@ def test_relevance_by_arm_lists_each_arms_controls():
         "| `tool_calling` | 48 | 0.461 | 1.00, 0.825 | — | 0.50, 0.200 | `python benchmarks/credit.py relevance` |"
     ]
     assert relevance_by_arm_markdown({}) == ""
+
+
+def test_heldout_reward_averages_each_prompts_own_rewards():
+    """IFEval's prompts carry different instructions: a prompt is scored on its own, not on the arm's union (whose
+    other instructions lack their arguments and score NaN)."""
+    from types import SimpleNamespace
+
+    from mrtpo_viz.tasks import get_verifier, load_examples
+
+    exs = load_examples("instruction_following", "test")[:3]
+    union = sorted({v for e in exs for v in e.verifiers})
+    assert any(set(union) - set(e.verifiers) for e in exs)  # the union is wider than some prompt's own
+    text = "A short answer."
+
+    class Fixed:
+        def generate_group(self, example, n, **kw):
+            return [SimpleNamespace(text=text, token_ids=[1, 2, 3])]
+
+    got = runs.heldout_reward(Fixed(), exs, union, 160, 0)
+    want = sum(sum(get_verifier(v).score(text, e) for v in e.verifiers) / len(e.verifiers) for e in exs) / 3
+    assert got == {"mean_reward": pytest.approx(want), "truncated": 0.0} and 0.0 <= want <= 1.0
