@@ -86,7 +86,10 @@ gain (95% interval [0.22, 0.93]). The placebo collapses (-0.41); MRTPO with mask
 not detected); the `others` control finds the deciding tokens best but its mean-preserving weights meet the gradient
 clip on most steps and it falls below GDPO (-0.053, not detected; with mask weights +0.054). Where a
 whole-response reward decides (a control arm), MRTPO loses to GDPO on that reward (-0.16). So where the advantage
-goes and how large the weights make it both matter.
+goes and how large the weights make it both matter. **Where there is little to credit, it does not help**: on the
+bundled policy's three families, rerun with the fixes (no truncation, spans on the deciding tokens), no oracle
+beats GDPO (-0.016 to +0.007) and MRTPO trails it by 0.016-0.035 (detected), its mean-preserving weights clipped on
+most steps. An arm where one early token makes the parts fail against each other is inconclusive at 6 seeds.
 
 **The earlier convergence study** (below: GRPO, GDPO, MRTPO raw and with the `others` control, a span **oracle** and
 an **entropy** baseline that knows no verifier, on every task family of the bundled policy and on
