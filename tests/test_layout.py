@@ -46,7 +46,7 @@ MAX_LINES = 400
 TASK_FAMILIES = {
     "ifeval": ("ifeval",),
     "tool_calling": ("tool_calling",),
-    "sql": ("sql", "sandbox", "sql_worker"),
+    "sql": ("sql", "sql_parsing", "sandbox", "sql_worker"),
     "custom": ("custom",),
 }
 """The verifier families inside ``tasks/`` (first name under ``tasks.``): a family imports no other family."""
