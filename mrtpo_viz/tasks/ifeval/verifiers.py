@@ -88,24 +88,13 @@ def _info(inst: Instruction):
     return info
 
 
-def _spans(inst: Instruction):
+def _spans(inst: Instruction, of=E.relevant_spans):
+    """The instruction's spans (``of``: ``E.relevant_spans`` or ``E.decision_spans``) over its kwargs in the
+    example, or None when the example lacks them."""
+
     def spans(response: str, example: Example) -> Optional[list[Span]]:
         try:
-            return sorted(
-                {s for kw in constraint_kwargs(example, inst.id) for s in E.relevant_spans(inst.id, response, kw)}
-            )
-        except KwargsError:
-            return None
-
-    return spans
-
-
-def _decision_spans(inst: Instruction):
-    def spans(response: str, example: Example) -> Optional[list[Span]]:
-        try:
-            return sorted(
-                {s for kw in constraint_kwargs(example, inst.id) for s in E.decision_spans(inst.id, response, kw)}
-            )
+            return sorted({s for kw in constraint_kwargs(example, inst.id) for s in of(inst.id, response, kw)})
         except KwargsError:
             return None
 
@@ -154,7 +143,7 @@ def make_verifier(inst: Instruction, loose: bool = False) -> Verifier:
         arguments=arguments(inst),
         args_fn=_args,
         with_args_fn=_with_args,
-        decision_spans_fn=_decision_spans(inst),
+        decision_spans_fn=_spans(inst, E.decision_spans),
     )
 
 
