@@ -26,9 +26,10 @@ class RunSpec:
         return f"{self.arm['key']}__{self.method.replace(':', '_').replace('@', '+')}__lr{self.lr:g}__s{self.seed}"
 
 
-VARIANTS = {"others": {"control": "others"}, "kl": {"metric": "kl"}}
-"""Relevance variants of a replay method, written ``method@variant`` in a plan (``mrtpo@others``: the with-information
-branch held against the other verifiers' information instead of none; ``mrtpo@kl``: KL instead of JS)."""
+VARIANTS = {"others": {"control": "others"}, "kl": {"metric": "kl"}, "rate": {}}
+"""Variants of a method, written ``method@variant`` in a plan (``mrtpo@others``: the with-information branch held
+against the other verifiers' information instead of none; ``mrtpo@kl``: KL instead of JS; ``mrtpo@rate``: the same
+method at the rate the plan's ``chosen.lr`` gives that name, so that a method runs at a second rate)."""
 
 
 def method_settings(method: str) -> tuple[str, dict]:
