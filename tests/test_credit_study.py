@@ -134,6 +134,13 @@ def test_relevance_variants_set_the_replay_and_unknown_ones_are_refused():
         runs.method_settings("mrtpo@tvdx")
     arm = plans.default_plan()["arms"][0]
     assert runs.RunSpec(arm, "mrtpo@others", 2.5e-4, 3).name == "slots__mrtpo+others__lr0.00025__s3"
+    # @rate: the same method at the rate chosen.lr gives its name (a second rate beside the method's own)
+    assert runs.method_settings("mrtpo-mask@rate") == ("mrtpo-mask", {})
+    plan = plans.default_plan()
+    plan["methods"] = ["gdpo", "mrtpo", "mrtpo@rate"]
+    plan["chosen"] = {"lr": {"gdpo": 5e-4, "mrtpo": 2.5e-4, "mrtpo@rate": 5e-4}, "seeds": 6, "seed_offset": 100}
+    rates = {(r.method, r.lr) for r in runs.schedule(plan, "main")}
+    assert rates == {("gdpo", 5e-4), ("mrtpo", 2.5e-4), ("mrtpo@rate", 5e-4)}
 
 
 def test_an_extended_main_run_reports_the_planned_look_and_the_two_look_interval():
