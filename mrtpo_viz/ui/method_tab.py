@@ -88,8 +88,8 @@ clip on most steps and it falls below GDPO (-0.053, not detected; with mask weig
 whole-response reward decides (a control arm), MRTPO loses to GDPO on that reward (-0.16). So where the advantage
 goes and how large the weights make it both matter. **Where there is little to credit, it does not help**: on the
 bundled policy's three families, rerun with the fixes (no truncation, spans on the deciding tokens), no oracle
-beats GDPO (-0.016 to +0.007) and MRTPO trails it by 0.016-0.035 (detected), its mean-preserving weights clipped on
-most steps. An arm where one early token makes the parts fail against each other is inconclusive at 6 seeds.
+beats GDPO (-0.016 to +0.007); MRTPO trails it by 0.016-0.035 at half GDPO's learning rate and is within 0.02 of it
+at the same rate. An arm where one early token makes the parts fail against each other is inconclusive at 6 seeds.
 
 **The earlier convergence study** (below: GRPO, GDPO, MRTPO raw and with the `others` control, a span **oracle** and
 an **entropy** baseline that knows no verifier, on every task family of the bundled policy and on

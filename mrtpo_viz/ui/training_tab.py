@@ -308,11 +308,11 @@ INTRO = """Train a private copy of the policy with each method, one step of each
 per step. With **same samples for every method** (the default) all methods start from the same policy on the same
 prompts and completions, so their first points coincide by design (the dashes and markers show every line) and they
 part only through what the methods do differently. On the bundled toy policy's three families token credit has
-little to add: over 40 steps and 6 seeds an oracle on the deciding tokens does not beat GDPO and MRTPO trails it by
-0.02-0.04 in mean reward; on the `slots` task built to need token credit, that oracle beats GDPO over 14 seeds, and
-MRTPO's own relevance recovers about 0.58 of its gain (`docs/study.md`). MRTPO's visible difference is *where* the
-advantage goes: the sample below colours each token by the advantage it was trained with. Stop ends the run after
-the step that is running and keeps the curves."""
+little to add: over 40 steps and 6 seeds an oracle on the deciding tokens does not beat GDPO, and MRTPO at GDPO's
+learning rate stays within 0.02 of it; on the `slots` task built to need token credit, that oracle beats GDPO over
+14 seeds, and MRTPO's own relevance recovers about 0.58 of its gain (`docs/study.md`). MRTPO's visible difference is
+*where* the advantage goes: the sample below colours each token by the advantage it was trained with. Stop ends the
+run after the step that is running and keeps the curves."""
 
 
 def build_training_tab(checkpoint) -> None:
