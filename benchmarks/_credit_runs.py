@@ -141,6 +141,8 @@ def arm_examples(arm: dict, split: str) -> list:
 def start_lengths(policy, arm: dict, examples: list, *, samples: int = 4, seed: int = 0) -> dict:
     """Response lengths of ``policy`` sampled as the arm samples (temperature 1, its ``max_new_tokens`` and
     ``stop_after_lines``): the share cut at the budget and the length quantiles, in tokens."""
+    from mrtpo_viz.training.rollouts import was_cut
+
     lengths, cut = [], 0
     for i, ex in enumerate(examples):
         for c in policy.generate_group(
@@ -152,7 +154,7 @@ def start_lengths(policy, arm: dict, examples: list, *, samples: int = 4, seed: 
             stop_after_lines=arm.get("stop_after_lines", 0),
         ):
             lengths.append(len(c.token_ids))
-            cut += len(c.token_ids) >= arm["max_new_tokens"]  # no end-of-sequence within the budget
+            cut += was_cut(c, arm["max_new_tokens"], arm.get("stop_after_lines", 0))
     lengths.sort()
     n = len(lengths)
     if not n:
