@@ -332,3 +332,19 @@ def test_heldout_reward_averages_each_prompts_own_rewards():
     got = runs.heldout_reward(Fixed(), exs, union, 160, 0)
     want = sum(sum(get_verifier(v).score(text, e) for v in e.verifiers) / len(e.verifiers) for e in exs) / 3
     assert got == {"mean_reward": pytest.approx(want), "truncated": 0.0} and 0.0 <= want <= 1.0
+
+
+def test_the_cli_names_the_plans_arms_when_an_arm_is_unknown_and_refuses_a_non_slots_arm_for_policy(tmp_path):
+    """A mistyped arm gets a message that lists the plan's arms (nothing is written); `policy` on a bundled arm
+    points to `lengths`, which measures it."""
+    import credit
+
+    plan = plans.default_plan()
+    plan["arms"].append(dict(plan["arms"][0], key="tool_calling", task="tool_calling", checkpoint="tiny-mrtpo"))
+    path = plans.write_plan(tmp_path / "plan.json", plan)
+    for argv in (["policy", "--arm", "slotz"], ["lengths", "--arms", "slotz"], ["relevance", "--arm", "slotz"]):
+        with pytest.raises(SystemExit, match=r"no arm 'slotz' in the plan; its arms: \['slots', 'tool_calling'\]"):
+            credit.main(["--plan", str(path), *argv])
+    with pytest.raises(SystemExit, match="not a slots arm: `credit.py lengths --arms tool_calling`"):
+        credit.main(["--plan", str(path), "policy", "--arm", "tool_calling"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
