@@ -15,12 +15,13 @@ METHODS: tuple[str, ...] = (
     "mrtpo:oracle-mask",
     "mrtpo:placebo",
     "mrtpo:placebo-mask",
+    "mrtpo:shuffle",
 )
 """Advantage methods (``advantages.ADVANTAGE_METHODS``), in the order the UI and plots show them. ``mrtpo:oracle``
 (weights from the verifiers' relevant spans) and ``entropy`` (uncertainty-only weighting) are the baselines of the
 convergence study; the ``-mask`` variants (each reward's advantage on its relevant tokens at its own size, no
 ``T/|S|`` rescaling) and the placebos (random spans of the oracle's sizes) separate credit from scale in the credit
-study (``benchmarks/credit.py``)."""
+study (``studies/credit/credit.py``)."""
 
 DEFAULT_METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo")
 """The methods a comparison trains unless told otherwise (the paper's three)."""
@@ -38,7 +39,7 @@ TASKS: tuple[str, ...] = ("tool_calling", "text_to_sql", "instruction_following"
 """The bundled task families (sample data ships with the package), in the order the UI and CLI show them."""
 
 STUDY_TASKS: tuple[str, ...] = ("slots",)
-"""Task families built for the credit study (``benchmarks/credit.py``): their sample data ships and
+"""Task families built for the credit study (``studies/credit/credit.py``): their sample data ships and
 ``load_examples`` loads them, but the app's task menus keep to :data:`TASKS`."""
 
 BFCL_TASK: str = "bfcl"

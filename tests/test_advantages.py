@@ -220,6 +220,7 @@ def test_registry_call_form_and_flags():
         "mrtpo:oracle-mask",
         "mrtpo:placebo",
         "mrtpo:placebo-mask",
+        "mrtpo:shuffle",
     ]
     assert [m.needs for m in ADVANTAGE_METHODS.values()] == [
         "",
@@ -231,6 +232,7 @@ def test_registry_call_form_and_flags():
         "spans",
         "placebo",
         "placebo",
+        "shuffled",
     ]
     assert [m.needs_relevance for m in ADVANTAGE_METHODS.values()] == [
         False,
@@ -238,6 +240,7 @@ def test_registry_call_form_and_flags():
         True,
         True,
         False,
+        True,
         True,
         True,
         True,

@@ -83,3 +83,37 @@ def test_placebo_spans_match_the_sizes_and_stay_on_valid_tokens():
     with pytest.raises(ValueError, match="needs the placebo span masks"):
         ADVANTAGE_METHODS["mrtpo:placebo"](rewards, mask)
     assert ADVANTAGE_METHODS["mrtpo:placebo"](rewards, mask, relevance=rel).shape == (2, 4, 6)
+
+
+def test_shuffle_relevance_permutes_each_row_among_valid_tokens():
+    """MRTPO's matched placebo keeps each row's values (a permutation of its valid tokens' relevance, 0 on padding)
+    and moves them: hand-built rows with distinct values, one padded."""
+    from mrtpo_viz.advantages import shuffle_relevance
+
+    rel = torch.tensor([[[[0.1, 0.2, 0.3, 0.4, 0.5], [0.9, 0.0, 0.0, 0.0, 0.7]]]])  # (1, 1, 2, 5)
+    mask = torch.tensor([[[1.0, 1.0, 1.0, 1.0, 0.0]]])  # the last token is padding
+    moved = 0
+    for seed in range(20):
+        out = shuffle_relevance(rel, mask, torch.Generator().manual_seed(seed))
+        assert out.shape == rel.shape
+        assert out[..., 4].abs().sum() == 0  # padding gets nothing
+        assert sorted(out[0, 0, 0, :4].tolist()) == pytest.approx([0.1, 0.2, 0.3, 0.4])
+        assert sorted(out[0, 0, 1, :4].tolist()) == pytest.approx([0.0, 0.0, 0.0, 0.9])
+        moved += not torch.equal(out[0, 0, 0, :4], rel[0, 0, 0, :4])
+    assert moved >= 15  # 1 of 24 orders is the identity
+
+
+def test_shuffle_method_is_mrtpo_on_the_shuffled_relevance():
+    from mrtpo_viz.advantages import ADVANTAGE_METHODS, shuffle_relevance
+
+    g = torch.Generator().manual_seed(0)
+    rewards = torch.rand(2, 4, 3, generator=g)
+    rel = torch.rand(2, 4, 3, 6, generator=g)
+    mask = torch.ones(2, 4, 6)
+    m = ADVANTAGE_METHODS["mrtpo:shuffle"]
+    assert m.needs == "shuffled" and m.needs_relevance
+    shuffled = shuffle_relevance(rel, mask, torch.Generator().manual_seed(3))
+    assert torch.allclose(m(rewards, mask, shuffled), ADVANTAGE_METHODS["mrtpo"](rewards, mask, shuffled))
+    # the token mean is GDPO's advantage, as for MRTPO
+    gdpo = ADVANTAGE_METHODS["gdpo"](rewards, mask)
+    assert torch.allclose(m(rewards, mask, shuffled).mean(-1), gdpo.mean(-1), atol=1e-5)

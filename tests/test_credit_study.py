@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "studies" / "credit"))
 
 import _credit_plan as plans  # noqa: E402
 import _credit_runs as runs  # noqa: E402
@@ -89,7 +89,7 @@ def test_tiny_study_end_to_end(tmp_path):
     expected = [by[("mrtpo:oracle-mask", s)] - by[("gdpo", s)] for s in (0, 1)]
     assert diff["n"] == 2 and diff["per_seed"] == pytest.approx(expected, abs=1e-12)
     assert summary["methods"]["gdpo"]["truncated"] == 1.0
-    text = markdown({"slots": summary}, plan, "pilot", "python benchmarks/credit.py report --phase pilot")
+    text = markdown({"slots": summary}, plan, "pilot", "python studies/credit/credit.py report --phase pilot")
     assert "| mrtpo:oracle-mask |" in text and "Gate (b)" in text
 
 
@@ -305,10 +305,10 @@ def test_relevance_by_arm_lists_each_arms_controls():
     from _credit_report import relevance_by_arm_markdown
 
     r = {"rows": 48, "uniform_mass": 0.461, "none": {"top1": 1.0, "mass": 0.825}, "kl": {"top1": 0.5, "mass": 0.2}}
-    text = relevance_by_arm_markdown({"tool_calling": dict(r, command="python benchmarks/credit.py relevance")})
+    text = relevance_by_arm_markdown({"tool_calling": dict(r, command="python studies/credit/credit.py relevance")})
     row = [line for line in text.splitlines() if line.startswith("| `tool_calling`")]
     assert row == [
-        "| `tool_calling` | 48 | 0.461 | 1.00, 0.825 | — | 0.50, 0.200 | `python benchmarks/credit.py relevance` |"
+        "| `tool_calling` | 48 | 0.461 | 1.00, 0.825 | — | 0.50, 0.200 | `python studies/credit/credit.py relevance` |"
     ]
     assert relevance_by_arm_markdown({}) == ""
 

@@ -47,6 +47,8 @@ Two baselines make MRTPO's effect readable (ours, for the convergence study):
   credit is separated from scale (the mean-preserving form multiplies a one-token span's advantage by ``T/|S|``).
   ``mrtpo:placebo``, ``mrtpo:placebo-mask``: random spans with the oracle's sizes (:func:`placebo_spans`, seeded by
   the training loop), the control that credit in the right place, not concentration as such, is what helps.
+  ``mrtpo:shuffle``: MRTPO's own relevance permuted within each response (:func:`shuffle_relevance`): MRTPO's matched
+  placebo (same values, sum and normalization; only where the weight goes is random).
 - ``entropy``: GTPO-style ``A_t = A * (1 + beta * (H_t / mean_t H - 1))`` with GDPO's ``A`` and the sampling
   entropy; it knows nothing of the verifiers (``alpha`` is its ``beta``). Same invariants: token mean = GDPO's ``A``.
 
@@ -78,6 +80,7 @@ from .registry import (
     entropy_token_advantages,
     get_method,
     placebo_spans,
+    shuffle_relevance,
     span_relevance,
 )
 
@@ -99,6 +102,7 @@ __all__ = [
     "mrtpo_token_shift",
     "mrtpo_token_weights",
     "placebo_spans",
+    "shuffle_relevance",
     "span_relevance",
     "unscorable_rows",
 ]

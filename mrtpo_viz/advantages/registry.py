@@ -46,6 +46,29 @@ def placebo_spans(in_span: torch.Tensor, mask: torch.Tensor, generator: torch.Ge
     return ((rank < count) & valid).float()
 
 
+def shuffle_relevance(
+    relevance: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """MRTPO's matched placebo: each (completion, verifier) row's relevance permuted at random among the response's
+    valid tokens. The row keeps its own values (so the same sum, sharpness and normalization as MRTPO's weights); only
+    *where* the weight goes is random. Each row draws its own permutation, as the span placebo draws its own tokens.
+
+    Args:
+        relevance: ``(N, G, K, T)`` the replay's relevance; mask: ``(N, G, T)``.
+        generator: seeds the draw.
+    Returns:
+        ``(N, G, K, T)``: on every row, the valid tokens' values in a random order; 0 on padding.
+    """
+    rel = torch.as_tensor(relevance).float()
+    N, G, K, T = rel.shape
+    valid = (_check_mask(mask, N, G, rel.dtype) > 0)[:, :, None, :].expand(N, G, K, T)  # (N, G, K, T)
+    ar = torch.arange(T).expand(N, G, K, T)  # (N, G, K, T)
+    targets = torch.where(valid, torch.rand(N, G, K, T, generator=generator), 2.0).argsort(-1)  # valid, random order
+    sources = torch.where(valid, ar, T + ar).argsort(-1)  # valid positions in order, then padding
+    vals = torch.gather(torch.where(valid, rel, 0.0), -1, sources)  # (N, G, K, T): the row's valid values first
+    return torch.zeros_like(rel).scatter(-1, targets, vals) * valid
+
+
 def entropy_token_advantages(
     rewards: torch.Tensor, entropy: torch.Tensor, mask: torch.Tensor, weights=None, beta: float = 1.0, eps: float = EPS
 ) -> torch.Tensor:
@@ -93,9 +116,10 @@ def _entropy_tokens(rewards, mask, relevance=None, entropy=None, weights=None, a
     return entropy_token_advantages(rewards, entropy, mask, weights, beta=alpha, eps=eps)
 
 
-NEEDS = ("", "relevance", "spans", "entropy", "placebo")
+NEEDS = ("", "relevance", "spans", "entropy", "placebo", "shuffled")
 """What a method reads per token: nothing, the replay's relevance, the verifiers' relevant spans, the entropy, random
-spans of the same sizes as the relevant spans (:func:`placebo_spans`)."""
+spans of the same sizes as the relevant spans (:func:`placebo_spans`), the replay's relevance shuffled within each
+response (:func:`shuffle_relevance`)."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +139,7 @@ class AdvantageMethod:
     @property
     def needs_relevance(self) -> bool:
         """Whether the method reads a relevance tensor (the replay's, or the oracle's span masks)."""
-        return self.needs in ("relevance", "spans", "placebo")
+        return self.needs in ("relevance", "spans", "placebo", "shuffled")
 
     def __call__(
         self,
@@ -134,6 +158,7 @@ class AdvantageMethod:
                 "relevance": "the replay's relevance",
                 "spans": "the relevant-span masks",
                 "placebo": "the placebo span masks",
+                "shuffled": "the replay's relevance, shuffled",
             }[self.needs]
             raise ValueError(f"method {self.name!r} needs {what} (N, G, K, T)")
         if self.needs == "entropy" and entropy is None:
@@ -174,6 +199,12 @@ ADVANTAGE_METHODS: dict[str, AdvantageMethod] = {
             "Placebo, mask only (random spans of the oracle's sizes)",
             "placebo",
             _mrtpo_mask_tokens,
+        ),
+        AdvantageMethod(
+            "mrtpo:shuffle",
+            "MRTPO's placebo (its own relevance shuffled within each response, mean normalization)",
+            "shuffled",
+            _mrtpo_tokens,
         ),
     )
 }

@@ -186,15 +186,16 @@ def train_step(run: Run, step: int) -> StepMetrics:
 
 def token_inputs(run: Run, method, rollouts, logits: torch.Tensor, step: int = 0):
     """What ``method`` reads per token (``method.needs``): ``(relevance (N, G, K, T) or None, entropy (N, G, T) or
-    None)`` — the replay's relevance, the verifiers' relevant-span masks (the oracle), random spans of their sizes
-    (the placebo, seeded by the run's seed and ``step``), or the sampling entropy."""
-    from ..advantages import placebo_spans
+    None)`` — the replay's relevance (shuffled within each response for MRTPO's placebo), the verifiers'
+    relevant-span masks (the oracle), random spans of their sizes (the placebo; both draws seeded by the run's seed and
+    ``step``), or the sampling entropy."""
+    from ..advantages import placebo_spans, shuffle_relevance
     from ..divergence import entropy as token_entropy
     from .rollouts import rollout_relevance, span_masks
 
     cfg = run.config
-    if method.needs == "relevance":
-        return rollout_relevance(
+    if method.needs in ("relevance", "shuffled"):
+        relevance = rollout_relevance(
             run.policy,
             rollouts,
             run.verifiers,
@@ -203,7 +204,11 @@ def token_inputs(run: Run, method, rollouts, logits: torch.Tensor, step: int = 0
             info_position=cfg.info_position,
             pool=run.examples,
             without_logits=logits,
-        ), None
+        )
+        if method.needs == "shuffled":  # MRTPO's matched placebo: its own weights, placed at random
+            draw = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
+            relevance = shuffle_relevance(relevance, rollouts.mask(), draw)
+        return relevance, None
     if method.needs == "spans":
         return span_masks(rollouts, run.verifiers, run.policy.tokenizer), None
     if method.needs == "placebo":

@@ -77,8 +77,8 @@ by default.
 STUDY_MD = """## Does token credit help?
 
 **On a task built to need it, yes, and MRTPO's own relevance gets more than half of it.** The credit study
-(`benchmarks/credit.py`, `docs/study.md`) trains on `slots`, where one token decides each of four independent rewards.
-There, credit on the deciding tokens makes single-batch gradients agree across batches (cosine 0.5-0.6 for the
+(`studies/credit/credit.py`, `docs/study.md`) trains on `slots`, where one token decides each of four independent
+rewards. There, credit on the deciding tokens makes single-batch gradients agree across batches (cosine 0.5-0.6 for the
 oracles against 0.00 for GDPO; a placebo of the same sharpness 0.00-0.03, MRTPO's relevance 0.3), and over 14 seeds
 of 40 training steps the mask-only oracle beats GDPO on mean training reward by +0.127 (95% t interval [+0.045, +0.208],
 12 of 14 seeds). MRTPO's raw JS relevance, with no labels, gains +0.074 ([+0.007, +0.140]): 0.58 of the oracle's

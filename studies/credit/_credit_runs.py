@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 from collections.abc import Iterator
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

@@ -128,7 +128,7 @@ def check_plan(plan: dict) -> dict:
 
 def load_plan(path: Path) -> dict:
     if not Path(path).is_file():
-        raise SystemExit(f"no plan at {path}: write it first with `python benchmarks/credit.py plan` and commit it")
+        raise SystemExit(f"no plan at {path}: write it first with `python studies/credit/credit.py plan` and commit it")
     return check_plan(json.loads(Path(path).read_text()))
 
 

@@ -2,14 +2,14 @@
 
 Subcommands (each writes under ``benchmarks/results/``)::
 
-    python benchmarks/credit.py plan                     # credit_plan.json: commit it before any result
-    python benchmarks/credit.py policy                   # credit_policy.json: pass rates with / without information
-    python benchmarks/credit.py policy --arm slots-conflict   # credit_policy_slots-conflict.json (another slots arm)
-    python benchmarks/credit.py lengths --arms text_to_sql   # credit_lengths.json: the start policy's truncation
-    python benchmarks/credit.py gates                    # credit_gate_a.json: gradient agreement per method
-    python benchmarks/credit.py relevance                # credit_relevance.json: relevance on the decision tokens
-    python benchmarks/credit.py run --phase pilot --shard 0/1   # per-run JSON in results/credit_<phase>/ (resumable)
-    python benchmarks/credit.py report --phase pilot     # credit_<phase>.md / .json: intervals, oracle share
+    python studies/credit/credit.py plan                     # credit_plan.json: commit it before any result
+    python studies/credit/credit.py policy                   # credit_policy.json: pass rates with / without information
+    python studies/credit/credit.py policy --arm slots-conflict   # credit_policy_slots-conflict.json (a slots arm)
+    python studies/credit/credit.py lengths --arms text_to_sql   # credit_lengths.json: the start policy's truncation
+    python studies/credit/credit.py gates                    # credit_gate_a.json: gradient agreement per method
+    python studies/credit/credit.py relevance                # credit_relevance.json: relevance on the decision tokens
+    python studies/credit/credit.py run --phase pilot --shard 0/1   # per-run JSON in results/credit_<phase>/
+    python studies/credit/credit.py report --phase pilot     # credit_<phase>.md / .json: intervals, oracle share
 
 The slots policy is rebuilt by ``python -m mrtpo_viz.sample_policy.slots_policy --out runs/policies/tiny-mrtpo-slots``.
 On N cores, start ``run --shard K/N`` for K = 0..N-1 side by side (one torch thread each); a finished run's file is
@@ -24,9 +24,9 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "studies" / "credit"))
 for _k, _v in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
     os.environ.setdefault(_k, _v)
 
@@ -71,7 +71,7 @@ def cmd_policy(args) -> int:
         "max_new_tokens": arm["max_new_tokens"],
         "without_info": pass_rates(policy, test, info=False, **kw),
         "with_info": pass_rates(policy, test, info=True, **kw),
-        "command": "python benchmarks/credit.py policy" + (f" --arm {args.arm}" if args.arm else ""),
+        "command": "python studies/credit/credit.py policy" + (f" --arm {args.arm}" if args.arm else ""),
     }
     name = "credit_policy.json" if not args.arm else f"credit_policy_{arm['key']}.json"
     (RESULTS / name).write_text(json.dumps(out, indent=1) + "\n")
@@ -106,7 +106,7 @@ def cmd_lengths(args) -> int:
         arm = _arm(plan, key)
         policy = load_policy(runs.policy_path(arm["checkpoint"]))
         out[key] = start_lengths(policy, arm, arm_examples(arm, "train")[: args.prompts], samples=args.samples)
-        out[key]["command"] = f"python benchmarks/credit.py lengths --arms {key} --prompts {args.prompts}"
+        out[key]["command"] = f"python studies/credit/credit.py lengths --arms {key} --prompts {args.prompts}"
         print(key, json.dumps({k: v for k, v in out[key].items() if k != "command"}))
     path.write_text(json.dumps(out, indent=1) + "\n")
     return 0
@@ -132,7 +132,7 @@ def cmd_gates(args) -> int:
         group_size=arm["group_size"],
         max_new_tokens=arm["max_new_tokens"],
     )
-    res["command"] = f"python benchmarks/credit.py gates --batches {args.batches}"
+    res["command"] = f"python studies/credit/credit.py gates --batches {args.batches}"
     (RESULTS / "credit_gate_a.json").write_text(json.dumps(res, indent=1) + "\n")
     print(json.dumps({m: (v["cos_mean"], v["grad_norm_median"]) for m, v in res["methods"].items()}, indent=1))
     print("gate (a) passed:", res["passed"])
@@ -156,7 +156,7 @@ def cmd_relevance(args) -> int:
         group_size=arm["group_size"],
         max_new_tokens=arm["max_new_tokens"],
     )
-    res["command"] = f"python benchmarks/credit.py relevance --prompts {args.prompts}" + (
+    res["command"] = f"python studies/credit/credit.py relevance --prompts {args.prompts}" + (
         f" --arm {args.arm}" if args.arm else ""
     )
     res["arm"], res["policy"] = arm["key"], runs.policy_fingerprint(arm["checkpoint"])
@@ -193,12 +193,12 @@ def cmd_report(args) -> int:
     src = Path(args.out) if args.out else RESULTS / f"credit_{args.phase}"
     records = list(runs.load_runs(src))
     if not records:
-        raise SystemExit(f"no runs in {src}: run `python benchmarks/credit.py run --phase {args.phase}` first")
+        raise SystemExit(f"no runs in {src}: run `python studies/credit/credit.py run --phase {args.phase}` first")
     summary = summarize(plan, records)
     lk = looks(plan, records) if args.phase == "main" else {}
     if lk:
         summary = {arm: dict(s, looks=lk.get(arm)) for arm, s in summary.items()}
-    command = f"python benchmarks/credit.py report --phase {args.phase}"
+    command = f"python studies/credit/credit.py report --phase {args.phase}"
     dest = Path(args.dest) if args.dest else RESULTS
     (dest / f"credit_{args.phase}.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
     extra = {
@@ -240,7 +240,7 @@ def cmd_choose(args) -> int:
     plan = _plan(args)
     records = list(runs.load_runs(RESULTS / "credit_pilot"))
     if not records:
-        raise SystemExit("no pilot runs: run `python benchmarks/credit.py run --phase pilot` first")
+        raise SystemExit("no pilot runs: run `python studies/credit/credit.py run --phase pilot` first")
     arm = summarize(plan, records)[plan["arms"][0]["key"]]
     need = arm["gate_b"].get("seeds_for_80pct_power") or plan["seeds"]["min"]
     plan["chosen"] = {
