@@ -1,6 +1,6 @@
 """The credit study's report: per arm, every method against GDPO on the primary metric (paired by seed, 95% t and
-bootstrap intervals), the share of the oracle's gain MRTPO recovers, steps to the plan's fixed threshold, held-out
-rewards, truncated share and pre-clip gradient norms per method; gate (b) on a pilot."""
+bootstrap intervals), the share of the oracle's gain MRTPO recovers (Fieller's interval), steps to the plan's fixed
+threshold, held-out rewards, truncated share and pre-clip gradient norms per method; gate (b) on a pilot."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import numpy as np
 
-import _convergence_stats as st
+import _credit_stats as st
 from _credit_runs import auc
 
 
@@ -229,7 +229,7 @@ def markdown(summary: dict, plan: dict, phase: str, command: str) -> str:
                 f"| {p['n']} | {p['label']} |"
                 for m, p in diffs.items()
             ]
-        lines += ["", "| share of the oracle's gain | share | 95% interval | note |", "|---|---|---|---|"]
+        lines += ["", "| share of the oracle's gain | share | 95% Fieller interval | note |", "|---|---|---|---|"]
         for k, sh in s["share"].items():
             lines.append(f"| {k} | {sh['share']:.2f} | [{sh['lo']:.2f}, {sh['hi']:.2f}] | {sh.get('why', '')} |")
         g = s["gate_b"]
@@ -313,9 +313,7 @@ def relevance_by_arm_markdown(by_arm: dict[str, dict]) -> str:
     return "\n".join(lines + [""])
 
 
-POCOCK_TWO_LOOKS = 0.0294
-"""Per-look two-sided alpha that keeps two looks at the data (the planned seeds, then the extension) at an overall
-0.05 (Pocock's boundary for two equally spaced looks; 0.0294 is its tabulated value)."""
+POCOCK_TWO_LOOKS = st.POCOCK_TWO_LOOKS
 
 
 def looks(plan: dict, records: list[dict]) -> dict:

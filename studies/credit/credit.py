@@ -10,6 +10,7 @@ Subcommands (each writes under ``benchmarks/results/``)::
     python studies/credit/credit.py relevance                # credit_relevance.json: relevance on the decision tokens
     python studies/credit/credit.py run --phase pilot --shard 0/1   # per-run JSON in results/credit_<phase>/
     python studies/credit/credit.py report --phase pilot     # credit_<phase>.md / .json: intervals, oracle share
+    python studies/credit/credit.py audit                    # credit_audit.md / .json: slots with two-look corrections
 
 The slots policy is rebuilt by ``python -m mrtpo_viz.sample_policy.slots_policy --out runs/policies/tiny-mrtpo-slots``.
 On N cores, start ``run --shard K/N`` for K = 0..N-1 side by side (one torch thread each); a finished run's file is
@@ -231,6 +232,24 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_audit(args) -> int:
+    """The slots arm of the main runs with the corrections for the data-dependent extension (``_credit_audit``)."""
+    from _credit_audit import audit, markdown
+
+    plan = _plan(args)
+    records = list(runs.load_runs(RESULTS / "credit_main"))
+    pilot = list(runs.load_runs(RESULTS / "credit_pilot"))
+    chosen = plan["chosen"]
+    first = list(range(chosen["seed_offset"], chosen["seed_offset"] + chosen["first_seeds"]))
+    a = audit(records, pilot, first)
+    dest = Path(args.dest) if args.dest else RESULTS
+    (dest / "credit_audit.json").write_text(json.dumps(a, indent=1, default=float) + "\n")
+    text = markdown(a, "python studies/credit/credit.py audit")
+    (dest / "credit_audit.md").write_text(text)
+    print(text)
+    return 0
+
+
 def cmd_choose(args) -> int:
     """After the pilot: each method's learning rate (the grid value with the highest mean AUC) and the main runs'
     seeds (the plan's power rule on the best oracle's paired sd, at least the plan's minimum), written into the plan
@@ -269,6 +288,8 @@ def main(argv=None) -> int:
     p.add_argument("--arms", required=True, help="comma-separated arm keys")
     p.add_argument("--prompts", type=int, default=150)
     p.add_argument("--samples", type=int, default=4)
+    p = sub.add_parser("audit", help="the slots arm recomputed with the two-look corrections")
+    p.add_argument("--dest", default=None, help="folder for credit_audit.md / .json (default results/)")
     p = sub.add_parser("choose", help="after the pilot: each method's rate and the main runs' seeds, into the plan")
     p.add_argument("--seed-offset", type=int, default=100)
     p = sub.add_parser("gates")
@@ -302,6 +323,7 @@ def main(argv=None) -> int:
         "choose": cmd_choose,
         "run": cmd_run,
         "report": cmd_report,
+        "audit": cmd_audit,
     }[args.cmd](args)
 
 
