@@ -15,6 +15,9 @@ rows). This is :func:`mrtpo_viz.advantages.mrtpo_token_advantages` rewritten aro
 
 - ``alpha = 0`` gives TRL's GDPO bitwise (``w = 1`` exactly: the shift is exactly 0), whatever the rewards;
 - a completion's token mean is TRL's sequence advantage, up to float rounding of a zero-mean shift;
+- a reward that is None for a row (the verifier does not apply to it, e.g. an IFEval constraint the prompt lacks)
+  is left out as TRL leaves it out: ``Ahat_k = 0`` there, and its verifier gets no replay branch for that row (its
+  information may not exist for that prompt) and relevance 0;
 - where TRL's GDPO and ours differ on purpose (a reward constant across its group: TRL keeps float32 rounding
   noise divided by 1e-4, we give exactly 0; docs/method.md, "Agreement with TRL"), the token mean follows TRL and the
   shift uses our exact zero.
@@ -49,7 +52,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from ..advantages import mrtpo_token_shift, mrtpo_token_weights
 from ..docstrings import help_from_docstrings
-from ..names import BUNDLED_POLICY, CONTROLS, INFO_POSITIONS, METRICS, check_choice
+from ..names import BUNDLED_POLICY, CONTROLS, INFO_POSITIONS, KNOWN_MODELS, METRICS, check_choice
 from ..relevance.tokens import display_tokens
 from ..tasks.bundled_data import BUNDLED_POLICY_DIR
 from . import trl_log
@@ -161,7 +164,8 @@ class MRTPOTrainer(GRPOTrainer):
     """``GRPOTrainer`` whose advantages are MRTPO's per-token ones (TRL's GDPO when ``alpha == 0``).
 
     Args:
-        model: as GRPOTrainer (a hub id, a folder, or a model), or ``"tiny-mrtpo"`` (the bundled policy).
+        model: as GRPOTrainer (a hub id, a folder, or a model), ``"tiny-mrtpo"`` (the bundled policy) or a known
+            real model's name (``"smollm2-135m-instruct"``, once ``python -m mrtpo_viz get-model`` fetched it).
         reward_funcs: verifiers (``mrtpo_viz.tasks``, or ``Verifier.from_trl(fn, name=..., info=...)``) or
             registered verifier names.
         args: an :class:`MRTPOConfig`.
@@ -169,8 +173,7 @@ class MRTPOTrainer(GRPOTrainer):
     """
 
     def __init__(self, model, reward_funcs, args: MRTPOConfig | None = None, **kwargs):
-        if model == BUNDLED_POLICY and not Path(model).exists():  # the bundled policy by name, as load_policy
-            model = str(BUNDLED_POLICY_DIR)
+        model = trainer_model(model)
         if args is None:
             name = (model if isinstance(model, str) else type(model).__name__).rstrip("/").split("/")[-1]
             args = MRTPOConfig(output_dir=f"{name}-MRTPO")
@@ -215,15 +218,15 @@ class MRTPOTrainer(GRPOTrainer):
         mask = output["completion_mask"].cpu()  # (B, T)
         seq_adv = output["advantages"]  # (B,) TRL's GDPO advantage of the local rows
         examples = row_examples(inputs)
+        rewards = self._mrtpo_rewards.detach().cpu().double()  # (B_global, K), NaN where TRL got None
         clock = time.perf_counter()
         lengths = response_lengths(output["completion_ids"], mask)
         relevance = (
-            self._relevance(examples, output, lengths)
+            self._relevance(examples, output, lengths, ~rewards[rows].isnan())
             if self.args.alpha > 0 or self.args.log_tokens
             else torch.zeros(B, K, mask.shape[1])
         )  # (B, K, T); unused at alpha = 0
         replay_s = time.perf_counter() - clock
-        rewards = self._mrtpo_rewards.detach().cpu().double()  # (B_global, K)
         shifted = mrtpo_token_shift(
             rewards.view(-1, G, K),
             relevance.double(),
@@ -250,10 +253,11 @@ class MRTPOTrainer(GRPOTrainer):
         super().log(logs, start_time)
 
     # -------------------------------------------------------------------------------------------- the replay
-    def _relevance(self, examples, output, lengths) -> torch.Tensor:
+    def _relevance(self, examples, output, lengths, applies) -> torch.Tensor:
         """``(B, K, T)`` relevance of the local rows, replayed without grad, in eval mode (no dropout), on a forked
         RNG: TRL's shuffle of the generation batch and its next sampling draw from the global RNG, so a replay that
-        drew from it would change the run."""
+        drew from it would change the run. ``applies`` ``(B, K)``: False where the row's reward is None (that
+        verifier gets no branch there, and its information is never asked for)."""
         model = self.accelerator.unwrap_model(self.model)  # under FSDP2 the sharded module itself
         policy = replay_policy(model, self.processing_class, self.accelerator.device)
         prompt_ids = [ids[m > 0].tolist() for ids, m in zip(output["prompt_ids"], output["prompt_mask"])]
@@ -275,6 +279,7 @@ class MRTPOTrainer(GRPOTrainer):
                     control=self.args.control,
                     info_position=self.args.info_position,
                     pool=self._pool(examples),
+                    applies=applies,
                 )
             finally:
                 model.train(was_training)
@@ -359,6 +364,22 @@ class MRTPOTrainer(GRPOTrainer):
             "trl": trl.__version__,
             "mrtpo_viz": __version__,
         }
+
+
+def trainer_model(model):
+    """``model`` as GRPOTrainer takes it: the bundled policy's and the known real models' names
+    (``names.KNOWN_MODELS``) resolve to their local folders as in :func:`mrtpo_viz.load_policy` (a local folder of
+    that name wins); a known model not downloaded yet is refused with the command that fetches it, not sent to the
+    hub. Anything else (a folder, a hub id, a model) is passed on unchanged."""
+    if not isinstance(model, str) or Path(model).expanduser().exists():
+        return model
+    if model == BUNDLED_POLICY:
+        return str(BUNDLED_POLICY_DIR)
+    if model in KNOWN_MODELS:
+        from ..policy.loading import _known_folder  # load_policy's own resolution and message
+
+        return str(_known_folder(model))
+    return model
 
 
 def _last_user(example) -> str:

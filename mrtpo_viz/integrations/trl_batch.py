@@ -122,6 +122,7 @@ def batch_relevance(
     control: str = "none",
     info_position: str = "user_end",
     pool: Optional[Sequence[Example]] = None,
+    applies: Optional[torch.Tensor] = None,
 ) -> torch.Tensor:
     """Relevance ``(B, K, T)`` of each row's first ``lengths[b]`` completion ids to each verifier (0 beyond).
 
@@ -129,13 +130,23 @@ def batch_relevance(
         examples: B examples, equal for the rows of one group (consecutive).
         completion_ids: ``(B, T)`` the exact sampled ids (right-padded).
         prompt_ids: B lists of the ids TRL sampled from (checked against the replay's no-information context).
+        applies: ``(B, K)`` bool, False where a verifier's reward is None for a row (it does not apply, e.g. an
+            IFEval constraint the prompt lacks): such a verifier gets no branch in a group where it applies to no
+            row, so its information is never asked for, and its relevance is 0 on the rows it does not apply to.
+            Default: every verifier applies to every row.
     """
     B, T = completion_ids.shape
     K = len(verifiers)
     out = torch.zeros(B, K, T)
+    applies = torch.ones(B, K, dtype=torch.bool) if applies is None else torch.as_tensor(applies, dtype=torch.bool)
+    if applies.shape != (B, K):
+        raise ValueError(f"applies must be (B, K) = ({B}, {K}), got {tuple(applies.shape)}")
     ids = completion_ids.tolist()
     for rows in _groups_of(examples):
         ex = examples[rows[0]]
+        ks = [k for k in range(K) if bool(applies[rows.start : rows.stop, k].any())]  # this group's branches
+        if not ks:  # no reward applies to the group (unscorable rows): nothing to replay, advantage 0
+            continue
         if prompt_ids is not None:
             check_prompt(policy, ex, prompt_ids[rows[0]])
         responses = [ids[b][: lengths[b]] for b in rows]
@@ -143,14 +154,14 @@ def batch_relevance(
             policy,
             ex,
             responses,
-            list(verifiers),
+            [verifiers[k] for k in ks],
             metric=metric,
             control=control,
             info_position=info_position,
             pool=pool,
-        )  # (G, K, T')
-        out[rows.start : rows.stop, :, : scores.shape[-1]] = scores
-    return out
+        )  # (G, K', T')
+        out[rows.start : rows.stop, ks, : scores.shape[-1]] = scores
+    return out * applies[:, :, None]  # a row a verifier does not apply to gets none of its relevance
 
 
 def _groups_of(examples: Sequence[Example]) -> list[range]:

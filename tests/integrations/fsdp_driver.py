@@ -82,10 +82,10 @@ class Recorded(MRTPOTrainer):
         self.sampled.append([list(map(int, r)) for r in gather_object([list(map(int, r)) for r in ids])])
         return ids, logprobs
 
-    def _relevance(self, examples, output, lengths):
+    def _relevance(self, examples, output, lengths, applies):
         """Whether the model the replay runs is the FSDP2-sharded one (not an unsharded copy)."""
         self.sharded_replays.append(is_fsdp2(self.accelerator.unwrap_model(self.model)))
-        return super()._relevance(examples, output, lengths)
+        return super()._relevance(examples, output, lengths, applies)
 
     def _log_batch(self, mode, G, rows, examples, output, lengths, rewards, relevance, parts, token_adv, replay_s):
         mask = output["completion_mask"].cpu()

@@ -141,9 +141,9 @@ class GRPORecording(RecordLoss, GRPOTrainer):
 class MRTPORecording(RecordLoss, MRTPOTrainer):
     """Also what each generation batch gave: TRL's GDPO advantage, the token advantages, relevance, mask, rewards."""
 
-    def _relevance(self, examples, output, lengths):
+    def _relevance(self, examples, output, lengths, applies):
         self.replays += 1
-        return super()._relevance(examples, output, lengths)
+        return super()._relevance(examples, output, lengths, applies)
 
     def _log_batch(self, mode, G, rows, examples, output, lengths, rewards, relevance, parts, token_adv, replay_s):
         self.batches.append(
@@ -301,9 +301,11 @@ def test_the_logged_relevance_is_the_replay_of_the_sampling_policy(runs):
         ex = Example("custom", json.loads(row["messages"]))
         rel = replay(policy, ex, row["completion_ids"].tolist(), VERIFIERS)
         logged = torch.tensor([row[trl_log.relevance_column(n)].tolist() for n in names])
+        applies = torch.tensor([not math.isnan(row[trl_log.reward_column(n)]) for n in names])  # (K,)
         assert logged.shape == rel.scores.shape and float(logged.max()) > 0.01
-        # batched group replay against one replay per completion: float32 sums in another order
-        assert float((logged - rel.scores).abs().max()) <= 1e-5
+        # batched group replay against one replay per completion: float32 sums in another order; a reward that
+        # is None on the row (it does not apply) gets no relevance there
+        assert float((logged - rel.scores * applies[:, None]).abs().max()) <= 1e-5
 
 
 def test_a_replay_that_draws_from_the_global_rng_changes_nothing(runs, tmp_path, monkeypatch):
