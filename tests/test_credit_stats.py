@@ -57,7 +57,8 @@ def test_one_sided_p_and_the_two_look_level_by_hand():
 
 def test_the_inverse_normal_combination_by_hand():
     """Two equal stages at one-sided p 0.05 each: z = 1.644854 each, combined sqrt(1/2) (z + z) = 2.326174,
-    p = 1 - Phi(2.326174) = 0.010005 (z_0.01 = 2.326348, density there 0.02665). Unequal weights follow the stage sizes."""
+    p = 1 - Phi(2.326174) = 0.010005 (z_0.01 = 2.326348, density there 0.02665). Unequal weights follow the stage
+    sizes."""
     assert st.inverse_normal_p(0.05, 0.05, 7, 7) == pytest.approx(0.010005, abs=1e-6)
     assert st.inverse_normal_p(0.5, 0.5, 3, 9) == pytest.approx(0.5)
     # the larger second stage weighs more: a small p there moves the result more than the same p first
