@@ -41,6 +41,7 @@ full unsharded copy; :func:`.trl_fsdp.lockstep` keeps the ranks' forward counts 
 from __future__ import annotations
 
 import json
+import math
 import time
 import warnings
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ from ..docstrings import help_from_docstrings
 from ..names import BUNDLED_POLICY, CONTROLS, INFO_POSITIONS, KNOWN_MODELS, METRICS, check_choice
 from ..relevance.tokens import display_tokens
 from ..tasks.bundled_data import BUNDLED_POLICY_DIR
+from ..training.config import MAX_GAMMA
 from . import trl_log
 from .trl_batch import (
     batch_relevance,
@@ -83,9 +85,9 @@ class MRTPOConfig(GRPOConfig):
     """``GRPOConfig`` plus MRTPO's settings; reward weights ``lambda_k`` are GRPOConfig's ``reward_weights``."""
 
     alpha: float = 1.0
-    """MRTPO mixing: 0 = GDPO (uniform), 1 = relevance only."""
+    """MRTPO mixing in [0, 1]: 0 = GDPO (uniform), 1 = relevance only."""
     gamma: float = 1.0
-    """Sharpening of the relevance: w ~ d**gamma."""
+    """Sharpening of the relevance, in [0, 100]: w ~ d**gamma."""
     control: str = "none"
     """Relevance control: none, placebo, corrupted or others (``names.CONTROLS``)."""
     metric: str = "js"
@@ -98,15 +100,41 @@ class MRTPOConfig(GRPOConfig):
     """Must be 'normalize_then_sum' (GDPO): MRTPO splits it."""
 
     def __post_init__(self):
+        _check_fields(self)  # before GRPOConfig's own checks: num_generations=0 divides by zero there
         super().__post_init__()
-        if not 0.0 <= self.alpha <= 1.0:
-            raise ValueError(f"alpha must lie in [0, 1], got {self.alpha}")
-        if self.gamma < 0:
-            raise ValueError(f"gamma must be >= 0, got {self.gamma}")
         check_choice("control", self.control, CONTROLS)
         check_choice("metric", self.metric, METRICS)
         check_choice("info_position", self.info_position, INFO_POSITIONS)
         _check_aggregation(self)
+
+
+def _real(value) -> bool:
+    """A finite real number (a bool is not one: ``True`` would pass as 1)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_fields(c) -> None:
+    """MRTPO's own fields and the GRPOConfig fields its math reads: types, finiteness, ranges, each named."""
+    for name, low, high in (("alpha", 0.0, 1.0), ("gamma", 0.0, MAX_GAMMA)):
+        value = getattr(c, name)
+        if not _real(value) or not low <= value <= high:
+            raise ValueError(f"{name} must be a finite number in [{low:g}, {high:g}], got {value!r}")
+    if not isinstance(c.log_tokens, bool):
+        raise ValueError(f"log_tokens must be True or False, got {c.log_tokens!r}")
+    if c.reward_weights is not None:
+        weights = c.reward_weights if isinstance(c.reward_weights, (list, tuple)) else [c.reward_weights]
+        bad = [w for w in weights if not _real(w)]
+        if bad or not isinstance(c.reward_weights, (list, tuple)):
+            raise ValueError(f"reward_weights must be a list of finite numbers, got {c.reward_weights!r}")
+    for name, least in (("num_generations", 2), ("num_generations_eval", 1)):
+        value = getattr(c, name)
+        if value is None and name == "num_generations_eval":
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ValueError(
+                f"{name} must be an integer >= {least} (completions sampled per prompt; group advantages "
+                f"need at least 2 in training), got {value!r}"
+            )
 
 
 def _check_aggregation(config) -> None:
