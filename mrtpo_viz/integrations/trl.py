@@ -41,7 +41,6 @@ full unsharded copy; :func:`.trl_fsdp.lockstep` keeps the ranks' forward counts 
 from __future__ import annotations
 
 import json
-import math
 import time
 import warnings
 from dataclasses import dataclass
@@ -53,10 +52,8 @@ from trl import GRPOConfig, GRPOTrainer
 
 from ..advantages import mrtpo_token_shift, mrtpo_token_weights
 from ..docstrings import help_from_docstrings
-from ..names import BUNDLED_POLICY, CONTROLS, INFO_POSITIONS, KNOWN_MODELS, METRICS, check_choice
+from ..names import CONTROLS, INFO_POSITIONS, METRICS, check_choice
 from ..relevance.tokens import display_tokens
-from ..tasks.bundled_data import BUNDLED_POLICY_DIR
-from ..training.config import MAX_GAMMA
 from . import trl_log
 from .trl_batch import (
     batch_relevance,
@@ -67,16 +64,10 @@ from .trl_batch import (
     row_examples,
     trl_dataset,
 )
+from .trl_checks import ZERO3_REFUSAL, check_aggregation, check_fields, trainer_model
 from .trl_fsdp import lockstep
 
-__all__ = ["MRTPOConfig", "MRTPOTrainer", "trl_dataset"]
-
-ZERO3_REFUSAL = (
-    "MRTPOTrainer does not support DeepSpeed ZeRO-3: its replay would run K + 1 forwards through "
-    "ZeRO-3's partitioned parameters, which no test here has run (deepspeed 0.19.8 installs on the "
-    "CPU-only test machines, but accelerate 1.15 does not start a multi-process DeepSpeed run on CPU; "
-    "docs/scale.md). Use FSDP2 (fsdp_version: 2): it is tested"
-)
+__all__ = ["MRTPOConfig", "MRTPOTrainer", "trainer_model", "trl_dataset"]
 
 
 @help_from_docstrings
@@ -100,50 +91,12 @@ class MRTPOConfig(GRPOConfig):
     """Must be 'normalize_then_sum' (GDPO): MRTPO splits it."""
 
     def __post_init__(self):
-        _check_fields(self)  # before GRPOConfig's own checks: num_generations=0 divides by zero there
+        check_fields(self)  # before GRPOConfig's own checks: num_generations=0 divides by zero there
         super().__post_init__()
         check_choice("control", self.control, CONTROLS)
         check_choice("metric", self.metric, METRICS)
         check_choice("info_position", self.info_position, INFO_POSITIONS)
-        _check_aggregation(self)
-
-
-def _real(value) -> bool:
-    """A finite real number (a bool is not one: ``True`` would pass as 1)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _check_fields(c) -> None:
-    """MRTPO's own fields and the GRPOConfig fields its math reads: types, finiteness, ranges, each named."""
-    for name, low, high in (("alpha", 0.0, 1.0), ("gamma", 0.0, MAX_GAMMA)):
-        value = getattr(c, name)
-        if not _real(value) or not low <= value <= high:
-            raise ValueError(f"{name} must be a finite number in [{low:g}, {high:g}], got {value!r}")
-    if not isinstance(c.log_tokens, bool):
-        raise ValueError(f"log_tokens must be True or False, got {c.log_tokens!r}")
-    if c.reward_weights is not None:
-        weights = c.reward_weights if isinstance(c.reward_weights, (list, tuple)) else [c.reward_weights]
-        bad = [w for w in weights if not _real(w)]
-        if bad or not isinstance(c.reward_weights, (list, tuple)):
-            raise ValueError(f"reward_weights must be a list of finite numbers, got {c.reward_weights!r}")
-    for name, least in (("num_generations", 2), ("num_generations_eval", 1)):
-        value = getattr(c, name)
-        if value is None and name == "num_generations_eval":
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < least:
-            raise ValueError(
-                f"{name} must be an integer >= {least} (completions sampled per prompt; group advantages "
-                f"need at least 2 in training), got {value!r}"
-            )
-
-
-def _check_aggregation(config) -> None:
-    if config.multi_objective_aggregation != "normalize_then_sum":
-        raise ValueError(
-            "MRTPO needs multi_objective_aggregation='normalize_then_sum' (GDPO): it gives each "
-            "reward's group-normalized advantage to the tokens relevant to it, which "
-            f"{config.multi_objective_aggregation!r} never computes"
-        )
+        check_aggregation(self)
 
 
 def _refuse(config, kwargs: dict) -> None:
@@ -168,7 +121,7 @@ def _refuse(config, kwargs: dict) -> None:
             "next-token distributions",
             stacklevel=3,
         )
-    _check_aggregation(config)
+    check_aggregation(config)
     if config.loss_type == "vespo":
         raise ValueError(
             "loss_type='vespo' is not supported by MRTPOTrainer: VESPO picks its per-sequence weight "
@@ -392,22 +345,6 @@ class MRTPOTrainer(GRPOTrainer):
             "trl": trl.__version__,
             "mrtpo_viz": __version__,
         }
-
-
-def trainer_model(model):
-    """``model`` as GRPOTrainer takes it: the bundled policy's and the known real models' names
-    (``names.KNOWN_MODELS``) resolve to their local folders as in :func:`mrtpo_viz.load_policy` (a local folder of
-    that name wins); a known model not downloaded yet is refused with the command that fetches it, not sent to the
-    hub. Anything else (a folder, a hub id, a model) is passed on unchanged."""
-    if not isinstance(model, str) or Path(model).expanduser().exists():
-        return model
-    if model == BUNDLED_POLICY:
-        return str(BUNDLED_POLICY_DIR)
-    if model in KNOWN_MODELS:
-        from ..policy.loading import _known_folder  # load_policy's own resolution and message
-
-        return str(_known_folder(model))
-    return model
 
 
 def _last_user(example) -> str:
