@@ -52,11 +52,38 @@ MAX_JSON_BYTES = 2**20
 """Bytes of ``mrtpo/run.json``."""
 MAX_JSON_DEPTH = 32
 """Nesting of ``mrtpo/run.json``."""
+MAX_REWARDS = 64
+"""Rewards of one run (a TRL reward column, a verl reward key, a token log's ``reward/<name>``): each is a curve, a
+column of every table and a line of the replay form; multi-reward runs have a handful."""
+MAX_CURVE_ROWS = 200_000
+"""Rows the reward curves read over a run's steps, in step order: later steps are left off the curves (and the
+status says so); each one still opens when picked."""
+MAX_UPLOAD_FILES = 500
+"""Run files of one uploaded zip (a 5 MiB upload of real steps holds tens of them)."""
 CHUNK = 2**20
 
 
 class RunFileError(ValueError):
     """A run file over a cap or of the wrong shape; the message names the file (never its folder)."""
+
+
+def open_regular(path: os.PathLike | str, name: str) -> IO[bytes]:
+    """``path`` opened for reading in binary, if it is a regular file (after following links); a fifo, a device or a
+    link to one is refused before anything is read from it (opening a fifo would wait for a writer for ever,
+    ``/dev/zero`` never ends).
+
+    Raises:
+        RunFileError: not a regular file (named ``name``).
+    """
+    try:  # O_NONBLOCK: opening a fifo returns at once instead of waiting for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as e:
+        raise FileNotFoundError(f"{name}: cannot be opened ({e.strerror or type(e).__name__})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunFileError(f"{name} is not a regular file (a fifo, a device or a link to one); only files are read")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def _under(path: Path, root: Path) -> bool:
@@ -105,7 +132,7 @@ def read_json(path: Path, root: Path) -> dict:
     real = safe_file(path, root)
     if real is None:
         return {}
-    with open(real, "rb") as fh:
+    with open_regular(real, path.name) as fh:
         data = fh.read(MAX_JSON_BYTES + 1)
     if len(data) > MAX_JSON_BYTES:
         raise RunFileError(f"{path.name} is larger than {MAX_JSON_BYTES // 1024} KiB; a run's settings file is small")
@@ -135,7 +162,17 @@ def _bracket_depth(data: bytes) -> int:
 
 def parquet_columns(path: Path, root: Path) -> list[str]:
     """The top-level column names of a run parquet file (its footer only)."""
-    return list(_open_parquet(path, root).schema_arrow.names)
+    return list(parquet_schema(path, root).names)
+
+
+def parquet_schema(path: Path, root: Path):
+    """The arrow schema of a run parquet file (its footer only), refused over :data:`MAX_COLUMNS` leaf columns."""
+    pf = _open_parquet(path, root)
+    if pf.metadata.num_columns > MAX_COLUMNS:
+        raise RunFileError(
+            f"{path.name} has {pf.metadata.num_columns:,} columns; a run file here has at most {MAX_COLUMNS:,}"
+        )
+    return pf.schema_arrow
 
 
 def _open_parquet(path: Path, root: Path):

@@ -3,6 +3,7 @@ only, by name; a running cap on the decompressed bytes), or one parquet or verl 
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 from typing import Optional
@@ -11,17 +12,18 @@ from . import run_files, trl_log, trl_runs, verl_runs
 from .run_files import RunFileError
 
 
-def extract_upload(upload, dest, max_bytes: int, max_files: int = 2000) -> Path:
+def extract_upload(upload, dest, max_bytes: int, max_files: int = run_files.MAX_UPLOAD_FILES) -> Path:
     """An uploaded zip of a run (or one parquet or verl jsonl file) unpacked into ``dest``; returns what
     :func:`open_run` opens.
 
     Only run files are taken from a zip, by their names alone (``completions_*.parquet``, ``tokens_*.parquet``,
     ``eval_tokens_*.parquet``, ``run.json``, verl's ``{step}.jsonl``), into ``dest/completions``, ``dest/mrtpo`` and
     ``dest`` itself (verl): a member's folders, absolute paths and ``..`` never reach the disk. ``max_bytes`` caps
-    the uncompressed total (a zip bomb stops before anything is written).
+    the uncompressed total (a zip bomb stops before anything is written), ``max_files`` the run files taken.
     """
     upload, dest = Path(upload), Path(dest)
-    size = upload.stat().st_size
+    with run_files.open_regular(upload, trl_runs.shown(upload)) as fh:  # a fifo or a device is refused unread
+        size = os.fstat(fh.fileno()).st_size
     if size > max_bytes:
         raise ValueError(
             f"{trl_runs.shown(upload)} is {size / 2**20:.1f} MiB; at most {max_bytes / 2**20:.1f} MiB are "
@@ -50,10 +52,10 @@ def _unpack(zf: zipfile.ZipFile, dest: Path, name: str, max_bytes: int, max_file
     sizes are checked first, and the real bytes counted while unpacking, whatever the headers say)."""
     members = [(i, _target(dest, i.filename)) for i in zf.infolist() if not i.is_dir()]
     members = [(i, t) for i, t in members if t is not None]
-    if len(members) > max_files or sum(i.file_size for i, _ in members) > 10 * max_bytes:
-        raise ValueError(
-            f"{name} unpacks to more than {max_files} files or {10 * max_bytes / 2**20:.0f} MiB; upload fewer steps"
-        )
+    if len(members) > max_files:
+        raise ValueError(f"{name} holds {len(members):,} run files; at most {max_files:,} here: upload fewer steps")
+    if sum(i.file_size for i, _ in members) > 10 * max_bytes:
+        raise ValueError(f"{name} unpacks to more than {10 * max_bytes / 2**20:.0f} MiB; upload fewer steps")
     if not members:
         raise ValueError(f"{name} holds no run files (completions_*.parquet, tokens_*.parquet, verl's {{step}}.jsonl)")
     budget = [10 * max_bytes]

@@ -97,7 +97,7 @@ def open_run(path, base=None, max_bytes: int = run_files.MAX_FILE_BYTES) -> RunF
         if (m := TOKENS_FILE.match(p.name))
     }
     info = run_files.read_json(root / trl_log.LOG_DIR / trl_log.RUN_FILE, base)
-    verl = _verl_files(root, base) if not comp and not tokens else {}
+    verl = verl_runs.step_files(root, base) if not comp and not tokens else {}
     if not comp and not tokens and not verl:
         raise FileNotFoundError(
             f"{root.name or 'the folder'} holds no run files: neither "
@@ -106,15 +106,6 @@ def open_run(path, base=None, max_bytes: int = run_files.MAX_FILE_BYTES) -> RunF
             "trainer.rollout_data_dir)"
         )
     return RunFiles(root, comp, tokens, info, base, max_bytes, verl)
-
-
-def _verl_files(folder: Path, base: Path) -> dict[int, Path]:
-    """verl's step files in ``folder`` that are regular files under ``base``, steps of at most 9 digits."""
-    return {
-        step: p
-        for step, p in verl_runs.step_files(folder).items()
-        if len(p.stem) <= 9 and run_files.safe_file(p, base) is not None
-    }
 
 
 def _single_file(path: Path, base: Path, max_bytes: int) -> RunFiles:
@@ -166,19 +157,30 @@ def _file_step(path: Path, base: Path) -> int:
 
 def reward_names(run: RunFiles) -> list[str]:
     """The rewards of the run: ``run.json``'s, else the token log's ``reward/*`` columns, else TRL's numeric
-    columns between ``completion`` and ``advantage``."""
-    listed = run.info.get("rewards")
+    columns besides ``step`` and ``advantage`` (from the first file's footer), else verl's numeric extra keys; at most
+    :data:`~.run_files.MAX_REWARDS`."""
+    listed, first = run.info.get("rewards"), shown(next(iter({**run.tokens, **run.completions, **run.verl}.values())))
     if listed:
         if not isinstance(listed, list) or not all(isinstance(n, str) and 0 < len(n) <= 200 for n in listed):
             raise ValueError("the run's mrtpo/run.json lists its rewards wrongly: 'rewards' must be a list of names")
-        return list(listed)
-    if run.verl and not run.tokens:
-        return verl_runs.reward_names(verl_runs.read_step(next(iter(run.verl.values()))))
-    if run.tokens:
+        names, first = list(listed), trl_log.RUN_FILE
+    elif run.verl and not run.tokens:
+        names = verl_runs.file_reward_names(next(iter(run.verl.values())))
+    elif run.tokens:
         cols = run_files.parquet_columns(next(iter(run.tokens.values())), run.allowed)
-        return [c.removeprefix("reward/") for c in cols if c.startswith("reward/")]
-    df = _read(run, next(iter(run.completions.values())))
-    return [c for c in df.columns if c not in ("step", "advantage") and pd.api.types.is_numeric_dtype(df[c])]
+        names = [c.removeprefix("reward/") for c in cols if c.startswith("reward/")]
+    else:
+        schema = run_files.parquet_schema(next(iter(run.completions.values())), run.allowed)
+        names = [f.name for f in schema if f.name not in ("step", "advantage") and _numeric(f.type)]
+    if len(names) > run_files.MAX_REWARDS:
+        raise RunFileError(f"{first} has {len(names):,} rewards; a run here has at most {run_files.MAX_REWARDS}")
+    return names
+
+
+def _numeric(t) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
 
 
 TOKEN_LOG_COLUMNS = ("row", "group", "prompt", "completion", "advantage", "token_advantages")
@@ -194,7 +196,7 @@ def step_frame(run: RunFiles, step: int, mode: str = "train") -> pd.DataFrame:
     names = reward_names(run)
     if (mode, step) in run.tokens:
         path = run.tokens[(mode, step)]
-        frame = _read(run, path)
+        frame = _nonempty(_read(run, path), path)
         _require(frame, path, [*TOKEN_LOG_COLUMNS, *map(trl_log.reward_column, names)])
         return _checked(frame, path, names)
     if mode == "train" and step in run.verl:
@@ -202,9 +204,15 @@ def step_frame(run: RunFiles, step: int, mode: str = "train") -> pd.DataFrame:
     if step not in run.completions:
         raise KeyError(f"the run has no {mode} step {step}; it has {', '.join(f'{m} {s}' for m, s in run.steps())}")
     path = run.completions[step]
-    df = _read(run, path)
+    df = _nonempty(_read(run, path), path)
     _require(df, path, ["prompt", "completion", "advantage", *names])
     return _checked(_from_trl(df, names, step, path), path, names)
+
+
+def _nonempty(df: pd.DataFrame, path: Path) -> pd.DataFrame:
+    if df.empty:
+        raise RunFileError(f"{shown(path)} has no rows: no completions were logged in it; pick another step")
+    return df
 
 
 def _require(df: pd.DataFrame, path: Path, columns) -> None:
@@ -305,20 +313,24 @@ def _groups(prompts: list[str]) -> list[int]:
 def reward_curves(run: RunFiles) -> pd.DataFrame:
     """Per (mode, step), each reward's mean over the step's completions: columns ``variant`` (the mode), ``seed``
     (0), ``step`` (TRL's global step minus 1: the figure shows step + 1), ``reward/<name>`` (the frame
-    :func:`mrtpo_viz.viz.training.reward_curves_figure` draws)."""
-    names, rows = reward_names(run), []
-    for mode, step in run.steps():
+    :func:`mrtpo_viz.viz.training.reward_curves_figure` draws). Steps are read in order until
+    :data:`~.run_files.MAX_CURVE_ROWS` rows have been; ``attrs["note"]`` then says which steps are left off."""
+    names, rows, read, steps = reward_names(run), [], 0, run.steps()
+    for mode, step in steps:
+        if read >= run_files.MAX_CURVE_ROWS:
+            break
         df = step_frame(run, step, mode)
+        read += len(df)
         # the figure counts steps from 0 and shows step + 1 (the live tab's frames); TRL's global steps start at 1
-        rows.append(
-            {
-                "variant": mode,
-                "seed": 0,
-                "step": step - 1,
-                **{trl_log.reward_column(n): float(df[trl_log.reward_column(n)].mean()) for n in names},
-            }
+        means = {trl_log.reward_column(n): float(df[trl_log.reward_column(n)].mean()) for n in names}
+        rows.append({"variant": mode, "seed": 0, "step": step - 1, **means})
+    out = pd.DataFrame(rows)
+    if len(rows) < len(steps):
+        out.attrs["note"] = (
+            f"The reward curves show the first {len(rows)} of {len(steps)} step files ({read:,} rows; they read "
+            f"at most {run_files.MAX_CURVE_ROWS:,}); every step still opens when picked."
         )
-    return pd.DataFrame(rows)
+    return out
 
 
 def groups_table(frame: pd.DataFrame, names: list[str]) -> pd.DataFrame:

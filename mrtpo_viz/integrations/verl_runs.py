@@ -26,56 +26,175 @@ What the dump does not hold, and what we do instead:
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import os
 import re
+import stat
+from functools import lru_cache
 from pathlib import Path
+from typing import Optional
 from collections.abc import Iterator
 
 import pandas as pd
 
-from . import trl_log
+from . import run_files, trl_log
+from .run_files import RunFileError
 
 STEP_FILE = re.compile(r"^(\d+)\.jsonl$")
 BASE_KEYS = ("input", "output", "gts", "score", "step")
 """The keys ``_dump_generations`` always writes; every other key is reward extra information."""
 MAX_STEP_BYTES = 256 * 2**20
+"""Bytes of one step file (8,192 rollouts of 8k-token responses)."""
+MAX_STEP_ROWS = 50_000
+"""Rollouts (lines) of one step file: ``train_batch_size x rollout.n`` (1,024 x 16 = 16,384 in a large run); blank
+lines count too."""
+MAX_LINE_BYTES = 4 * 2**20
+"""Bytes of one line (one rollout: its prompt, its response, its ground truth and reward values)."""
+MAX_LINE_KEYS = 64
+"""Keys of one line: verl's five and the reward function's extra information (a handful in real runs)."""
 VERL_VERSION = "0.8.0.dev (volcengine/verl b178a3c)"
 _ROLE = re.compile(r"(?:^|\n)(system|user|assistant)\n")
+_DECODE = json.JSONDecoder().decode
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A ``\\uD800``-``\\uDFFF`` escape in a line's JSON: the only way a lone surrogate gets into its text."""
 
 
-def step_files(folder: Path) -> dict[int, Path]:
-    """``{step: path}`` of the ``{step}.jsonl`` files directly in ``folder``."""
-    return {int(m[1]): p for p in sorted(Path(folder).glob("*.jsonl")) if (m := STEP_FILE.match(p.name))}
+def step_files(folder: Path, base: Optional[Path] = None) -> dict[int, Path]:
+    """``{step: path}`` of the ``{step}.jsonl`` regular files directly in ``folder`` (a fifo, a device or a link
+    to one is left out: reading it would never end); with ``base``, only those whose resolved path lies under it and
+    whose step has at most 9 digits (the Runs view's rule, :func:`.run_files.safe_file`)."""
+    found = {int(m[1]): p for p in sorted(Path(folder).glob("*.jsonl")) if (m := STEP_FILE.match(p.name))}
+    if base is not None:
+        return {s: p for s, p in found.items() if len(p.stem) <= 9 and run_files.safe_file(p, base) is not None}
+    return {step: p for step, p in found.items() if _regular(p)}
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def read_step(path: Path) -> list[dict]:
-    """The rows of one dump file; a line that is not a JSON object with ``input`` and ``output`` is an error that
-    names the file and line."""
-    if path.stat().st_size > MAX_STEP_BYTES:
-        raise ValueError(f"{path.name} is larger than {MAX_STEP_BYTES / 2**20:.0f} MiB")
-    rows = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path.name}:{lineno}: not JSON ({e.msg}); is this a verl rollout dump?") from None
-            if not isinstance(row, dict) or not {"input", "output"} <= set(row):
-                raise ValueError(
-                    f"{path.name}:{lineno}: a verl dump line has 'input' and 'output' (verl's "
-                    "trainer.rollout_data_dir files)"
+    """The rows of one dump file, checked line by line as it is read: at most :data:`MAX_STEP_ROWS` lines of at most
+    :data:`MAX_LINE_BYTES` and :data:`MAX_LINE_KEYS` keys; ``input`` and ``output`` text, ``score`` and numeric
+    extra keys finite numbers (or null). Every problem is a :class:`RunFileError` naming the file, the line and the
+    field; ``score`` and the numeric extra keys come back as floats."""
+    name = path.name
+    rows: list[dict] = []
+    with run_files.open_regular(path, name) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > MAX_STEP_BYTES:
+            raise RunFileError(
+                f"{name} is {size / 2**20:.0f} MiB; a verl step file here has at most {MAX_STEP_BYTES / 2**20:.0f} MiB"
+            )
+        for lineno in itertools.count(1):
+            line = fh.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                break
+            if lineno > MAX_STEP_ROWS:
+                raise RunFileError(
+                    f"{name} has more than {MAX_STEP_ROWS:,} lines; a verl step file here has at most {MAX_STEP_ROWS:,}"
                 )
-            rows.append(row)
+            if len(line) > MAX_LINE_BYTES:
+                raise RunFileError(
+                    f"{name}:{lineno}: the line is longer than {MAX_LINE_BYTES // 2**20} MiB; at most that here"
+                )
+            if line.strip():
+                rows.append(_row(line, name, lineno))
     if not rows:
-        raise ValueError(f"{path.name} holds no rollouts")
+        raise RunFileError(f"{name} holds no rollouts")
     return rows
+
+
+def _row(line: bytes, name: str, lineno: int) -> dict:
+    """One line as a checked row (see :func:`read_step`); messages start ``file:line``."""
+    try:
+        row = _DECODE(line.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise RunFileError(f"{name}:{lineno}: not UTF-8 text (byte {e.start + 1} of the line)") from None
+    except ValueError as e:  # JSONDecodeError, or an integer of more than 4,300 digits
+        why = e.msg if isinstance(e, json.JSONDecodeError) else "a number too long to read"
+        raise RunFileError(f"{name}:{lineno}: not JSON ({why}); is this a verl rollout dump?") from None
+    except RecursionError:
+        raise RunFileError(f"{name}:{lineno}: nested too deeply to be a verl dump line") from None
+    if type(row) is not dict or "input" not in row or "output" not in row:
+        raise RunFileError(
+            f"{name}:{lineno}: a verl dump line has 'input' and 'output' (verl's trainer.rollout_data_dir files)"
+        )
+    if len(row) > MAX_LINE_KEYS:
+        raise RunFileError(
+            f"{name}:{lineno}: {len(row):,} keys; a verl dump line here has at most {MAX_LINE_KEYS} (verl's five "
+            "and the reward function's extra information)"
+        )
+    for key in ("input", "output"):
+        if type(row[key]) is not str:
+            raise RunFileError(f"{name}:{lineno}: {key!r} must be text, got {_kind(row[key])}")
+    if b"\\u" in line and _SURROGATE.search(line.decode("utf-8")):
+        for key, value in [(k, k) for k in row] + [(k, v) for k, v in row.items() if isinstance(v, str)]:
+            if not _unicode(value):
+                raise RunFileError(
+                    f"{name}:{lineno}: {_shown(key)!r} holds a lone surrogate (\\ud800-\\udfff): not Unicode text"
+                )
+    if "score" not in row:
+        row["score"] = math.nan
+    for key, value in row.items():
+        if type(value) is float and not math.isinf(value):
+            continue  # the common case: a finite number (or NaN, missing)
+        if key == "score" or (key not in BASE_KEYS and _number(value)):
+            row[key] = _float(value, f"{name}:{lineno}", key)
+    return row
+
+
+def _unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _shown(key: str) -> str:
+    key = key.encode("utf-8", "backslashreplace").decode("utf-8")
+    return key if len(key) <= 40 else key[:37] + "..."
+
+
+def _kind(value) -> str:
+    names = {str: "text", dict: "an object", list: "a list", bool: "true/false", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def _float(value, where: str, key: str) -> float:
+    """A reward value as a float: null (and NaN) is missing; anything else must be a finite number."""
+    if value is None:
+        return math.nan
+    if not _number(value):
+        raise RunFileError(f"{where}: {_shown(key)!r} must be a number (or null), got {_kind(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if math.isinf(number):
+        raise RunFileError(f"{where}: {_shown(key)!r} must be a finite number; it is beyond +-1.8e308")
+    return number
 
 
 def _number(v) -> bool:
     return v is None or isinstance(v, (int, float))  # a bool (an "acc" of true/false) counts as 0/1
+
+
+def file_reward_names(path: Path) -> list[str]:
+    """:func:`reward_names` of one step file, read once per version of the file (every view of a step asks)."""
+    st = path.stat()
+    return list(_file_names(path, st.st_size, st.st_mtime_ns))
+
+
+@lru_cache(maxsize=64)
+def _file_names(path: Path, size: int, mtime_ns: int) -> tuple[str, ...]:
+    return tuple(reward_names(read_step(path)))
 
 
 def reward_names(rows: list[dict]) -> list[str]:
@@ -110,10 +229,6 @@ def grpo_advantages(scores: list[float], groups: list[int], eps: float = 1e-6) -
     return [0.0 if k < 2 else float(a) for a, k in zip(adv, n)]
 
 
-def _float(v) -> float:
-    return math.nan if v is None else float(v)
-
-
 def step_frame(path: Path, step: int) -> pd.DataFrame:
     """One dump file in the Runs view's columns, rows ordered by group (then file order); ``row`` is the line's
     index in the file, ``gts`` and ``score`` kept."""
@@ -121,16 +236,18 @@ def step_frame(path: Path, step: int) -> pd.DataFrame:
     names = reward_names(rows)
     inputs = [str(r["input"]) for r in rows]
     groups = groups_of(inputs)
-    scores = [_float(r.get("score")) for r in rows]
-    messages = [chat_messages(p) for p in inputs]
+    scores = [r["score"] for r in rows]
+    chats = {p: chat_messages(p) for p in dict.fromkeys(inputs)}  # once per group: its rows share the prompt
+    shown = {p: json.dumps(ms) for p, ms in chats.items()}
+    user = {p: next((m["content"] for m in reversed(ms) if m["role"] == "user"), "") for p, ms in chats.items()}
     out = pd.DataFrame(
         {
             "step": step,
             "mode": "train",
             "row": range(len(rows)),
             "group": groups,
-            "prompt": [next((m["content"] for m in reversed(ms) if m["role"] == "user"), "") for ms in messages],
-            "messages": [json.dumps(ms) for ms in messages],
+            "prompt": [user[p] for p in inputs],
+            "messages": [shown[p] for p in inputs],
             "completion": [str(r["output"]) for r in rows],
             "advantage": grpo_advantages(scores, groups),
             "score": scores,
@@ -138,7 +255,7 @@ def step_frame(path: Path, step: int) -> pd.DataFrame:
         }
     )
     for n in names:
-        out[trl_log.reward_column(n)] = [_float(r.get(n)) for r in rows]
+        out[trl_log.reward_column(n)] = [r.get(n, math.nan) for r in rows]
     return out.sort_values("group", kind="stable").reset_index(drop=True)
 
 

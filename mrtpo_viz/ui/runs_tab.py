@@ -86,6 +86,7 @@ def open_run(typed: str, upload):
         "information starts as the row's ground truth, gts)",
     }.get(run.kind, "a plain TRL run (no per-token log: replay a completion with a checkpoint)")
     status = f"Opened {kind}: {len(steps)} step file(s), rewards {', '.join(f'`{n}`' for n in names)}."
+    status += f" {curves.attrs['note']}" if curves.attrs.get("note") else ""
     choices = [(f"step {s}" + (" (eval)" if m == "eval" else ""), f"{m}:{s}") for m, s in steps]
     last = next((c[1] for c in reversed(choices) if c[1].startswith("train:")), choices[-1][1])
     return {"path": str(path), "base": str(base), "names": names}, status, fig, gr.update(choices=choices, value=last)
