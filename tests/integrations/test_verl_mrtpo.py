@@ -197,3 +197,95 @@ def test_missing_relevance_or_reward_key_is_a_clear_error(verl, patched):
     data = make_batch(DataProto, UIDS, LENGTHS, SCORES)
     with pytest.raises(KeyError, match=r"\['fmt2'\].*use_v1"):
         run(ray_trainer, data, "mrtpo", algo(gdpo_reward_keys=["fmt2"]))
+
+
+# --- the relevance step on the bundled policy, against the project's replay -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rollouts(verl):
+    """A verl batch of 2 tool-calling prompts x 2 responses the bundled policy sampled: left-padded prompts,
+    right-padded responses, ``extra_info`` as :func:`verl_row` writes it, rows of a group interleaved."""
+    from mrtpo_viz.integrations.verl_relevance import verl_row
+    from mrtpo_viz.policy import load_policy
+    from mrtpo_viz.tasks import load_examples
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
+
+    DataProto = verl[2]
+    policy = load_policy(str(BUNDLED_POLICY_DIR), device="cpu", dtype="float32")
+    examples = load_examples("tool_calling")[:2]
+    names = ["tool_call.format", "tool_call.correctness"]
+    rows = []
+    for i, ex in enumerate(examples):
+        for c in policy.generate_group(ex, 2, max_new_tokens=12, seed=i):
+            rows.append((ex, policy.chat_ids(ex.messages()), list(c.token_ids)))
+    rows = [rows[0], rows[2], rows[1], rows[3]]  # groups interleaved, as after verl's balance_batch
+    P, T, pad = max(len(r[1]) for r in rows), max(len(r[2]) for r in rows) + 2, policy.pad_id
+    prompts = torch.tensor([[pad] * (P - len(p)) + p for _, p, _ in rows])
+    responses = torch.tensor([r + [pad] * (T - len(r)) for _, _, r in rows])
+    pmask = torch.tensor([[0] * (P - len(p)) + [1] * len(p) for _, p, _ in rows])
+    rmask = torch.tensor([[1] * len(r) + [0] * (T - len(r)) for _, _, r in rows])
+    data = DataProto.from_dict(
+        tensors={
+            "prompts": prompts,
+            "responses": responses,
+            "attention_mask": torch.cat([pmask, rmask], 1),
+            "response_mask": rmask,
+        },
+        non_tensors={
+            "uid": np.array([ex.id for ex, _, _ in rows], dtype=object),
+            "extra_info": np.array([verl_row(ex, names)["extra_info"] for ex, _, _ in rows], dtype=object),
+        },
+    )
+    return policy, data, rows, names
+
+
+def test_the_relevance_step_matches_the_projects_replay(rollouts):
+    from mrtpo_viz import replay
+    from mrtpo_viz.integrations.verl_relevance import relevance_step
+
+    policy, data, rows, names = rollouts
+    rel = relevance_step(policy, data, names)
+    B, K, T = rel.shape
+    assert (B, K, T) == (4, 2, data.batch["responses"].shape[1])
+    for b, (ex, _, response) in enumerate(rows):
+        expected = replay(policy, ex, response, names).scores  # (K, T_b)
+        n = len(response)
+        torch.testing.assert_close(rel[b, :, :n], expected, rtol=0, atol=2e-5)
+        assert float(rel[b, :, n:].abs().max()) == 0.0  # padding
+        assert float(expected.max()) > 0.01  # the information moves the tiny policy's predictions
+
+
+def test_the_relevance_step_refuses_a_prompt_verl_did_not_sample_from(rollouts):
+    from mrtpo_viz.integrations.verl_relevance import relevance_step
+
+    policy, data, _, names = rollouts
+    changed = data.select_idxs([0, 1, 2, 3])
+    changed.batch["prompts"] = changed.batch["prompts"].clone()
+    changed.batch["prompts"][0, -1] = (changed.batch["prompts"][0, -1] + 1) % len(policy.tokenizer)
+    with pytest.raises(ValueError, match="differs from the one"):
+        relevance_step(policy, changed, names)
+
+
+def test_compute_score_returns_each_verifiers_reward_and_their_sum(rollouts):
+    from mrtpo_viz.integrations.verl_relevance import compute_score, row_example
+    from mrtpo_viz.tasks import get_verifier
+
+    _, data, rows, names = rollouts
+    ex, got = row_example(data.non_tensor_batch["extra_info"][0])
+    assert got == names
+    assert (ex.task, ex.id, ex.messages(), ex.meta) == (
+        rows[0][0].task,
+        rows[0][0].id,
+        rows[0][0].messages(),
+        rows[0][0].meta,
+    )
+    gold = rows[0][0].reference
+    assert gold
+    out = compute_score("mrtpo_viz/tool_calling", gold, "", data.non_tensor_batch["extra_info"][0])
+    assert out == {"score": 2.0, "tool_call.format": 1.0, "tool_call.correctness": 1.0}
+    bad = compute_score("mrtpo_viz/tool_calling", "no call", "", data.non_tensor_batch["extra_info"][0])
+    assert (
+        bad["score"] == sum(bad[n] for n in names)
+        and bad["tool_call.format"] == get_verifier(names[0]).check("no call", ex).score
+    )
