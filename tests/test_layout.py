@@ -27,6 +27,7 @@ RANKS = {
     "divergence": 1,
     "advantages": 1,
     "tasks": 1,
+    "serving": 1,
     "policy": 2,
     "relevance": 3,
     "training": 4,
@@ -341,6 +342,20 @@ def test_no_two_modules_share_a_basename():
 def test_few_modules_sit_directly_in_the_package():
     top = sorted(p.name for p in (ROOT / PACKAGE).glob("*.py"))
     assert len(top) <= 14, top
+
+
+def test_studies_have_their_own_room():
+    """Experiments that ask whether a method trains better (a plan committed before their results) live in
+    ``studies/<name>/``; ``benchmarks/`` measures speed and agreement and holds no study (no plan module). A study's
+    modules stay under the same 400 lines."""
+    assert sorted(p.name for p in (ROOT / "benchmarks").glob("*.py") if "plan" in p.stem) == []
+    assert (ROOT / "studies" / "credit" / "credit.py").is_file()
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in sorted((ROOT / "studies").rglob("*.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
 
 
 @pytest.mark.parametrize("name", ["torch", "transformers", "gradio"])

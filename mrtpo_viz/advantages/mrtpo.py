@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .core import EPS, ZERO_RELEVANCE, _check_mask, _gdpo_parts
+from .core import EPS, ZERO_RELEVANCE, _check_mask, _check_rewards, _gdpo_parts
 
 NORMALIZATIONS: tuple[str, ...] = ("mean", "mask")
 """How relevance becomes token weights ``what``: ``mean`` rescales to mean 1 over the response (the paper reading,
@@ -105,12 +105,30 @@ def mrtpo_token_parts(
         :class:`MRTPOParts`; with ``normalization="mean"`` its ``token_advantages`` have, over a response's valid
         tokens, the mean of its GDPO advantage (with ``"mask"`` they do not: each reward's share stays on its tokens).
     """
-    ahat, weights, S, mean_b, std_b, unscorable = _gdpo_parts(rewards, weights, eps)
-    N, G, K = ahat.shape
+    checked, _ = _check_rewards(rewards, weights)  # (N, G, K) as float32 or float64
+    N, G, K = checked.shape
     relevance = torch.as_tensor(relevance)
     if relevance.dim() != 4 or tuple(relevance.shape[:3]) != (N, G, K):
         raise ValueError(f"relevance must be (N, G, K, T) with N, G, K = {N}, {G}, {K}, got {tuple(relevance.shape)}")
-    w = mrtpo_token_weights(relevance.to(ahat.dtype), mask, alpha, gamma, normalization)  # (N, G, K, T)
+    w = mrtpo_token_weights(relevance.to(checked.dtype), mask, alpha, gamma, normalization)  # (N, G, K, T)
+    return weighted_token_parts(rewards, w, mask, weights, eps)
+
+
+def weighted_token_parts(rewards: torch.Tensor, w: torch.Tensor, mask: torch.Tensor, weights=None, eps: float = EPS):
+    """Token advantages from any per-reward token weights ``w`` (a credit method's, :mod:`.credit`):
+    ``A[t] = (sum_k lambda_k w[k, t] Ahat_k - mean_batch S) / (std_batch S + eps)``, 0 on padding.
+
+    Args:
+        rewards: ``(N, G, K)``; w: ``(N, G, K, T)`` token weights (0 on padding); mask: ``(N, G, T)``.
+    Returns:
+        :class:`MRTPOParts`. ``w = 1`` on valid tokens gives GDPO's advantage on every token; weights with mean 1
+        over a response keep its token mean at GDPO's advantage.
+    """
+    ahat, weights, S, mean_b, std_b, unscorable = _gdpo_parts(rewards, weights, eps)
+    N, G, K = ahat.shape
+    w = torch.as_tensor(w).to(ahat.dtype)
+    if w.dim() != 4 or tuple(w.shape[:3]) != (N, G, K):
+        raise ValueError(f"token weights must be (N, G, K, T) with N, G, K = {N}, {G}, {K}, got {tuple(w.shape)}")
     per_token = weights[:, None] * w * ahat[..., None]  # (N, G, K, T)
     valid = (_check_mask(mask, N, G, ahat.dtype) > 0) & ~unscorable[..., None]  # (N, G, T)
     scale = torch.where(std_b > 0, std_b + eps, 1.0)  # a degenerate batch: unscaled, not divided by eps alone
@@ -155,6 +173,8 @@ def mrtpo_token_shift(
     alpha: float = 1.0,
     gamma: float = 1.0,
     eps: float = EPS,
+    normalization: str = "mean",
+    token_weights: torch.Tensor | None = None,
 ) -> MRTPOShift:
     """MRTPO for some rows of a batch whose other rows live elsewhere (another process of a data-parallel run).
 
@@ -168,7 +188,9 @@ def mrtpo_token_shift(
         rewards: ``(N, G, K)`` the whole batch (e.g. gathered from every process).
         relevance: ``(B, K, T)`` and mask ``(B, T)`` of the rows.
         rows: ``B`` flat indices into the ``N * G`` rows (a slice or index tensor); default all rows.
-        weights, alpha, gamma, eps: as :func:`mrtpo_token_parts`.
+        weights, alpha, gamma, eps, normalization: as :func:`mrtpo_token_parts`.
+        token_weights: ``(B, K, T)`` a credit method's own weights ``w`` (:mod:`.credit`), used instead of MRTPO's
+            from ``relevance`` (which then only fixes the shapes).
     """
     ahat, weights, _, _, std_b, unscorable = _gdpo_parts(rewards, weights, eps)
     N, G, K = ahat.shape
@@ -177,7 +199,12 @@ def mrtpo_token_shift(
     relevance = torch.as_tensor(relevance)
     if relevance.dim() != 3 or tuple(relevance.shape[:2]) != (ahat.shape[0], K):
         raise ValueError(f"relevance must be (B, K, T) with B, K = {ahat.shape[0]}, {K}, got {tuple(relevance.shape)}")
-    w = mrtpo_token_weights(relevance.to(ahat.dtype)[None], torch.as_tensor(mask)[None], alpha, gamma)[0]  # (B, K, T)
+    if token_weights is None:
+        w = mrtpo_token_weights(
+            relevance.to(ahat.dtype)[None], torch.as_tensor(mask)[None], alpha, gamma, normalization
+        )[0]  # (B, K, T)
+    else:
+        w = torch.as_tensor(token_weights).to(ahat.dtype)  # (B, K, T)
     valid = (torch.as_tensor(mask, device=w.device) > 0) & ~unscorable[:, None]  # (B, T)
     scale = torch.where(std_b > 0, std_b + eps, 1.0)
     per_reward = weights[:, None] * ahat[..., None] / scale  # (B, K, 1)

@@ -1,7 +1,7 @@
 """What each subcommand does: parse nothing, call the library, print. Heavy imports happen inside each command.
 
 Policies load through :func:`mrtpo_viz.settings.load_allowed_policy`, so the CLI obeys the operator's allow-list
-when ``MRTPO_ALLOWED_CHECKPOINTS`` is set (and applies the memory bound of :mod:`mrtpo_viz.policy.memory`).
+when ``MRTPO_ALLOWED_CHECKPOINTS`` is set (and applies the memory bound of :mod:`mrtpo_viz.serving.memory`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import inspect
 
 import torch
 
-from .turns import model_forward
+from ..serving.turns import model_forward
 
 
 @functools.cache

@@ -15,7 +15,7 @@ import torch
 
 from .kvcache import expand_cache, forward
 from .padding import pad_id
-from .turns import model_job
+from ..serving.turns import model_job
 
 
 MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-3, 100.0
@@ -102,7 +102,7 @@ def sample_group(
         the prompt pass made it): a training step's replay serves its shared prefix from it.
     """
     _check_args(prompt_ids, G, max_new_tokens, temperature, top_p, seed, stop_after_lines)
-    with model_job():  # one job: other sessions get turns between its steps (policy.turns)
+    with model_job():  # one job: other sessions get turns between its steps (serving.turns)
         rows, prefix = _sample(
             policy, prompt_ids, G, max_new_tokens, temperature, top_p, seed, stop_after_lines=stop_after_lines
         )

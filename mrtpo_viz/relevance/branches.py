@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..policy import turns
+from ..serving import turns
 from ..policy.kvcache import expand_cache, forward
 from ..guards import unpaired_surrogate
 from ..policy.specials import encode

@@ -9,8 +9,10 @@ load, for the status line). Every model call shares the concurrency group ``poli
 allow-list, request limits, the memory setting) are read from :mod:`mrtpo_viz.settings` when a request is served.
 
 Besides the tabs' endpoints, ``/token_relevance`` and ``/score_response`` (:mod:`.tools`) answer in plain JSON; with
-``MRTPO_MCP=1`` they are served as MCP tools (Gradio's MCP server at ``/gradio_api/mcp/``). Gradio's run history
-(every result saved in the browser's storage, which slowed each update as it grew) is off.
+``MRTPO_MCP=1`` they are served as MCP tools (Gradio's MCP server at ``/gradio_api/mcp/``). On the page, a request
+that fails leaves a message in place, never Gradio's error state (:func:`.errors.in_place`, applied here to every
+tab's handler). Gradio's run history (every result saved in the browser's storage, which slowed each update as it
+grew) is off.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def build_app():
     from ..settings import default_checkpoint
     from .ab_tab import build_ab_tab
     from .downloads import DOWNLOAD_TTL_S
-    from .fair_share import fair
+    from .errors import in_place
+    from ..serving.fair_share import fair
     from .policy_choice import MODEL, model_limit, checkpoint_choices, load_status, picked_status
     from .method_tab import build_method_tab
     from .relevance_layout import build_relevance_tab
@@ -91,7 +94,8 @@ def build_app():
             gr.api(fair(tool), api_name=tool.__name__, concurrency_id=MODEL, concurrency_limit=model_limit())
     for fn in demo.fns.values():  # an agent sees the two tools, not the tabs' endpoints
         if fn.fn is not None and fn.api_name not in {t.__name__ for t in TOOLS}:
-            not_a_tool(fn.fn)
+            # on the page, a request that fails is a message in place, never Gradio's error state
+            fn.fn = not_a_tool(in_place(fn.fn, fn.outputs))
     return demo
 
 
@@ -106,10 +110,12 @@ def launch_options() -> dict:
     import gradio as gr
     from starlette.middleware import Middleware
 
+    from ..serving.guard import ServingGuard, ServingLimits
     from ..settings import SettingsError, get_settings
-    from .body_limit import BodyLimit
+    from .downloads import DOWNLOAD_TTL_S
 
     settings = get_settings()
+    limits = ServingLimits(upload_bytes=settings.max_upload_bytes, upload_window_s=DOWNLOAD_TTL_S)
     mcp = settings.mcp
     if mcp and importlib.util.find_spec("mcp") is None:
         raise SettingsError("MRTPO_MCP=1 needs the mcp package (pip install mcp); unset it to serve without MCP")
@@ -118,10 +124,14 @@ def launch_options() -> dict:
         "css": STYLE.read_text(encoding="utf-8"),
         "run_history": False,
         "mcp_server": mcp,
-        # uploads over MRTPO_MAX_UPLOAD_MB are refused while they stream in (413), before Gradio stores them
+        # a file over MRTPO_MAX_UPLOAD_MB is refused while it streams in (413), before Gradio stores it
         "max_file_size": settings.max_upload_bytes,
-        # any other body over 1 MiB too, before Gradio validates and stores it (ui.body_limit)
-        "app_kwargs": {"middleware": [Middleware(BodyLimit)]},
+        # every request passes the serving guard first: framing, a cap per route (an upload request's files and
+        # fields together, its client's upload share; 1 MiB elsewhere), bounded sessions, requests in flight per
+        # client address (mrtpo_viz/serving/guard.py)
+        "app_kwargs": {"middleware": [Middleware(ServingGuard, limits=limits)]},
+        # Gradio's own store of per-session state, no larger than the guard's ledger of sessions
+        "state_session_capacity": limits.max_sessions,
     }
 
 
@@ -130,15 +140,16 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     from ..settings import get_settings
 
     get_settings()  # an invalid MRTPO_* variable stops the app here, with its name, before anything is served
-    from ..policy.memory import limit_arenas
+    from ..serving.memory import limit_arenas
 
     limit_arenas()  # before any serving thread: their freed pages do not stay spread over many arenas
     options = {**launch_options(), **kw}
     demo = build_app()
-    from ..policy import turns
-    from ..policy.memory import start_periodic_trim
+    from ..serving import turns
+    from ..serving.fair_share import GATE
+    from ..serving.gradio_context import client_gone
+    from ..serving.memory import start_periodic_trim
     from ..settings import default_checkpoint
-    from .fair_share import GATE, client_gone
     from .policy_choice import get_policy
     from .zerogpu import on_zerogpu, preload
 

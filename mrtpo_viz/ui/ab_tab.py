@@ -19,7 +19,7 @@ from .arguments import information, with_typed_args
 from .errors import readable
 from .example_picker import FREE_PROMPT, example_choices, first_example, get_example, prompt_text, with_prompt
 from .input_limits import check_text, check_token_count, limits
-from .fair_share import fair
+from ..serving.fair_share import fair
 from .policy_choice import MODEL, model_limit, get_policy
 from .result_state import stale_status
 from .relevance_tab import task_examples

@@ -12,7 +12,7 @@ import gradio as gr
 from ..viz.study import is_study, study_figure, study_markdown
 
 STUDY_RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "convergence.json"
-"""Written by ``python benchmarks/convergence.py report`` (in a checkout; an installed wheel has no benchmarks)."""
+"""Written by the retired convergence study's report (in a checkout; an installed wheel has no benchmarks)."""
 
 LATEX = [{"left": "$$", "right": "$$", "display": True}, {"left": "$", "right": "$", "display": False}]
 
@@ -93,11 +93,10 @@ at the same rate. An arm where one early token makes the parts fail against each
 
 **The earlier convergence study** (below: GRPO, GDPO, MRTPO raw and with the `others` control, a span **oracle** and
 an **entropy** baseline that knows no verifier, on every task family of the bundled policy and on
-SmolLM2-135M-Instruct, several seeds each, paired by seed; `benchmarks/convergence.py`) cannot say whether token
-credit helps: on its arms 40-token responses were often cut (truncation decides many rewards), the oracle's spans
-mark what a verifier reads rather than the tokens that decide its verdict, and its mean-preserving weights multiply a
-short span's advantage by about T/|S| (a scale change that clipping then meets). Its oracle is not an upper bound on
-token credit, so its "no headroom" is a statement about those span labels and settings."""
+SmolLM2-135M-Instruct, several seeds each, paired by seed; its code is retired, its results are below) cannot say
+whether token credit helps: on its arms 40-token responses were often cut (truncation decides many rewards), and the
+oracle's spans mark what a verifier reads rather than the tokens that decide its verdict. Its oracle is not an upper
+bound on token credit, so its "no headroom" is a statement about those span labels and settings."""
 
 
 def study_results(path: Path = STUDY_RESULTS) -> Optional[dict]:

@@ -20,7 +20,7 @@ from ..tasks import available_tasks, list_verifiers
 from .arguments import FIELDS
 from .example_picker import example_choices, first_example, get_example, prompt_text
 from .input_limits import MAX_VERIFIERS, limits
-from .fair_share import fair
+from ..serving.fair_share import fair
 from .policy_choice import MODEL, model_limit
 from .result_state import mark_stale
 from .custom_verifiers import KIND_CHOICES, add_custom

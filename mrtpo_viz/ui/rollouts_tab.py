@@ -1,14 +1,16 @@
 """Rollouts tab: relevance for a whole JSONL file of rollouts, with aggregate views, one rollout's token view and a
 download.
 
-The scoring is :func:`mrtpo_viz.relevance.scoring.score_rollouts` (the CLI's ``score``); this tab streams its
-progress and renders the written table with :mod:`mrtpo_viz.viz`. A run starts by clearing the previous run's
-views. Stop sets the session's :class:`~mrtpo_viz.ui.result_state.StopFlag` (no Gradio cancel, which would leave an
-error badge on every output); the generator checks it after every rollout and ends with "Stopped at rollout n / m".
+The scoring is :func:`mrtpo_viz.relevance.scoring.score_rows` (what the CLI's ``score`` runs); this tab streams its
+progress and renders the table with :mod:`mrtpo_viz.viz`. A run starts by clearing the previous run's views. Stop
+sets the session's :class:`~mrtpo_viz.ui.result_state.StopFlag` (no Gradio cancel, which would leave an error badge
+on every output); the generator checks it after every rollout and ends with "Stopped at rollout n / m", showing the
+rollouts scored before it.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -17,12 +19,12 @@ import pandas as pd
 
 from .. import viz
 from ..names import CONTROLS, INFO_POSITIONS, METRICS
-from ..relevance.scoring import read_rollouts, score_rollouts
+from ..relevance.scoring import ScoreProgress, read_rollouts, score_rows, write_atomic
 from ..tasks.bundled_data import SAMPLE_ROLLOUTS
 from .downloads import download_folder
 from .errors import readable
 from .input_limits import limits
-from .fair_share import fair
+from ..serving.fair_share import fair
 from .policy_choice import MODEL, model_limit, get_policy
 from .result_state import StopFlag
 from .token_component import token_view, view_value
@@ -37,19 +39,23 @@ UPLOAD_HELP = (
 _PROGRESS = re.compile(r"Scoring `(?P<name>[^`]*)`: (?P<done>\d+) / (?P<total>\d+) rollouts")
 
 
-def _rollouts_file(upload) -> Path:
-    """The uploaded file, or the bundled sample when nothing is uploaded; checked for size and row count."""
+def _rollouts_file(upload) -> tuple[Path, list[dict], list]:
+    """The uploaded file, or the bundled sample when nothing is uploaded, read and checked for size and row count:
+    (path, valid rows, problems of the bad lines)."""
     path = Path(upload) if upload else SAMPLE_ROLLOUTS
     caps = limits()
-    rows, _ = read_rollouts(path, max_bytes=caps.max_upload_bytes)
+    rows, problems = read_rollouts(path, max_bytes=caps.max_upload_bytes)
     if not rows:
-        raise ValueError(f"{path.name} holds no valid rollout (each line: a JSON object with task, prompt, response).")
+        raise ValueError(
+            f"{path.name} holds no valid rollout (each line: a JSON object with task, prompt, response)."
+            f"{_problems_md(problems)}"
+        )
     if len(rows) > caps.max_rollouts:
         raise ValueError(
             f"{path.name} has {len(rows)} rollouts; at most {caps.max_rollouts} are scored here "
             "(env MRTPO_MAX_ROLLOUTS); use `python -m mrtpo_viz score` for more."
         )
-    return path
+    return path, rows, problems
 
 
 def _problems_md(problems) -> str:
@@ -90,23 +96,32 @@ def score_file(checkpoint, upload, metric, control, position, flag: StopFlag | N
 
 
 def _score(checkpoint, upload, metric, control, position, flag: StopFlag, progress):
-    path = _rollouts_file(upload)
+    path, rows, problems = _rollouts_file(upload)
     policy = get_policy(checkpoint)
     out = download_folder("rollouts-") / "relevance.csv"
     keep = gr.update()
     yield _empty(f"Scoring `{path.name}`: 0 / ... rollouts ({metric}, control {control}, `{checkpoint}`).")
-    steps = score_rollouts(policy, path, out=out, metric=metric, control=control, info_position=position)
+    records, step = [], ScoreProgress(total=len(rows), problems=list(problems))
+    # the tab keeps the records itself: after Stop, the rollouts scored so far are written and shown
+    steps = score_rows(
+        policy, rows, records, step, out=out, suffix=".csv", metric=metric, control=control, info_position=position
+    )
+    line, halted = "", False
     try:
-        for step in steps:
+        for step in itertools.chain([step], steps):  # noqa: B020 -- one progress object: 0 / n first, then each row
             progress((step.done, max(step.total, 1)), desc="replaying rollouts")
             line = f"Scoring `{path.name}`: {step.done} / {step.total} rollouts."
             if flag.stopped:
-                yield (stopped(line), *[keep] * 7)
-                return
+                halted = True
+                break
             yield (line, *[keep] * 7)
     finally:
         steps.close()
-    frame = pd.read_csv(out) if out.stat().st_size else pd.DataFrame()
+    if halted and not step.scored:
+        yield (stopped(line), viz.placeholder_figure("Stopped before a rollout was scored"), *[keep] * 6)
+        return
+    write_atomic(out, records, ".csv")
+    frame = pd.read_csv(out) if records else pd.DataFrame()
     if frame.empty:
         raise ValueError(f"No rollout of {path.name} could be scored.{_problems_md(step.problems)}")
     status = (
@@ -115,7 +130,7 @@ def _score(checkpoint, upload, metric, control, position, flag: StopFlag, progre
     )
     ids = [str(i) for i in dict.fromkeys(frame["id"].astype(str))]
     yield (
-        status,
+        stopped(line, step.scored) if halted else status,
         viz.mean_relevance_bars(frame),
         viz.top_tokens(frame, n=8, min_count=2),
         viz.rollout_summary(frame),
@@ -141,13 +156,18 @@ def show_rollout(table_path, rollout):
     return view_value(_rollout_payload(pd.read_csv(table_path), rollout))
 
 
-def stopped(status: str) -> str:
-    """The status line after Stop: where the run stopped (the views were cleared when it started)."""
+def stopped(status: str, scored: int = 0) -> str:
+    """The status line after Stop: where the run stopped, and how many rollouts scored before it are shown."""
     m = _PROGRESS.search(status or "")
     if not m:
         return status
+    shown = (
+        f"the {scored} rollout{'s' * (scored != 1)} scored before it are shown below"
+        if scored
+        else "no rollout was scored"
+    )
     return (
-        f"**Stopped at rollout {m['done']}** / {m['total']} of `{m['name']}`; nothing below is from that run. "
+        f"**Stopped at rollout {m['done']}** / {m['total']} of `{m['name']}`; {shown}. "
         "Press the button to score the file again."
     )
 

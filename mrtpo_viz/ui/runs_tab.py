@@ -23,7 +23,7 @@ from ..viz.training import reward_curves_figure
 from .downloads import download_folder
 from .errors import readable
 from .input_limits import limits
-from .fair_share import fair
+from ..serving.fair_share import fair
 from .policy_choice import MODEL, model_limit, get_policy
 from .token_component import token_view, view_value
 from .zerogpu import gpu
@@ -94,7 +94,10 @@ def open_run(typed: str, upload):
 
 @readable
 def run_step(state, key):
-    """A step -> its groups table and the group picker."""
+    """A step -> its groups table and the group picker (no change while no run is open: an open that failed says
+    why on the status line, and its chained listing adds nothing)."""
+    if not state:
+        return gr.update(), gr.update()
     mode, step = _step(key)
     frame = trl_runs.step_frame(_run(state), step, mode)
     groups = sorted(set(frame["group"].tolist()))
@@ -106,7 +109,9 @@ def run_step(state, key):
 
 @readable
 def run_completions(state, key, group, text, sort_by, descending):
-    """The step's completions, filtered by group and text, sorted."""
+    """The step's completions, filtered by group and text, sorted (no change while no run is open)."""
+    if not state:
+        return gr.update()
     mode, step = _step(key)
     frame = trl_runs.step_frame(_run(state), step, mode)
     group = None if group in (None, "", ALL) else _whole(group, "group")

@@ -3,9 +3,9 @@
 Each click trains private copies of the chosen checkpoint (never the shared, cached policy). The handler is a
 generator; Stop does not cancel it (a cancelled event leaves Gradio's error badge on every output and blanks the
 curves) but sets ``stopped`` on the session's :class:`LiveProgress`, which the generator checks before every
-method's step: it then yields the curves and summary so far with "Stopped at step n" and returns. The defaults are
-:data:`LIVE` (checked by ``benchmarks/live_defaults.py``). A process-wide cap
-(env ``MRTPO_MAX_TRAININGS``, default 1, read when a training starts) limits concurrent runs; a click beyond it gets a
+method's step: it then yields the curves and summary of the steps every method finished, with "Stopped at step n",
+and returns. The defaults are :data:`LIVE` (checked by ``benchmarks/live_defaults.py``). A process-wide cap (env
+``MRTPO_MAX_TRAININGS``, default 1, read when a training starts) limits concurrent runs; a click beyond it gets a
 readable message.
 """
 
@@ -142,6 +142,12 @@ class LiveProgress:
         """The rows of the steps that every method has finished (a stop can fall between two methods' steps)."""
         return self.rows[: self.done * self.methods]
 
+    def keep_finished(self) -> None:
+        """After Stop: only the steps that every method finished stay (the curves then end where "Stopped at step
+        n" says; a method one step ahead loses that step's point and sample)."""
+        self.rows = self.finished_rows()
+        self.samples = {m: s for m, s in self.samples.items() if s["step"] <= self.done}
+
 
 def curves_figure(progress: LiveProgress):
     """The reward curves of the rows so far, smoothed as the tab's control says."""
@@ -256,7 +262,8 @@ def _interleave(runs: dict, progress: LiveProgress):
     yield _outputs(progress, times, f"Preparing {len(runs)} private copies of the policy ...")
     for step in range(steps):
         for variant, gen in runs.items():
-            if progress.stopped:  # Stop was pressed: end here, keeping everything drawn so far
+            if progress.stopped:  # Stop was pressed: end here, keeping the steps that every method finished
+                progress.keep_finished()
                 yield _outputs(progress, times, stopped_status(progress), summary_markdown(progress))
                 return
             metrics = next(gen, None)

@@ -1,5 +1,6 @@
-"""The convergence study's results (``benchmarks/results/convergence.json``, written by
-``benchmarks/convergence.py report``) as a plotly figure and a short markdown summary. Pure functions of that dict.
+"""The convergence study's results (``benchmarks/results/convergence.json``, written by its report; the study's code
+was retired for the credit study and is in the git history) as a plotly figure and a short markdown summary. Pure
+functions of that dict.
 
 The figure is a forest plot: one panel per arm (task and policy), one row per variant, the mean over seeds of the
 variant's final mean reward minus GDPO's with its 95% bootstrap interval (paired by seed); 0 is "same as GDPO".
@@ -16,7 +17,7 @@ from plotly.subplots import make_subplots
 from .colours import OKABE_ITO
 
 SCHEMA = "mrtpo-convergence/1"
-"""The results format this module reads (``_convergence_report.SCHEMA``)."""
+"""The results format this module reads (the retired convergence study's report wrote it)."""
 
 
 def is_study(results: object) -> bool:
@@ -98,8 +99,8 @@ def study_markdown(results: Optional[dict]) -> str:
     """The summary the Method tab shows: the conclusion and one line per arm, or "not run yet"."""
     if not is_study(results):
         return (
-            "**Not run yet.** The convergence study (`python benchmarks/convergence.py run`, then `report`) "
-            "has not written `benchmarks/results/convergence.json`."
+            "**Not run yet.** No convergence study results here (`benchmarks/results/convergence.json`: a checkout "
+            "has them; the study's code was retired for the credit study, `docs/study.md`)."
         )
     seeds = results.get("min_seeds", 0)
     head = (

@@ -12,7 +12,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
-ROOTS = ("mrtpo_viz", "benchmarks", "scripts", "tests", "examples", "sample_data", "assets", "docs", ".ci")
+ROOTS = ("mrtpo_viz", "benchmarks", "studies", "scripts", "tests", "examples", "sample_data", "assets", "docs", ".ci")
 """Top-level folders of the repository: a token that starts with one of them and a slash is a cited path."""
 
 

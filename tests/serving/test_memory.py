@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from mrtpo_viz.policy import memory as malloc
+from mrtpo_viz.serving import memory as malloc
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc only")
@@ -37,7 +37,7 @@ def test_the_app_and_cli_loader_applies_it_and_the_library_does_not(tiny_policy_
 
 TRIM_PROBE = r"""
 import ctypes, sys
-from mrtpo_viz.policy.memory import trim_freed_memory
+from mrtpo_viz.serving.memory import trim_freed_memory
 
 def rss_mib():
     with open("/proc/self/statm") as fh:
@@ -72,7 +72,7 @@ def test_trim_gives_back_free_pages_inside_the_heap():
 
 
 def test_the_periodic_trim_runs_once_per_process_until_stopped(monkeypatch):
-    from mrtpo_viz.policy import memory
+    from mrtpo_viz.serving import memory
 
     if not memory.trim_freed_memory():
         pytest.skip("not glibc")
@@ -97,7 +97,7 @@ def test_limit_arenas_defers_to_the_environment(monkeypatch):
     """The app's arena cap applies on glibc unless the operator set MALLOC_ARENA_MAX (which glibc reads itself)."""
     import sys
 
-    from mrtpo_viz.policy.memory import limit_arenas
+    from mrtpo_viz.serving.memory import limit_arenas
 
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
     assert limit_arenas() is False

@@ -661,7 +661,7 @@ def test_stop_in_rollouts_says_where_it_stopped_and_a_run_starts_from_empty_view
     from mrtpo_viz.ui import rollouts_tab
 
     said = rollouts_tab.stopped("Scoring `mixed.jsonl`: 39 / 48 rollouts.")
-    assert said.startswith("**Stopped at rollout 39** / 48 of `mixed.jsonl`") and "nothing below" in said
+    assert said.startswith("**Stopped at rollout 39** / 48 of `mixed.jsonl`") and "no rollout was scored" in said
     assert rollouts_tab.stopped("Scored 2 rollouts.") == "Scored 2 rollouts."  # a finished run keeps its line
     first = next(rollouts_tab.score_file(checkpoint, None, "js", "none", "user_end"))
     status, bars, top, table_, download, picker, view_, path = first
@@ -685,8 +685,11 @@ def test_stop_in_rollouts_ends_the_run_after_the_current_rollout_without_an_erro
         assert first.startswith("Scoring `sample_rollouts.jsonl`: 0 / ") and flag.running
         rollouts_tab.stop_scoring(flag)
         assert flag.stopped
-        out = next(gen)  # the rollout that was being replayed ends, then the run
-        assert out[0].startswith("**Stopped at rollout 1** / ") and all(o == {"__type__": "update"} for o in out[1:])
+        out = next(gen)  # the rollout that was being replayed ends, then the run, showing what was scored
+        assert out[0].startswith("**Stopped at rollout 1** / ") and "the 1 rollout scored before it" in out[0]
+        first_id = "tool_calling-test-0300/reference"  # the bundled sample's first rollout
+        assert out[5]["choices"] == [first_id] and out[5]["value"] == first_id
+        assert set(pd.read_csv(out[7])["id"].astype(str)) == {first_id}  # the download holds that rollout
         with pytest.raises(StopIteration):
             next(gen)
     finally:

@@ -82,8 +82,9 @@ def test_bad_uploads_and_missing_state_read_as_messages(runs_dir, tmp_path, monk
     (runs_dir / "empty").mkdir(exist_ok=True)
     with pytest.raises(gr.Error, match="holds no run files"):
         runs_tab.open_run("empty", None)
-    with pytest.raises(gr.Error, match="Open a run first"):
-        runs_tab.run_step(None, "train:1")
+    # no run open: the listing chained to a failed open changes nothing (the open's status line says why)
+    assert runs_tab.run_step(None, "train:1") == (gr.update(), gr.update())
+    assert runs_tab.run_completions(None, "train:1", "all", "", "row", False) == gr.update()
     state = runs_tab.open_run("example", None)[0]
     with pytest.raises(gr.Error, match="Pick a step"):
         runs_tab.run_completions(state, None, "all", "", "row", False)

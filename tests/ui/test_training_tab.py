@@ -165,6 +165,24 @@ def test_stop_says_stopped_at_step_n_and_keeps_the_summary(tiny_policy_dir):
     assert not progress.running
 
 
+def test_stop_between_two_methods_steps_draws_only_the_steps_every_method_finished(tiny_policy_dir):
+    progress = LiveProgress()
+    gen = _run(tiny_policy_dir, steps=5, progress=progress)
+    try:
+        for _ in range(1 + 2 * 2 + 1):  # preparing, 2 steps of 2 methods, then gdpo's step 3
+            next(gen)
+        assert progress.done == 2 and len(progress.rows) == 5 and progress.samples["gdpo"]["step"] == 3
+        tab.stop_live_training(progress)
+        fig, sample_html, _, status, summary = next(gen)
+        assert status.startswith("**Stopped at step 2** of 5") and "**Summary after 2 steps**" in summary
+        points = {t.name: len(t.x) for t in fig.data if t.mode == "lines+markers"}
+        assert points == {"gdpo": 2, "mrtpo": 2}  # gdpo's step 3 is not drawn: "every method finished 2 steps"
+        assert len(progress.rows) == 4 and "gdpo" not in progress.samples  # its latest sample was of step 3
+        assert "(step 3)" not in sample_html
+    finally:
+        gen.close()
+
+
 def test_stop_before_the_first_step_says_so(tiny_policy_dir):
     progress = LiveProgress()
     gen = _run(tiny_policy_dir, methods=("gdpo", "gdpo"), steps=3, progress=progress)  # a repeated method counts once
