@@ -16,12 +16,21 @@ METHODS: tuple[str, ...] = (
     "mrtpo:placebo",
     "mrtpo:placebo-mask",
     "mrtpo:shuffle",
+    "mrtpo@others",
+    "mrtpo@kl",
+    "wrong_hint",
+    "one_context",
+    "entropy_top",
 )
 """Advantage methods (``advantages.ADVANTAGE_METHODS``), in the order the UI and plots show them. ``mrtpo:oracle``
 (weights from the verifiers' relevant spans) and ``entropy`` (uncertainty-only weighting) are the baselines of the
 convergence study; the ``-mask`` variants (each reward's advantage on its relevant tokens at its own size, no
 ``T/|S|`` rescaling) and the placebos (random spans of the oracle's sizes) separate credit from scale in the credit
-study (``studies/credit/credit.py``)."""
+study (``studies/credit/credit.py``). Every method but ``grpo`` is a credit method (``advantages.credit``: per-reward
+token weights): ``mrtpo@others`` and ``mrtpo@kl`` are MRTPO on the replay with control ``others`` / metric ``kl``;
+``wrong_hint`` the right-hint minus wrong-hint contrast (control ``wrong_hint``); ``one_context`` one branch with
+every verifier's information; ``entropy_top`` TRL's top-entropy token mask. ``advantages.register_credit`` adds more
+at run time (they are not listed here)."""
 
 DEFAULT_METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo")
 """The methods a comparison trains unless told otherwise (the paper's three)."""
@@ -29,7 +38,7 @@ DEFAULT_METHODS: tuple[str, ...] = ("grpo", "gdpo", "mrtpo")
 METRICS: tuple[str, ...] = ("js", "kl", "tvd")
 """Relevance metrics between two next-token distributions (``divergence.METRIC_FUNCTIONS``)."""
 
-CONTROLS: tuple[str, ...] = ("none", "placebo", "corrupted", "others")
+CONTROLS: tuple[str, ...] = ("none", "placebo", "corrupted", "others", "wrong_hint")
 """Relevance controls of the replay (``relevance.controls.CONTROL_SPECS``); ``none`` is the paper's raw signal."""
 
 INFO_POSITIONS: tuple[str, ...] = ("user_end", "system")

@@ -221,6 +221,11 @@ def test_registry_call_form_and_flags():
         "mrtpo:placebo",
         "mrtpo:placebo-mask",
         "mrtpo:shuffle",
+        "mrtpo@others",
+        "mrtpo@kl",
+        "wrong_hint",
+        "one_context",
+        "entropy_top",
     ]
     assert [m.needs for m in ADVANTAGE_METHODS.values()] == [
         "",
@@ -233,6 +238,11 @@ def test_registry_call_form_and_flags():
         "placebo",
         "placebo",
         "shuffled",
+        "relevance",
+        "relevance",
+        "relevance",
+        "one_context",
+        "entropy",
     ]
     assert [m.needs_relevance for m in ADVANTAGE_METHODS.values()] == [
         False,
@@ -245,6 +255,16 @@ def test_registry_call_form_and_flags():
         True,
         True,
         True,
+        True,
+        True,
+        True,
+        True,
+        False,
+    ]
+    assert [dict(m.replay) for m in ADVANTAGE_METHODS.values()][-5:-2] == [
+        {"control": "others"},
+        {"metric": "kl"},
+        {"control": "wrong_hint"},
     ]
     rewards = _random_rewards(2, 3, 2, seed=12)
     relevance, mask = _random_case(2, 3, 2, 5, seed=13)

@@ -59,8 +59,11 @@ Registry: ``ADVANTAGE_METHODS[name]`` is an ``AdvantageMethod`` with one call fo
     # adv: (N, G, T) token-level advantages, 0 on padding
 
 GRPO and GDPO broadcast their sequence advantage over the valid tokens and ignore the per-token inputs;
-``method.needs`` tells the training loop which per-token input to provide (the replay's relevance, the span masks,
-the entropy).
+``method.needs`` tells the caller which per-token input to provide (the replay's relevance, the span masks, the
+entropy, the one-context branch), and ``method.replay`` which replay settings the method fixes. Every method but GRPO
+is a *credit method* (:mod:`.credit`): a pure function to per-reward token weights ``(N, G, K, T)``
+(``method.token_weights``) and a combination into advantages; :func:`register_credit` adds one that the training
+loop, ``MRTPOTrainer(args=MRTPOConfig(credit=...))`` and the app then run by name.
 """
 
 from .core import EPS, ZERO_RELEVANCE, gdpo_advantages, grpo_advantages, unscorable_rows
@@ -72,20 +75,26 @@ from .mrtpo import (
     mrtpo_token_parts,
     mrtpo_token_shift,
     mrtpo_token_weights,
+    weighted_token_parts,
 )
+from .credit import COMBINES, ENTROPY_TOP_Q, entropy_top_mask
 from .registry import (
     ADVANTAGE_METHODS,
     NEEDS,
     AdvantageMethod,
     entropy_token_advantages,
     get_method,
+    method_names,
     placebo_spans,
+    register_credit,
     shuffle_relevance,
     span_relevance,
 )
 
 __all__ = [
     "ADVANTAGE_METHODS",
+    "COMBINES",
+    "ENTROPY_TOP_Q",
     "EPS",
     "NEEDS",
     "NORMALIZATIONS",
@@ -94,15 +103,19 @@ __all__ = [
     "MRTPOParts",
     "MRTPOShift",
     "entropy_token_advantages",
+    "entropy_top_mask",
     "gdpo_advantages",
     "get_method",
+    "method_names",
     "grpo_advantages",
     "mrtpo_token_advantages",
     "mrtpo_token_parts",
     "mrtpo_token_shift",
     "mrtpo_token_weights",
     "placebo_spans",
+    "register_credit",
     "shuffle_relevance",
     "span_relevance",
     "unscorable_rows",
+    "weighted_token_parts",
 ]

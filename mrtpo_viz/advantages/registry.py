@@ -10,7 +10,7 @@ import torch
 
 from .. import names
 from .core import EPS, ZERO_RELEVANCE, _check_mask, gdpo_advantages, grpo_advantages
-from .mrtpo import mrtpo_token_advantages
+from . import credit
 
 
 def _over_tokens(adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -96,50 +96,61 @@ def entropy_token_advantages(
     return m * adv[..., None] * (1.0 + beta * (ratio - 1.0))
 
 
-def _grpo_tokens(rewards, mask, relevance=None, entropy=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
+def _grpo_tokens(rewards, mask, w, weights=None, eps=EPS):
     return _over_tokens(grpo_advantages(rewards, weights, eps), mask)
 
 
-def _gdpo_tokens(rewards, mask, relevance=None, entropy=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
-    return _over_tokens(gdpo_advantages(rewards, weights, eps)[1], mask)
-
-
-def _mrtpo_tokens(rewards, mask, relevance=None, entropy=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
-    return mrtpo_token_advantages(rewards, relevance, mask, weights, alpha, gamma, eps)
-
-
-def _mrtpo_mask_tokens(rewards, mask, relevance=None, entropy=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
-    return mrtpo_token_advantages(rewards, relevance, mask, weights, alpha, gamma, eps, normalization="mask")
-
-
-def _entropy_tokens(rewards, mask, relevance=None, entropy=None, weights=None, alpha=1.0, gamma=1.0, eps=EPS):
-    return entropy_token_advantages(rewards, entropy, mask, weights, beta=alpha, eps=eps)
-
-
-NEEDS = ("", "relevance", "spans", "entropy", "placebo", "shuffled")
-"""What a method reads per token: nothing, the replay's relevance, the verifiers' relevant spans, the entropy, random
-spans of the same sizes as the relevant spans (:func:`placebo_spans`), the replay's relevance shuffled within each
-response (:func:`shuffle_relevance`)."""
+NEEDS = ("", "relevance", "spans", "entropy", "placebo", "shuffled", "one_context")
+"""What a method reads per token (its caller provides it; the training loop's providers are keyed by these): nothing,
+the replay's relevance, the verifiers' relevant spans, the entropy, random spans of the same sizes as the relevant
+spans (:func:`placebo_spans`), the replay's relevance shuffled within each response (:func:`shuffle_relevance`), the
+one all-information branch's divergence (``one_context``)."""
+NEEDS_RELEVANCE = ("relevance", "spans", "placebo", "shuffled", "one_context")
+"""The inputs that arrive as the ``relevance`` argument ``(N, G, K, T)``."""
+_WHAT = {
+    "relevance": "the replay's relevance",
+    "spans": "the relevant-span masks",
+    "placebo": "the placebo span masks",
+    "shuffled": "the replay's relevance, shuffled",
+    "one_context": "the one-context branch's relevance",
+}
 
 
 @dataclass(frozen=True)
 class AdvantageMethod:
-    """One advantage method behind the common call form (see the module docstring)."""
+    """One advantage method: a credit method's token weights and how they become token advantages."""
 
     name: str
     """Registry key, e.g. ``"mrtpo"``."""
     title: str
     """Human-readable name for the UI and plots."""
     needs: str
-    """One of :data:`NEEDS`: the per-token input the training loop must provide (``relevance`` runs the replay;
+    """One of :data:`NEEDS`: the per-token input the caller must provide (``relevance`` runs the replay;
     ``spans`` gives the verifiers' relevant-span masks as ``relevance``; ``entropy`` the sampling entropy)."""
-    fn: Callable[..., torch.Tensor]
-    """``fn(rewards, mask, relevance, entropy, weights, alpha, gamma, eps) -> (N, G, T)``."""
+    weights: Callable[..., torch.Tensor] = credit.uniform_weights
+    """``weights(K, mask, relevance=, entropy=, alpha=, gamma=) -> (N, G, K, T)`` token weights (:mod:`.credit`)."""
+    combine: str = "per_reward"
+    """How the weights become advantages: a key of :data:`.credit.COMBINES` (``grpo``: GRPO, weights unused)."""
+    replay: tuple[tuple[str, str], ...] = ()
+    """Replay settings the method fixes, e.g. ``(("control", "others"),)``: the run's own are used otherwise."""
+    mean_preserving: bool = True
+    """Whether a response's token mean of the advantages is its GDPO advantage (weights of mean 1)."""
 
     @property
     def needs_relevance(self) -> bool:
-        """Whether the method reads a relevance tensor (the replay's, or the oracle's span masks)."""
-        return self.needs in ("relevance", "spans", "placebo", "shuffled")
+        """Whether the method reads a relevance tensor (the replay's, the oracle's span masks, ...)."""
+        return self.needs in NEEDS_RELEVANCE
+
+    def token_weights(self, K: int, mask, relevance=None, entropy=None, alpha: float = 1.0, gamma: float = 1.0):
+        """The method's per-reward token weights ``(N, G, K, T)`` (0 on padding)."""
+        self._check_inputs(relevance, entropy)
+        return self.weights(K, mask, relevance=relevance, entropy=entropy, alpha=alpha, gamma=gamma)
+
+    def _check_inputs(self, relevance, entropy) -> None:
+        if self.needs_relevance and relevance is None:
+            raise ValueError(f"method {self.name!r} needs {_WHAT[self.needs]} (N, G, K, T)")
+        if self.needs == "entropy" and entropy is None:
+            raise ValueError(f"method {self.name!r} needs the sampling entropy (N, G, T)")
 
     def __call__(
         self,
@@ -153,65 +164,142 @@ class AdvantageMethod:
         entropy: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Token-level advantages ``(N, G, T)``, 0 on padding."""
-        if self.needs_relevance and relevance is None:
-            what = {
-                "relevance": "the replay's relevance",
-                "spans": "the relevant-span masks",
-                "placebo": "the placebo span masks",
-                "shuffled": "the replay's relevance, shuffled",
-            }[self.needs]
-            raise ValueError(f"method {self.name!r} needs {what} (N, G, K, T)")
-        if self.needs == "entropy" and entropy is None:
-            raise ValueError(f"method {self.name!r} needs the sampling entropy (N, G, T)")
-        return self.fn(rewards, mask, relevance, entropy, weights, alpha, gamma, eps)
+        self._check_inputs(relevance, entropy)
+        if self.combine == "grpo":
+            return _grpo_tokens(rewards, mask, None, weights, eps)
+        r = torch.as_tensor(rewards)
+        dtype = torch.float64 if r.dtype == torch.float64 else torch.float32
+        if r.dim() != 3:
+            raise ValueError(f"rewards must be (N, G, K), got shape {tuple(r.shape)}")
+        relevance = None if relevance is None else torch.as_tensor(relevance).to(dtype)
+        entropy = None if entropy is None else torch.as_tensor(entropy).to(dtype)
+        w = self.weights(r.shape[-1], mask, relevance=relevance, entropy=entropy, alpha=alpha, gamma=gamma)
+        return credit.COMBINES[self.combine](rewards, w, mask, weights, eps)
 
 
-ADVANTAGE_METHODS: dict[str, AdvantageMethod] = {
-    m.name: m
-    for m in (
-        AdvantageMethod("grpo", "GRPO (sum, then normalize)", "", _grpo_tokens),
-        AdvantageMethod("gdpo", "GDPO (normalize each reward, then sum)", "", _gdpo_tokens),
-        AdvantageMethod("mrtpo", "MRTPO (each reward's advantage to its relevant tokens)", "relevance", _mrtpo_tokens),
-        AdvantageMethod(
-            "mrtpo:oracle", "MRTPO with oracle weights (each reward's relevant spans)", "spans", _mrtpo_tokens
-        ),
-        AdvantageMethod("entropy", "Entropy weighting (GTPO-style; knows no verifier)", "entropy", _entropy_tokens),
-        AdvantageMethod(
-            "mrtpo-mask",
-            "MRTPO, mask normalization (relevance in [0, 1], no T/|S| rescaling)",
-            "relevance",
-            _mrtpo_mask_tokens,
-        ),
-        AdvantageMethod(
-            "mrtpo:oracle-mask",
-            "Oracle, mask only (each reward's advantage on its span tokens only)",
-            "spans",
-            _mrtpo_mask_tokens,
-        ),
-        AdvantageMethod(
-            "mrtpo:placebo",
-            "Placebo (random spans of the oracle's sizes, mean normalization)",
-            "placebo",
-            _mrtpo_tokens,
-        ),
-        AdvantageMethod(
-            "mrtpo:placebo-mask",
-            "Placebo, mask only (random spans of the oracle's sizes)",
-            "placebo",
-            _mrtpo_mask_tokens,
-        ),
-        AdvantageMethod(
-            "mrtpo:shuffle",
-            "MRTPO's placebo (its own relevance shuffled within each response, mean normalization)",
-            "shuffled",
-            _mrtpo_tokens,
-        ),
-    )
-}
-"""Method name (:data:`mrtpo_viz.names.METHODS`) -> ``AdvantageMethod``."""
+def _mask_weights(K, mask, relevance=None, alpha=1.0, gamma=1.0, **_):
+    return credit.relevance_weights(K, mask, relevance, alpha, gamma, normalization="mask")
+
+
+_M = credit.relevance_weights
+_BUILT_IN = (
+    AdvantageMethod("grpo", "GRPO (sum, then normalize)", "", combine="grpo"),
+    AdvantageMethod("gdpo", "GDPO (normalize each reward, then sum)", "", combine="sequence"),
+    AdvantageMethod("mrtpo", "MRTPO (each reward's advantage to its relevant tokens)", "relevance", _M),
+    AdvantageMethod("mrtpo:oracle", "MRTPO with oracle weights (each reward's relevant spans)", "spans", _M),
+    AdvantageMethod(
+        "entropy", "Entropy weighting (GTPO-style; knows no verifier)", "entropy", credit.entropy_weights, "sequence"
+    ),
+    AdvantageMethod(
+        "mrtpo-mask",
+        "MRTPO, mask normalization (relevance in [0, 1], no T/|S| rescaling)",
+        "relevance",
+        _mask_weights,
+        mean_preserving=False,
+    ),
+    AdvantageMethod(
+        "mrtpo:oracle-mask",
+        "Oracle, mask only (each reward's advantage on its span tokens only)",
+        "spans",
+        _mask_weights,
+        mean_preserving=False,
+    ),
+    AdvantageMethod("mrtpo:placebo", "Placebo (random spans of the oracle's sizes, mean normalization)", "placebo", _M),
+    AdvantageMethod(
+        "mrtpo:placebo-mask",
+        "Placebo, mask only (random spans of the oracle's sizes)",
+        "placebo",
+        _mask_weights,
+        mean_preserving=False,
+    ),
+    AdvantageMethod(
+        "mrtpo:shuffle",
+        "MRTPO's placebo (its own relevance shuffled within each response, mean normalization)",
+        "shuffled",
+        _M,
+    ),
+    AdvantageMethod(
+        "mrtpo@others",
+        "MRTPO, each branch held against the other verifiers' information (control 'others')",
+        "relevance",
+        _M,
+        replay=(("control", "others"),),
+    ),
+    AdvantageMethod(
+        "mrtpo@kl", "MRTPO with KL instead of JS (metric 'kl')", "relevance", _M, replay=(("metric", "kl"),)
+    ),
+    AdvantageMethod(
+        "wrong_hint",
+        "Wrong-hint contrast: JS(right, none) - JS(wrong, none), clipped at 0 (RLCSD-style)",
+        "relevance",
+        _M,
+        replay=(("control", "wrong_hint"),),
+    ),
+    AdvantageMethod(
+        "one_context",
+        "One context: every verifier's information in one branch, one weight row for all rewards",
+        "one_context",
+        credit.one_context_weights,
+    ),
+    AdvantageMethod(
+        "entropy_top",
+        f"Top {credit.ENTROPY_TOP_Q:.0%} entropy tokens only (TRL's top_entropy_quantile)",
+        "entropy",
+        credit.entropy_top_weights,
+        "sequence",
+        mean_preserving=False,
+    ),
+)
+
+ADVANTAGE_METHODS: dict[str, AdvantageMethod] = {m.name: m for m in _BUILT_IN}
+"""Method name (:data:`mrtpo_viz.names.METHODS`, then any :func:`register_credit` adds) -> ``AdvantageMethod``."""
 assert tuple(ADVANTAGE_METHODS) == names.METHODS, "names.METHODS and the methods defined here differ"
+
+
+def register_credit(
+    name: str,
+    weights: Callable[..., torch.Tensor],
+    *,
+    title: str = "",
+    needs: str = "relevance",
+    combine: str = "per_reward",
+    replay: dict[str, str] | None = None,
+    mean_preserving: bool = True,
+) -> AdvantageMethod:
+    """Add a credit method (as verl's ``register_adv_est``): the app, the CLI, the training loop and MRTPOTrainer
+    then run it by ``name``.
+
+    Args:
+        name: a new registry key.
+        weights: ``weights(K, mask, relevance=, entropy=, alpha=, gamma=) -> (N, G, K, T)`` token weights, a pure
+            function of its inputs; it should give ``w = 1`` on valid tokens when ``alpha = 0`` (GDPO).
+        needs: the per-token input it reads (:data:`NEEDS`); combine: a key of :data:`.credit.COMBINES`.
+        replay: replay settings it fixes (``{"control": ..., "metric": ...}``).
+    Returns:
+        The registered :class:`AdvantageMethod`.
+    """
+    if not isinstance(name, str) or not name or name in ADVANTAGE_METHODS:
+        raise ValueError(f"a credit method needs a new name; {name!r} is taken or empty")
+    names.check_choice("input", needs, NEEDS)
+    names.check_choice("combination", combine, tuple(credit.COMBINES))
+    settings = dict(replay or {})
+    unknown = set(settings) - {"control", "metric"}
+    if unknown:
+        raise ValueError(f"replay settings are control and metric, got {sorted(unknown)}")
+    names.check_choice("control", settings.get("control", "none"), names.CONTROLS)
+    names.check_choice("metric", settings.get("metric", "js"), names.METRICS)
+    method = AdvantageMethod(
+        name, title or name, needs, weights, combine, tuple(sorted(settings.items())), mean_preserving
+    )
+    ADVANTAGE_METHODS[name] = method
+    return method
+
+
+def method_names() -> tuple[str, ...]:
+    """Every registered method: :data:`mrtpo_viz.names.METHODS`, then those :func:`register_credit` added."""
+    return tuple(ADVANTAGE_METHODS)
 
 
 def get_method(name: str) -> AdvantageMethod:
     """An advantage method by registry name, with a clear error for unknown names."""
-    return ADVANTAGE_METHODS[names.check_choice("advantage method", name, names.METHODS)]
+    return ADVANTAGE_METHODS[names.check_choice("advantage method", name, method_names())]

@@ -7,6 +7,11 @@ Raw JS also follows the policy's own uncertainty where it ignores the informatio
 - ``corrupted``: with vs the information of another example of the same task (instead of none); where a
   verifier's information never changes, another verifier's information.
 - ``others``: raw minus the mean raw of the other verifiers, clipped at 0 (with K = 1 it equals raw).
+- ``wrong_hint``: raw minus the metric that the wrong information (``corrupted``'s borrowed one) causes against no
+  information, clipped at 0: RLCSD's right-hint gap minus wrong-hint gap, with the metric as the gap. It runs the
+  same branches as ``corrupted`` and differs from it: ``corrupted`` is ``d(right, wrong)`` directly, and for a metric
+  such as JS distance ``|d(right, none) - d(wrong, none)| <= d(right, wrong)`` (the triangle inequality), with
+  equality only when the three distributions lie on one geodesic.
 
 Names come from :data:`mrtpo_viz.names.CONTROLS`.
 """
@@ -133,6 +138,12 @@ _ALL = (
         lambda raw, wx, xw: wx.clone(),
     ),
     Control("others", "raw minus the mean raw of the other verifiers, clipped at 0", None, _others),
+    Control(
+        "wrong_hint",
+        "raw minus the metric another example's (wrong) information causes, clipped at 0",
+        _corrupted_infos,
+        lambda raw, wx, xw: (raw - xw).clamp_min(0.0),
+    ),
 )
 CONTROL_SPECS: dict[str, Control] = {c.name: c for c in _ALL}
 """Control name -> Control, keyed by :data:`mrtpo_viz.names.CONTROLS` (checked at import)."""

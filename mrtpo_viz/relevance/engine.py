@@ -63,8 +63,10 @@ def _response_ids(policy: Policy, response) -> list[int]:
     return ids
 
 
-def _branch_messages(messages, verifiers, infos, extra, position, template) -> list[list[dict]]:
-    """[without, with_1..K, extra_1..K]; an empty information adds no block (that branch equals 'without')."""
+def _branch_messages(messages, verifiers, infos, extra, position, template, one_context=False) -> list[list[dict]]:
+    """[without, with_1..K, extra_1..K, (one context)]; an empty information adds no block (that branch equals
+    'without'). The one-context branch holds every verifier's block, in the verifiers' order, each rendered as in
+    its own branch (same title, same template, same position)."""
 
     def branch(v: Verifier, info: str):
         return with_info(messages, [(v.title, info)] if info else [], position, template)
@@ -72,12 +74,14 @@ def _branch_messages(messages, verifiers, infos, extra, position, template) -> l
     out = [with_info(messages, [], position, template)]
     out += [branch(v, i) for v, i in zip(verifiers, infos)]
     out += [branch(v, i) for v, i in zip(verifiers, extra or [])]
+    if one_context:
+        out.append(with_info(messages, [(v.title, i) for v, i in zip(verifiers, infos) if i], position, template))
     return out
 
 
 @dataclass(frozen=True)
 class ReplayPlan:
-    """The branches of one replay, before any forward: [without, with_1..K, extra_1..K]."""
+    """The branches of one replay, before any forward: [without, with_1..K, extra_1..K, (one context)]."""
 
     branches: Branches
     verifiers: list[Verifier]
@@ -100,8 +104,11 @@ def plan_replay(
     control: str = "none",
     template: str = DEFAULT_INFO_TEMPLATE,
     pool: Optional[Sequence[Example]] = None,
+    one_context: bool = False,
 ) -> ReplayPlan:
-    """Resolve verifiers and information, render every branch and split it into shared prefix + suffixes."""
+    """Resolve verifiers and information, render every branch and split it into shared prefix + suffixes.
+    ``one_context``: one more branch, last, with every verifier's information at once (the ``one_context`` credit
+    method); it shares the prefix and the exact response ids of the others."""
     check_choice("control", control, CONTROL_NAMES)
     check_choice("info_position", info_position, INFO_POSITIONS)
     example = example_or_prompt if isinstance(example_or_prompt, Example) else None
@@ -113,7 +120,9 @@ def plan_replay(
     ctrl = CONTROL_SPECS[control]
     extra = ctrl.extra_infos(ControlInput(vs, info_list, example, policy.tokenizer, pool)) if ctrl.extra_infos else None
     resp_ids = _response_ids(policy, response)
-    messages = _branch_messages(policy.messages(example_or_prompt), vs, info_list, extra, info_position, template)
+    messages = _branch_messages(
+        policy.messages(example_or_prompt), vs, info_list, extra, info_position, template, one_context
+    )
     texts = [policy.render_marked(m) for m in messages]  # typed specials marked: they stay text
     branches = split_branches(policy.tokenizer, texts, resp_ids)
     check_context(policy, branches)

@@ -18,7 +18,8 @@ class TrainConfig:
     """Task family (``tasks.example_sources.available_tasks()``: the bundled ones, and bfcl with bfcl-eval installed);
     its train split gives the prompts (or pass ``examples`` to ``train``)."""
     method: str = "mrtpo"
-    """Advantage method, a key of ``ADVANTAGE_METHODS``."""
+    """Advantage (credit) method, a key of ``ADVANTAGE_METHODS`` (``names.METHODS`` or one added by
+    ``advantages.register_credit``)."""
     checkpoint: str = names.BUNDLED_POLICY
     """Starting policy: a local folder, the bundled ``tiny-mrtpo`` or a hub id (or pass ``policy`` to ``train``)."""
     group_size: int = 4
@@ -68,7 +69,10 @@ class TrainConfig:
     """Checkpoint every this many steps (and at the end); 0 saves no checkpoints."""
 
     def __post_init__(self):
-        names.check_choice("method", self.method, names.METHODS)
+        if self.method not in names.METHODS:  # a method added by advantages.register_credit (torch only then)
+            from ..advantages.registry import method_names
+
+            names.check_choice("method", self.method, method_names())
         names.check_choice("control", self.control, names.CONTROLS)
         names.check_choice("metric", self.metric, names.METRICS)
         names.check_choice("info_position", self.info_position, names.INFO_POSITIONS)

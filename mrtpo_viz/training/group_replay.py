@@ -92,7 +92,8 @@ def group_relevance(
     pool: Optional[Sequence[Example]] = None,
     without: Optional[tuple[Sequence[int], torch.Tensor]] = None,
     prompt_cache: Optional[tuple[Sequence[int], object]] = None,
-) -> torch.Tensor:
+    one_context: bool = False,
+):
     """Relevance of G responses (exact token ids) to K verifiers of one prompt.
 
     Args:
@@ -104,14 +105,23 @@ def group_relevance(
             the prompt ids are exactly the replay's no-information context. Saves 1 of the K + 1 branches.
         prompt_cache: ``(prompt ids, KV cache of those ids)``, e.g. sampling's prompt pass (same policy): its first
             positions serve the shared prefix before the information, if the ids begin with it.
+        one_context: also replay one branch with every verifier's information (last in the same batch).
     Returns:
-        (G, K, T) scores after the control, T the longest response; 0 on padding.
+        (G, K, T) scores after the control, T the longest response; 0 on padding. With ``one_context``, a pair:
+        those scores and the ``(G, T)`` metric of the one-context branch against no information.
     """
     plan = plan_replay(
-        policy, example, list(responses[0]), verifiers, info_position=info_position, control=control, pool=pool
+        policy,
+        example,
+        list(responses[0]),
+        verifiers,
+        info_position=info_position,
+        control=control,
+        pool=pool,
+        one_context=one_context,
     )
     br, ctrl = plan.branches, CONTROL_SPECS[control]
-    G, K, B = len(responses), len(plan.verifiers), plan.branches.B
+    G, K, B = len(responses), len(plan.verifiers), plan.branches.B - int(one_context)  # B: without, with, extra
     T = max(len(r) for r in responses)
     pad = policy.pad_id
     rows = [list(r) for r in responses]
@@ -142,11 +152,16 @@ def group_relevance(
 
     raw = over_positions(lambda lg, wo: chunked_metric(lg[:, w : w + K], wo, metric))  # (G, K, T)
     if B > K + 1:
-        with_extra = over_positions(lambda lg, wo: chunked_metric(lg[:, w : w + K], lg[:, w + K :], metric))
-        extra_without = over_positions(lambda lg, wo: chunked_metric(lg[:, w + K :], wo, metric))
+        x = slice(w + K, w + 2 * K)  # the extra branches (a one-context branch comes after them)
+        with_extra = over_positions(lambda lg, wo: chunked_metric(lg[:, w : w + K], lg[:, x], metric))
+        extra_without = over_positions(lambda lg, wo: chunked_metric(lg[:, x], wo, metric))
         scores = torch.stack([ctrl.combine(raw[g], with_extra[g], extra_without[g]) for g in range(G)])
     else:
         scores = torch.stack([ctrl.combine(raw[g], None, None) for g in range(G)])  # (G, K, T)
     lengths = torch.tensor([len(r) for r in responses], device=scores.device)
     valid = torch.arange(scores.shape[-1], device=scores.device) < lengths[:, None]  # (G, T)
-    return torch.where(valid[:, None, :], scores, 0.0).float().cpu()
+    scores = torch.where(valid[:, None, :], scores, 0.0).float().cpu()
+    if not one_context:
+        return scores
+    one = over_positions(lambda lg, wo: chunked_metric(lg[:, -1:], wo, metric))[:, 0]  # (G, T)
+    return scores, torch.where(valid, one, 0.0).float().cpu()

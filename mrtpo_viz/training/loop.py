@@ -30,7 +30,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from ..advantages import ADVANTAGE_METHODS
+from ..advantages import NEEDS, get_method
 from ..tasks import Example
 from .config import TrainConfig
 from .metrics import StepMetrics
@@ -151,7 +151,7 @@ def train_step(run: Run, step: int) -> StepMetrics:
     from .rollouts import rollout_rewards, sample_rollouts, token_logprobs
     from .metrics import step_metrics
 
-    cfg, method, times = run.config, ADVANTAGE_METHODS[run.config.method], {}
+    cfg, method, times = run.config, get_method(run.config.method), {}
     examples, seeds = run.prompts_for(step)
     with _timed(times, "sample"):
         rollouts = sample_rollouts(
@@ -185,40 +185,79 @@ def train_step(run: Run, step: int) -> StepMetrics:
 
 
 def token_inputs(run: Run, method, rollouts, logits: torch.Tensor, step: int = 0):
-    """What ``method`` reads per token (``method.needs``): ``(relevance (N, G, K, T) or None, entropy (N, G, T) or
-    None)`` — the replay's relevance (shuffled within each response for MRTPO's placebo), the verifiers'
-    relevant-span masks (the oracle), random spans of their sizes (the placebo; both draws seeded by the run's seed and
-    ``step``), or the sampling entropy."""
-    from ..advantages import placebo_spans, shuffle_relevance
-    from ..divergence import entropy as token_entropy
-    from .rollouts import rollout_relevance, span_masks
+    """What ``method`` reads per token, as its registry entry declares it (``method.needs``, one of
+    ``advantages.NEEDS``): ``(relevance (N, G, K, T) or None, entropy (N, G, T) or None)`` from the provider in
+    :data:`TOKEN_INPUTS`. Random draws (the placebo's spans, the shuffle) are seeded by the run's seed and ``step``."""
+    return TOKEN_INPUTS[method.needs](run, method, rollouts, logits, step)
+
+
+def _draw(run: Run, step: int) -> torch.Generator:
+    return torch.Generator().manual_seed(run.config.seed * 1_000_003 + step)
+
+
+def _replayed(run: Run, method, rollouts, logits, one_context: bool = False):
+    """The replay's relevance on the training ids, with the run's control and metric unless the method fixes them."""
+    from .rollouts import rollout_relevance
 
     cfg = run.config
-    if method.needs in ("relevance", "shuffled"):
-        relevance = rollout_relevance(
-            run.policy,
-            rollouts,
-            run.verifiers,
-            metric=cfg.metric,
-            control=cfg.control,
-            info_position=cfg.info_position,
-            pool=run.examples,
-            without_logits=logits,
-        )
-        if method.needs == "shuffled":  # MRTPO's matched placebo: its own weights, placed at random
-            draw = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
-            relevance = shuffle_relevance(relevance, rollouts.mask(), draw)
-        return relevance, None
-    if method.needs == "spans":
-        return span_masks(rollouts, run.verifiers, run.policy.tokenizer), None
-    if method.needs == "placebo":
-        draw = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
-        return placebo_spans(span_masks(rollouts, run.verifiers, run.policy.tokenizer), rollouts.mask(), draw), None
-    if method.needs == "entropy":
-        with torch.no_grad():
-            H = token_entropy(logits.float() / cfg.temperature)  # (N * G, T): the sampling distribution
-        return None, H.reshape(rollouts.N, rollouts.G, -1).cpu()  # (N, G, T)
-    return None, None
+    settings = {"control": cfg.control, "metric": cfg.metric, **dict(method.replay)}
+    return rollout_relevance(
+        run.policy,
+        rollouts,
+        run.verifiers,
+        metric=settings["metric"],
+        control=settings["control"],
+        info_position=cfg.info_position,
+        pool=run.examples,
+        without_logits=logits,
+        one_context=one_context,
+    )
+
+
+def _spans(run: Run, rollouts):
+    from .rollouts import span_masks
+
+    return span_masks(rollouts, run.verifiers, run.policy.tokenizer)
+
+
+def _shuffled(run, method, rollouts, logits, step):
+    """MRTPO's matched placebo: its own relevance, placed at random within each response."""
+    from ..advantages import shuffle_relevance
+
+    return shuffle_relevance(_replayed(run, method, rollouts, logits), rollouts.mask(), _draw(run, step)), None
+
+
+def _placebo(run, method, rollouts, logits, step):
+    from ..advantages import placebo_spans
+
+    return placebo_spans(_spans(run, rollouts), rollouts.mask(), _draw(run, step)), None
+
+
+def _one_context(run, method, rollouts, logits, step):
+    """The one all-information branch's metric ``(N, G, T)``, as the same row for each of the K rewards."""
+    _, one = _replayed(run, method, rollouts, logits, one_context=True)
+    return one[:, :, None, :].expand(-1, -1, len(run.verifiers), -1).contiguous(), None  # (N, G, K, T)
+
+
+def _entropy(run, method, rollouts, logits, step):
+    from ..divergence import entropy as token_entropy
+
+    with torch.no_grad():
+        H = token_entropy(logits.float() / run.config.temperature)  # (N * G, T): the sampling distribution
+    return None, H.reshape(rollouts.N, rollouts.G, -1).cpu()  # (N, G, T)
+
+
+TOKEN_INPUTS = {
+    "": lambda run, method, rollouts, logits, step: (None, None),
+    "relevance": lambda run, method, rollouts, logits, step: (_replayed(run, method, rollouts, logits), None),
+    "shuffled": _shuffled,
+    "spans": lambda run, method, rollouts, logits, step: (_spans(run, rollouts), None),
+    "placebo": _placebo,
+    "one_context": _one_context,
+    "entropy": _entropy,
+}
+"""``advantages.NEEDS`` -> the provider of that per-token input (one per input kind, not per method)."""
+assert set(TOKEN_INPUTS) == set(NEEDS), "the loop provides every input a method may declare"
 
 
 def update_policy(

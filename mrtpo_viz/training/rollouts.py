@@ -146,7 +146,8 @@ def rollout_relevance(
     info_position: str,
     pool: Optional[Sequence[Example]] = None,
     without_logits: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+    one_context: bool = False,
+):
     """Relevance of every completion's tokens to every verifier that applies to its prompt.
 
     Each completion is replayed on its exact training ids with the policy as it sampled them (before the
@@ -156,12 +157,15 @@ def rollout_relevance(
     prompt caches kept by sampling serve the shared prefix before the information.
 
     Returns:
-        (N, G, K, T) relevance, 0 on padding and where a verifier does not apply.
+        (N, G, K, T) relevance, 0 on padding and where a verifier does not apply. With ``one_context`` (one more
+        branch holding every applicable verifier's information, in the same batch), a pair: that and the
+        ``(N, G, T)`` metric of the one-context branch.
     """
     from .group_replay import group_relevance
 
     N, G, K, T = rollouts.N, rollouts.G, len(verifiers), rollouts.T
     relevance = torch.zeros((N, G, K, T))
+    one = torch.zeros((N, G, T))
     for i, ex in enumerate(rollouts.examples):
         names = [n for n in verifiers if n in ex.verifiers]
         rows = [verifiers.index(n) for n in names]
@@ -180,9 +184,13 @@ def rollout_relevance(
             pool=pool,
             without=without,
             prompt_cache=cached,
+            one_context=one_context,
         )  # (G, K_i, T_i)
+        if one_context:
+            scores, one_i = scores  # (G, K_i, T_i), (G, T_i)
+            one[i, :, : one_i.shape[-1]] = one_i[..., :T]
         relevance[i][:, rows, : scores.shape[-1]] = scores[..., :T]
-    return relevance
+    return (relevance, one) if one_context else relevance
 
 
 def span_masks(rollouts: Rollouts, verifiers: Sequence[str], tokenizer) -> torch.Tensor:
