@@ -52,10 +52,11 @@ MAX_JSON_BYTES = 2**20
 """Bytes of ``mrtpo/run.json``."""
 MAX_JSON_DEPTH = 32
 """Nesting of ``mrtpo/run.json``."""
-MAX_REWARDS = 64
-"""Rewards of one run (a TRL reward column, a verl reward key, a token log's ``reward/<name>``): each is a curve, a
-column of every table and a line of the replay form; multi-reward runs have a handful."""
-MAX_CURVE_ROWS = 200_000
+MAX_REWARDS = 32
+"""Rewards of one run (a TRL reward column, a verl reward key, a token log's ``reward/<name>``): each is a panel of
+the reward curves, a column of every table and a line of the replay form; multi-reward runs have a handful (the
+bundled instruction-following task, 14)."""
+MAX_CURVE_ROWS = 100_000
 """Rows the reward curves read over a run's steps, in step order: later steps are left off the curves (and the
 status says so); each one still opens when picked."""
 MAX_UPLOAD_FILES = 500

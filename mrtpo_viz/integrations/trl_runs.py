@@ -165,7 +165,7 @@ def reward_names(run: RunFiles) -> list[str]:
             raise ValueError("the run's mrtpo/run.json lists its rewards wrongly: 'rewards' must be a list of names")
         names, first = list(listed), trl_log.RUN_FILE
     elif run.verl and not run.tokens:
-        names = verl_runs.file_reward_names(next(iter(run.verl.values())))
+        names = list(verl_runs.step_summary(next(iter(run.verl.values()))).names)
     elif run.tokens:
         cols = run_files.parquet_columns(next(iter(run.tokens.values())), run.allowed)
         names = [c.removeprefix("reward/") for c in cols if c.startswith("reward/")]
@@ -197,7 +197,7 @@ def step_frame(run: RunFiles, step: int, mode: str = "train") -> pd.DataFrame:
     if (mode, step) in run.tokens:
         path = run.tokens[(mode, step)]
         frame = _nonempty(_read(run, path), path)
-        _require(frame, path, [*TOKEN_LOG_COLUMNS, *map(trl_log.reward_column, names)])
+        _require(frame.columns, path, [*TOKEN_LOG_COLUMNS, *map(trl_log.reward_column, names)])
         return _checked(frame, path, names)
     if mode == "train" and step in run.verl:
         return verl_runs.step_frame(run.verl[step], step)
@@ -205,7 +205,7 @@ def step_frame(run: RunFiles, step: int, mode: str = "train") -> pd.DataFrame:
         raise KeyError(f"the run has no {mode} step {step}; it has {', '.join(f'{m} {s}' for m, s in run.steps())}")
     path = run.completions[step]
     df = _nonempty(_read(run, path), path)
-    _require(df, path, ["prompt", "completion", "advantage", *names])
+    _require(df.columns, path, ["prompt", "completion", "advantage", *names])
     return _checked(_from_trl(df, names, step, path), path, names)
 
 
@@ -215,8 +215,8 @@ def _nonempty(df: pd.DataFrame, path: Path) -> pd.DataFrame:
     return df
 
 
-def _require(df: pd.DataFrame, path: Path, columns) -> None:
-    missing = [c for c in columns if c not in df.columns]
+def _require(have, path: Path, columns) -> None:
+    missing = [c for c in columns if c not in have]
     if missing:
         raise ValueError(
             f"{shown(path)} has no column {missing[0]!r}, which the Runs view needs (is it a file of "
@@ -319,11 +319,18 @@ def reward_curves(run: RunFiles) -> pd.DataFrame:
     for mode, step in steps:
         if read >= run_files.MAX_CURVE_ROWS:
             break
-        df = step_frame(run, step, mode)
-        read += len(df)
+        if mode == "train" and step in run.verl and not run.tokens:  # read once per file version, not re-framed
+            summary = verl_runs.step_summary(run.verl[step])
+            _require(summary.names, run.verl[step], names)
+            count, means = summary.rows, summary.means
+        else:
+            df = step_frame(run, step, mode)
+            count, means = len(df), {n: float(df[trl_log.reward_column(n)].mean()) for n in names}
+        read += count
         # the figure counts steps from 0 and shows step + 1 (the live tab's frames); TRL's global steps start at 1
-        means = {trl_log.reward_column(n): float(df[trl_log.reward_column(n)].mean()) for n in names}
-        rows.append({"variant": mode, "seed": 0, "step": step - 1, **means})
+        rows.append(
+            {"variant": mode, "seed": 0, "step": step - 1, **{trl_log.reward_column(n): means[n] for n in names}}
+        )
     out = pd.DataFrame(rows)
     if len(rows) < len(steps):
         out.attrs["note"] = (

@@ -32,6 +32,7 @@ import math
 import os
 import re
 import stat
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
@@ -186,15 +187,30 @@ def _number(v) -> bool:
     return v is None or isinstance(v, (int, float))  # a bool (an "acc" of true/false) counts as 0/1
 
 
-def file_reward_names(path: Path) -> list[str]:
-    """:func:`reward_names` of one step file, read once per version of the file (every view of a step asks)."""
+@dataclass(frozen=True)
+class StepSummary:
+    """What the run's reward curves need of one step file."""
+
+    rows: int
+    names: tuple[str, ...]
+    """Its rewards (:func:`reward_names`)."""
+    means: dict[str, float]
+    """Each reward's mean over the rows that have it."""
+
+
+def step_summary(path: Path) -> StepSummary:
+    """One step file's rows, rewards and reward means, read once per version of the file: opening a run asks for
+    its rewards and every step's means, and each view of a step for the rewards again."""
     st = path.stat()
-    return list(_file_names(path, st.st_size, st.st_mtime_ns))
+    return _summary(path, st.st_size, st.st_mtime_ns)
 
 
-@lru_cache(maxsize=64)
-def _file_names(path: Path, size: int, mtime_ns: int) -> tuple[str, ...]:
-    return tuple(reward_names(read_step(path)))
+@lru_cache(maxsize=256)
+def _summary(path: Path, size: int, mtime_ns: int) -> StepSummary:
+    rows = read_step(path)
+    names = reward_names(rows)
+    means = {n: float(pd.Series([r.get(n, math.nan) for r in rows], dtype=float).mean()) for n in names}
+    return StepSummary(len(rows), tuple(names), means)
 
 
 def reward_names(rows: list[dict]) -> list[str]:
@@ -233,7 +249,7 @@ def step_frame(path: Path, step: int) -> pd.DataFrame:
     """One dump file in the Runs view's columns, rows ordered by group (then file order); ``row`` is the line's
     index in the file, ``gts`` and ``score`` kept."""
     rows = read_step(path)
-    names = reward_names(rows)
+    names = step_summary(path).names
     inputs = [str(r["input"]) for r in rows]
     groups = groups_of(inputs)
     scores = [r["score"] for r in rows]
