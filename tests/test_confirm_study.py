@@ -140,3 +140,25 @@ def test_unequal_builds_average_build_means_not_seeds():
     half = 2.306004 * 0.040254  # t(0.975, 8)
     assert (k["lo"], k["hi"]) == pytest.approx((0.4 / 3 - half, 0.4 / 3 + half), abs=1e-5)
     assert "slots-b1__mrtpo__lr0.0005__s203" in rep.summarize(PLAN, records)["missing"]
+
+
+REPRO = ROOT / "studies" / "credit" / "results" / "confirm" / "slots-b1__gdpo__lr0.0005__s200.json"
+
+
+def test_one_confirmatory_run_reproduces_its_committed_first_steps():
+    """GDPO, build b1, seed 200: its first 2 training steps rerun from the shipped build give the committed per-step
+    rewards. Tolerance: exact up to float summation (1e-9). A step's reward is a mean of pass/fail verdicts (4 prompts
+    x 4 samples x 4 rewards: multiples of 1/64), so any drift in sampling shows as a jump of at least 0.0156, never as a
+    small error; a tolerance in between would only hide a changed sample. The rerun stops after 2 steps and evaluates
+    1 held-out prompt after step 1, which the original did not: sampling draws from a torch.Generator seeded per prompt
+    and step (mrtpo_viz.policy.sampling), not from the global generator, so the evaluation cannot move later steps."""
+    import _credit_runs as runs
+
+    assert REPRO.is_file(), f"{REPRO.relative_to(ROOT)} is committed with the confirmatory round's results"
+    committed = json.loads(REPRO.read_text())
+    arm = dict(PLAN["arm"], key="slots-b1", checkpoint=PLAN["builds"]["b1"]["checkpoint"], steps=2, heldout_prompts=1)
+    rec = runs.train_one(runs.RunSpec(arm, "gdpo", LR, 200))
+    assert rec["policy"] == committed["policy"]  # the shipped build is the one the run trained
+    for new, old in zip(rec["rows"], committed["rows"][:2], strict=True):
+        assert new["mean_reward"] == pytest.approx(old["mean_reward"], abs=1e-9)
+        assert new["rewards"] == pytest.approx(old["rewards"], abs=1e-9)
