@@ -49,6 +49,7 @@ TASK_FAMILIES = {
     "tool_calling": ("tool_calling",),
     "sql": ("sql", "sql_parsing", "sandbox", "sql_worker"),
     "custom": ("custom",),
+    "slots": ("slots",),
 }
 """The verifier families inside ``tasks/`` (first name under ``tasks.``): a family imports no other family."""
 

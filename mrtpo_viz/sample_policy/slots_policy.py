@@ -1,4 +1,4 @@
-"""The slots policy: the bundled tiny policy fine-tuned on the ``slots`` task (:mod:`mrtpo_viz.tasks.code_slots`).
+"""The slots policy: the bundled tiny policy fine-tuned on the ``slots`` task (:mod:`mrtpo_viz.tasks.slots`).
 
 ``python -m mrtpo_viz.sample_policy.slots_policy --out runs/policies/tiny-mrtpo-slots`` rebuilds it (600 steps: 17
 minutes of one CPU thread on a busy shared machine; it is not shipped, the command is the recipe). The data follows the
@@ -28,16 +28,15 @@ from collections.abc import Sequence
 import torch
 
 from ..relevance.contexts import with_info
-from ..tasks import Example, get_verifier
+from ..tasks import get_verifier
 from ..tasks.generators import slots as gen
-from ..tasks.code_slots import VERIFIERS, decision
+from ..tasks.slots import VERIFIERS, decision
 from .sft_data import SftExample
+from .slots_eval import pass_rates
 
 P_INFO, P_WRONG = 0.5, 0.6
 P_WRONG_CONFLICT = (0.9, 0.3)
 """The conflict recipe's error rates without information: (the pair its mode sets wrong, the other pair); mean 0.6."""
-MAX_NEW_TOKENS = 160
-"""Sampling budget for slots (gold responses are about 111 tokens; the study checks that under 1% are cut)."""
 
 
 def sft_examples(
@@ -67,77 +66,6 @@ def sft_examples(
             )
         )
     return out
-
-
-def with_all_info(example: Example) -> Example:
-    """The example with every part's information in its prompt (``user_end``, as the replay inserts it)."""
-    blocks = [(get_verifier(v).title, get_verifier(v).info(example)) for v in example.verifiers]
-    return Example(
-        example.task,
-        with_info(example.messages(), blocks),
-        example.meta,
-        example.id,
-        example.reference,
-        example.verifiers,
-    )
-
-
-def pass_rates(
-    policy,
-    examples: Sequence[Example],
-    *,
-    info: bool,
-    samples: int = 4,
-    seed: int = 0,
-    max_new_tokens: int = MAX_NEW_TOKENS,
-    temperature: float = 1.0,
-    stop_after_lines: Optional[int] = None,
-) -> dict:
-    """Per-reward pass rate of sampled responses, without or with every part's information; and the share of
-    samples cut at ``max_new_tokens``. Returns ``{"rewards": {name: rate}, "truncated": share, "n": count}``."""
-    totals, cut, n, pairs, modes = {v: 0.0 for v in VERIFIERS}, 0, 0, [], {}
-    for i, ex in enumerate(examples):
-        shown = with_all_info(ex) if info else ex
-        group = policy.generate_group(
-            shown,
-            samples,
-            max_new_tokens=max_new_tokens,
-            temperature=temperature,
-            seed=seed * 100_003 + i,
-            stop_after_lines=stop_after_lines or 0,
-        )
-        for c in group:
-            n += 1
-            cut += len(c.token_ids) >= max_new_tokens
-            scores = [get_verifier(v).score(c.text, ex) for v in VERIFIERS]
-            for v, r in zip(VERIFIERS, scores):
-                totals[v] += r
-            pairs.append((sum(scores[:2]), sum(scores[2:4])))
-            first = c.text.split("\n", 1)[0].strip()
-            if first in {f"Mode {m}." for m in gen.MODES}:  # the conflict recipe: rates per mode
-                modes.setdefault(first[5], []).append(scores)
-    by_mode = {
-        m: {"n": len(rows), "rewards": [round(sum(r[k] for r in rows) / len(rows), 4) for k in range(len(VERIFIERS))]}
-        for m, rows in sorted(modes.items())
-    }
-    return {
-        "rewards": {v: round(t / max(n, 1), 4) for v, t in totals.items()},
-        "truncated": round(cut / max(n, 1), 4),
-        "n": n,
-        "pairs_corr": pair_correlation(pairs),
-        **({"by_mode": by_mode} if by_mode else {}),
-    }
-
-
-def pair_correlation(pairs: Sequence[tuple[float, float]]) -> Optional[float]:
-    """Pearson correlation of (parts 1-2 passed, parts 3-4 passed) over samples; None where either is constant. Near 0
-    for the main recipe (independent parts), clearly negative for the conflict recipe."""
-    if len(pairs) < 2:
-        return None
-    a, b = torch.tensor(pairs, dtype=torch.float64).T
-    if a.std() == 0 or b.std() == 0:
-        return None
-    return round(float(torch.corrcoef(torch.stack([a, b]))[0, 1]), 4)
 
 
 CODE_WEIGHT = 10.0

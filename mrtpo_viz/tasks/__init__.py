@@ -30,7 +30,7 @@ from .example_sources import available_tasks, load_examples
 from . import ifeval  # noqa: E402,F401  (registers the ifeval.* verifiers)
 from . import tool_calling  # noqa: E402,F401  (registers tool_call.format, tool_call.correctness)
 from . import sql  # noqa: E402,F401  (registers sql.format, sql.execution)
-from . import code_slots  # noqa: E402,F401  (registers slots.part1..4, the credit study's task)
+from . import slots  # noqa: E402,F401  (registers slots.part1..4, the credit study's task)
 
 __all__ = [
     "TASKS",

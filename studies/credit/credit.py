@@ -51,7 +51,7 @@ def cmd_plan(args) -> int:
 
 def cmd_policy(args) -> int:
     from mrtpo_viz.policy import load_policy
-    from mrtpo_viz.sample_policy.slots_policy import pass_rates
+    from mrtpo_viz.sample_policy.slots_eval import pass_rates
     from mrtpo_viz.tasks import load_examples
 
     import torch

@@ -149,6 +149,6 @@ def test_ifeval_ending_rule_per_instruction():
     assert decision_spans("ifeval.quotation", '"hi"', {}) == [(0, 1), (3, 4), (4, 5)]
 
 
-def test_code_slots_verifiers_have_no_decision_spans_of_their_own():
+def test_slots_verifiers_have_no_decision_spans_of_their_own():
     slots = [get_verifier(f"slots.part{k}") for k in range(1, 5)]
     assert all(v.decision_spans_fn is None for v in slots)

@@ -8,7 +8,7 @@ import pytest
 
 from mrtpo_viz.tasks import get_verifier, list_verifiers, load_examples
 from mrtpo_viz.tasks.generators import slots as gen
-from mrtpo_viz.tasks.code_slots import CODE_OF, CODES, VERIFIERS, decision
+from mrtpo_viz.tasks.slots import CODE_OF, CODES, VERIFIERS, decision
 
 EX = gen.generate(1, seed=3)[0]
 LINES = [
@@ -121,7 +121,8 @@ def test_the_conflict_recipe_opens_with_a_mode_that_sets_which_pair_goes_wrong()
     """Conflict recipe: a ``Mode A.``/``Mode B.`` first line, and uninformed parts wrong with P_WRONG_CONFLICT[0] in
     the pair the mode sets, [1] in the other: the pairs' rewards anti-correlate; the main recipe's data is as before
     (no mode line, independent parts)."""
-    from mrtpo_viz.sample_policy.slots_policy import P_WRONG_CONFLICT, pair_correlation, sft_examples
+    from mrtpo_viz.sample_policy.slots_eval import pair_correlation
+    from mrtpo_viz.sample_policy.slots_policy import P_WRONG_CONFLICT, sft_examples
 
     examples = sft_examples(600, seed=0, conflict=P_WRONG_CONFLICT)
     rates = {("A", True): [], ("A", False): [], ("B", True): [], ("B", False): []}
@@ -150,7 +151,7 @@ def test_pass_rates_split_by_mode_and_count_cut_samples():
     for the conflict recipe's mode lines, the rates per mode."""
     from types import SimpleNamespace
 
-    from mrtpo_viz.sample_policy.slots_policy import pass_rates
+    from mrtpo_viz.sample_policy.slots_eval import pass_rates
 
     codes, wrong = EX.meta["codes"], [gen.wrong_code(c, random.Random(0)) for c in EX.meta["codes"]]
     texts = [
@@ -174,10 +175,27 @@ def test_pass_rates_split_by_mode_and_count_cut_samples():
     assert r["pairs_corr"] == pytest.approx(-0.5, abs=1e-4)  # (0, 2), (2, 0), (2, 2)
 
 
+def test_pass_rates_counts_a_cut_with_the_training_loops_rule():
+    """A sample at the budget that its line count ended is not cut (``was_cut``); without a line count it is."""
+    from types import SimpleNamespace
+
+    from mrtpo_viz.sample_policy.slots_eval import pass_rates
+
+    text = _response(EX.meta["codes"]) + "\nPart 5"  # a fifth line: the line count ended it
+
+    class Scripted:
+        def generate_group(self, example, n, **kw):
+            return [SimpleNamespace(text=text, token_ids=[0] * kw["max_new_tokens"])] * n
+
+    assert text.count("\n") >= 4
+    assert pass_rates(Scripted(), [EX], info=False, samples=2, stop_after_lines=4)["truncated"] == 0.0
+    assert pass_rates(Scripted(), [EX], info=False, samples=2)["truncated"] == 1.0
+
+
 def test_the_whole_response_reward_counts_weather_words_over_every_part():
     """slots.weather: 1 iff the four parts use at least WEATHER_MIN weather words; every part's text decides the
     count, so its spans are the four parts (not one token)."""
-    from mrtpo_viz.tasks.code_slots import WEATHER, WEATHER_MIN, part_span, weather_words
+    from mrtpo_viz.tasks.slots import WEATHER, WEATHER_MIN, part_span, weather_words
 
     v = get_verifier("slots.weather")
     codes, cities = EX.meta["codes"], EX.meta["cities"]

@@ -1,4 +1,4 @@
-"""Slots examples (:mod:`mrtpo_viz.tasks.code_slots`): four distinct cities per prompt, a gold response whose code
+"""Slots examples (:mod:`mrtpo_viz.tasks.slots`): four distinct cities per prompt, a gold response whose code
 positions vary, and :func:`response` for drawing more responses (the slots policy's fine-tuning data)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 from collections.abc import Sequence
 
 from ..base import Example
-from ..code_slots import CITIES, CODE_OF, CODES, K, VERIFIERS
+from ..slots import CITIES, CODE_OF, CODES, K, VERIFIERS
 from . import draw_unique
 
 FILLER: tuple[str, ...] = (

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from .base import Argument, Example, Span, Verdict, Verifier, register
+from ..base import Argument, Example, Span, Verdict, Verifier, register
 
 K = 4
 CODE_OF: dict[str, str] = {
