@@ -289,3 +289,87 @@ def test_compute_score_returns_each_verifiers_reward_and_their_sum(rollouts):
         bad["score"] == sum(bad[n] for n in names)
         and bad["tool_call.format"] == get_verifier(names[0]).check("no call", ex).score
     )
+
+
+# --- the recipe's pieces, without Ray: the worker method, the trainer's hook, the task runner's mapping ---------
+
+
+def test_the_worker_method_is_registered_with_verls_dispatch_and_replays_on_the_actor_module(verl, rollouts):
+    from verl.single_controller.base.decorator import MAGIC_ATTR, Dispatch
+
+    from mrtpo_viz.integrations.verl_recipe import mrtpo_worker_class, relevance_request
+    from mrtpo_viz.integrations.verl_relevance import relevance_step
+
+    policy, data, _, names = rollouts
+    cls = mrtpo_worker_class()
+    assert getattr(cls.compute_mrtpo_relevance, MAGIC_ATTR)["dispatch_mode"] == Dispatch.DP_COMPUTE_PROTO
+    entered = []
+
+    class EvalMode:  # what verl's engine.eval_mode() does for the step: load parameters, eval()
+        def __enter__(self):
+            entered.append(True)
+
+        def __exit__(self, *exc):
+            return False
+
+    class Actor:  # verl's TrainingWorker: .engine.module, .engine.eval_mode(), .model_config.tokenizer
+        engine = type("Engine", (), {"module": policy.model, "eval_mode": staticmethod(EvalMode)})()
+        model_config = type("ModelConfig", (), {"tokenizer": policy.tokenizer})()
+
+    worker = type("Worker", (), {"actor": Actor()})()
+    out = cls.compute_mrtpo_relevance(worker, relevance_request(data, algo(gdpo_reward_keys=names)))
+    assert entered == [True]
+    torch.testing.assert_close(out.batch[verl_mrtpo.RELEVANCE_KEY], relevance_step(policy, data, names), rtol=0, atol=0)
+
+
+def test_the_trainer_hook_computes_relevance_inside_verls_compute_advantage(verl, rollouts, monkeypatch):
+    """MRTPORayPPOTrainer.init_workers (verl's own skipped: it needs a Ray cluster) patches verl's dispatch with
+    the worker group's relevance step; verl's compute_advantage on a batch without relevance then equals the
+    estimator on the relevance computed directly."""
+    from mrtpo_viz.integrations.verl_recipe import mrtpo_trainer_class, worker_relevance
+    from mrtpo_viz.integrations.verl_relevance import relevance_step
+
+    _, ray_trainer, _ = verl
+    policy, data, _, names = rollouts
+    monkeypatch.setattr(ray_trainer.RayPPOTrainer, "init_workers", lambda self: None)
+
+    class Group:  # the actor worker group, one local worker
+        def compute_mrtpo_relevance(self, request):
+            return worker_relevance(policy.model, policy.tokenizer, request)
+
+    config = algo(gdpo_reward_keys=names)
+    trainer = object.__new__(mrtpo_trainer_class())
+    trainer.config, trainer.actor_rollout_wg = type("Config", (), {"algorithm": config})(), Group()
+    batch = data.select_idxs([0, 1, 2, 3])
+    # the tiny policy's samples score 0 on both verifiers: set rewards by hand (compute_score is tested above)
+    scores = [dict(zip(names, r)) for r in [(1.0, 0.0), (0.0, 1.0), (0.0, 0.0), (1.0, 1.0)]]
+    for n in names:
+        batch.non_tensor_batch[n] = np.array([s[n] for s in scores], dtype=np.float32)
+    batch.batch["token_level_rewards"] = torch.zeros(batch.batch["responses"].shape)
+    trainer.init_workers()
+    try:
+        got = run(ray_trainer, batch, "mrtpo", config)
+    finally:
+        verl_mrtpo.unpatch_compute_advantage()
+    mask = batch.batch["response_mask"]
+    rel = relevance_step(policy, data, names)
+    flat = torch.tensor([[s[n] for n in names] for s in scores])
+    expected = verl_mrtpo.verl_mrtpo_advantages(flat, rel, mask, batch.non_tensor_batch["uid"])
+    torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
+    assert float(flat.std()) > 0 and float(expected.abs().max()) > 0.1  # the rewards differ: a real advantage
+
+
+def test_the_task_runner_maps_the_actor_roles_to_the_mrtpo_worker(verl):
+    from omegaconf import OmegaConf
+
+    from mrtpo_viz.integrations.verl_recipe import mrtpo_task_runner
+
+    runner_cls = mrtpo_task_runner().__ray_actor_class__
+    runner = runner_cls()
+    config = OmegaConf.create(
+        {"actor_rollout_ref": {"model": {}, "actor": {"use_kl_loss": False}}, "algorithm": {"use_kl_in_reward": False}}
+    )
+    cls, _ = runner.add_actor_rollout_worker(config)
+    assert hasattr(cls, "compute_mrtpo_relevance")
+    (remote,) = runner.role_worker_mapping.values()
+    assert remote.__ray_actor_class__ is cls
