@@ -76,17 +76,19 @@ by default.
 
 STUDY_MD = """## Does token credit help?
 
-**On a task built to need it, yes, and MRTPO's own relevance gets more than half of it.** The credit study
-(`studies/credit/credit.py`, `docs/study.md`) trains on `slots`, where one token decides each of four independent
-rewards. There, credit on the deciding tokens makes single-batch gradients agree across batches (cosine 0.5-0.6 for the
-oracles against 0.00 for GDPO; a placebo of the same sharpness 0.00-0.03, MRTPO's relevance 0.3), and over 14 seeds
-of 40 training steps the mask-only oracle beats GDPO on mean training reward by +0.127 (95% t interval [+0.045, +0.208],
-12 of 14 seeds). MRTPO's raw JS relevance, with no labels, gains +0.074 ([+0.007, +0.140]): 0.58 of the oracle's
-gain (95% interval [0.22, 0.93]). The placebo collapses (-0.41); MRTPO with mask normalization gains little (+0.017,
-not detected); the `others` control finds the deciding tokens best but its mean-preserving weights meet the gradient
-clip on most steps and it falls below GDPO (-0.053, not detected; with mask weights +0.054). Where a
-whole-response reward decides (a control arm), MRTPO loses to GDPO on that reward (-0.16). So where the advantage
-goes and how large the weights make it both matter. **Where there is little to credit, it does not help**: on the
+**On a task built to need it, credit on the deciding tokens helps; whether MRTPO's own relevance does is not
+established.** The credit study (`studies/credit/`, `docs/study.md`) trains on `slots`, where one token decides each
+of four independent rewards. There, credit on the deciding tokens makes single-batch gradients agree across batches
+(cosine 0.5-0.6 for the oracles against 0.00 for GDPO; a placebo of the same sharpness 0.00-0.03, MRTPO's relevance
+0.3), and over 14 seeds of 40 training steps the mask-only oracle beats GDPO on mean training reward by +0.127. The
+seeds were extended from 6 to 14 after a first look, so that gain is read at the two-look level, where it holds
+(Pocock interval [+0.035, +0.219]; combination test one-sided p = 0.002). MRTPO's raw JS relevance, with no labels
+and at half GDPO's learning rate, gains +0.074, but its two-look interval is [-0.001, +0.149] (combined p = 0.020,
+above the two-look level 0.0147): not established. Its share of the oracle's gain is 0.58, Fieller's interval
+[0.11, 0.99] (two-look [-0.03, 1.09]). After 40 steps the held-out reward differs detectably for no method. The
+placebo collapses (-0.41); where a whole-response reward decides (a control arm), MRTPO loses to GDPO on that reward
+(-0.16). A confirmatory round (one learning rate for every method, an MRTPO-matched placebo, three builds of the
+policy, fixed seeds, one look) is running. **Where there is little to credit, it does not help**: on the
 bundled policy's three families, rerun with the fixes (no truncation, spans on the deciding tokens), no oracle
 beats GDPO (-0.016 to +0.007); MRTPO trails it by 0.016-0.035 at half GDPO's learning rate and is within 0.02 of it
 at the same rate. An arm where one early token makes the parts fail against each other is inconclusive at 6 seeds.

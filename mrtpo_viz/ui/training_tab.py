@@ -317,7 +317,7 @@ prompts and completions, so their first points coincide by design (the dashes an
 part only through what the methods do differently. On the bundled toy policy's three families token credit has
 little to add: over 40 steps and 6 seeds an oracle on the deciding tokens does not beat GDPO, and MRTPO at GDPO's
 learning rate stays within 0.02 of it; on the `slots` task built to need token credit, that oracle beats GDPO over
-14 seeds, and MRTPO's own relevance recovers about 0.58 of its gain (`docs/study.md`). MRTPO's visible difference is
+14 seeds, and whether MRTPO's own relevance does is not established yet (`docs/study.md`). MRTPO's visible difference is
 *where* the advantage goes: the sample below colours each token by the advantage it was trained with. Stop ends the
 run after the step that is running and keeps the curves."""
 
