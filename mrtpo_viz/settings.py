@@ -16,7 +16,6 @@ safetensors written by this package.
 
 from __future__ import annotations
 
-import math
 import os
 import typing
 from dataclasses import dataclass, fields
@@ -47,16 +46,18 @@ class Settings:
     max_trainings: int = 1
     """``MRTPO_MAX_TRAININGS``: trainings running at once in one process."""
     max_upload_mb: float = 5.0
-    """``MRTPO_MAX_UPLOAD_MB``: megabytes (MiB) of one uploaded rollouts file."""
+    """``MRTPO_MAX_UPLOAD_MB``: megabytes (MiB) of one upload: its files and form fields together, counted as they
+    arrive (a client address stores at most 8 such uploads an hour; ``mrtpo_viz.serving.uploads``)."""
     max_rollouts: int = 200
     """``MRTPO_MAX_ROLLOUTS``: rollouts scored from one upload."""
     max_new_tokens: int = 256
     """``MRTPO_MAX_NEW_TOKENS``: longest generated response."""
     model_requests: int = 2
     """``MRTPO_MODEL_REQUESTS``: requests doing real work (replays, scoring, uploads, tables) at once. The next to
-    start is the waiting request of the session that has used the server least lately (``mrtpo_viz.ui.fair_share``),
-    and their forward passes take fair turns at the one model (``mrtpo_viz.policy.turns``). 1 serves one at a
-    time; about the number of cores is best on a CPU machine."""
+    start is the waiting request of the client address, then the session, that has used the server least lately,
+    one request per client at a time (``mrtpo_viz.serving.fair_share``), and their forward passes take fair turns
+    at the one model (``mrtpo_viz.serving.turns``). 1 serves one at a time; about the number of cores is best on
+    a CPU machine."""
     checkpoint: str = ""
     """``MRTPO_CHECKPOINT``: the app's default checkpoint; empty means the bundled tiny policy."""
     threads: Optional[int] = None
@@ -68,19 +69,21 @@ class Settings:
     the ``mcp`` package: ``pip install mcp``)."""
 
     def __post_init__(self):
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name in ("allowed_checkpoints", "checkpoint", "runs_dir", "mcp") or (
-                f.name == "threads" and value is None
-            ):
+        for name, highest in HIGHEST.items():
+            value, var = getattr(self, name), ENV_VARS[name][0]
+            if name == "threads" and value is None:
                 continue
+            if isinstance(value, bool) or not isinstance(value, (int, float) if ENV_VARS[name][1] is float else int):
+                raise SettingsError(f"{var} must be a {_KINDS[ENV_VARS[name][1]]}, got {value!r}")
             if not value > 0:  # written so that NaN fails too
-                raise SettingsError(f"{ENV_VARS[f.name][0]} must be a positive number, got {value!r}")
-            if not math.isfinite(value):  # inf passed here and crashed start-up later, with a traceback
-                raise SettingsError(f"{ENV_VARS[f.name][0]} must be a finite number, got {value!r}")
-
-        if self.runs_dir and _resolved(self.runs_dir) is None:
-            raise SettingsError(f"MRTPO_RUNS_DIR must be an existing folder, got {self.runs_dir!r}")
+                raise SettingsError(f"{var} must be a positive number, got {value!r}")
+            if not value <= highest:  # 1e20 model requests, inf megabytes: a typo, not a setting
+                raise SettingsError(f"{var} must be at most {_whole(highest)}, got {value!r}")
+        if self.runs_dir and not _is_folder(self.runs_dir):
+            raise SettingsError(
+                f"MRTPO_RUNS_DIR must be an existing folder (the runs the app may open lie under it), got "
+                f"{self.runs_dir[:200]!r}, which is not one"
+            )
 
     @property
     def max_upload_bytes(self) -> int:
@@ -154,6 +157,34 @@ class Settings:
                 "in the runs folder (MRTPO_RUNS_DIR)."
             )
         return path
+
+
+_KINDS = {tuple: "comma list", str: "text", int: "whole number", float: "number", bool: "1 or 0"}
+
+HIGHEST: dict[str, float] = {
+    "max_tokens": 131_072,
+    "max_chars": 1_000_000,
+    "max_info_chars": 1_000_000,
+    "max_trainings": 64,
+    "max_upload_mb": 1024.0,
+    "max_rollouts": 100_000,
+    "max_new_tokens": 32_768,
+    "model_requests": 256,
+    "threads": 256,
+}
+"""The highest value of each number setting (each must also be above 0): far above any deployment's need, so that
+a typo (``MRTPO_MODEL_REQUESTS=100000000000000000000``) stops the app at start instead of lifting the limit."""
+
+
+def _whole(number: float) -> str:
+    return f"{int(number):,}" if number == int(number) else f"{number:,}"
+
+
+def _is_folder(name: str) -> bool:
+    try:
+        return Path(name).expanduser().is_dir()
+    except (OSError, ValueError, RuntimeError):  # NUL bytes, loops, over-long names
+        return False
 
 
 def _resolved(name: str) -> Optional[Path]:
@@ -256,7 +287,7 @@ def load_allowed_policy(
         import torch
 
         torch.set_num_threads(settings.threads)
-    bound_freed_memory()  # the replay's freed metric temporaries go back to the OS (mrtpo_viz/policy/memory.py)
+    bound_freed_memory()  # the replay's freed metric temporaries go back to the OS (mrtpo_viz/serving/memory.py)
     name = str(name_or_path).strip()
     if public and name != BUNDLED_POLICY and _names_a_path(name) and not _is_model_folder(name):
         raise PolicyLoadError(
@@ -309,9 +340,6 @@ def check_serving(settings: Optional[Settings] = None) -> Settings:
     return settings
 
 
-_KINDS = {tuple: "comma list", str: "text", int: "whole number", float: "number", bool: "1 or 0"}
-
-
 def _shown_default(value) -> str:
     if value in ((), "", None):
         return "(unset)"
@@ -330,5 +358,6 @@ def settings_table() -> str:
     for f in fields(Settings):
         var, kind = ENV_VARS[f.name]
         meaning = docs[f.name].removeprefix(f"``{var}``:").strip().replace("``", "`").replace("|", "\\|")
-        rows.append(f"| `{var}` | {_KINDS[kind]} | {_shown_default(f.default)} | {meaning} |")
+        value = f"{_KINDS[kind]}, at most {_whole(HIGHEST[f.name])}" if f.name in HIGHEST else _KINDS[kind]
+        rows.append(f"| `{var}` | {value} | {_shown_default(f.default)} | {meaning} |")
     return "\n".join(rows) + "\n"

@@ -180,10 +180,12 @@ def test_the_settings_table_is_generated_from_the_settings():
     table = settings_table().splitlines()
     assert len(table) == 2 + len(dataclasses.fields(Settings))
     assert (
-        "| `MRTPO_MAX_TOKENS` | whole number | `2048` | tokens of one request (prompt + response + all verifier "
-        "information). |" in table
+        "| `MRTPO_MAX_TOKENS` | whole number, at most 131,072 | `2048` | tokens of one request (prompt + response + "
+        "all verifier information). |" in table
     )
-    assert "| `MRTPO_MAX_UPLOAD_MB` | number | `5.0` | megabytes (MiB) of one uploaded rollouts file. |" in table
+    assert any(
+        r.startswith("| `MRTPO_MAX_UPLOAD_MB` | number, at most 1,024 | `5.0` | megabytes (MiB) of one ") for r in table
+    )
     assert (
         "| `MRTPO_ALLOWED_CHECKPOINTS` | comma list | (unset) | hub ids and folders that may load; empty admits "
         "any checkpoint. |" in table

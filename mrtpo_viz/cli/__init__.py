@@ -12,6 +12,14 @@ import os
 import sys
 
 from .. import names
+from .options import whole
+
+
+def _threads():
+    """``--threads``: 1 to MRTPO_THREADS' own highest value (more threads than cores only slow torch down)."""
+    from ..settings import HIGHEST
+
+    return whole(1, int(HIGHEST["threads"]))
 
 
 def _replay_args(p: argparse.ArgumentParser) -> None:
@@ -31,13 +39,13 @@ def _replay_args(p: argparse.ArgumentParser) -> None:
         help="where verifier information enters the prompt",
     )
     p.add_argument("--verifiers", default=None, help="comma-separated verifier names (default: the example's)")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    p.add_argument("--threads", type=_threads(), default=None, help="torch threads (default: torch's choice)")
 
 
 def _add_serve(sub):
     p = sub.add_parser("serve", help="launch the web app")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=7860)
+    p.add_argument("--port", type=whole(1, 65535), default=7860)
 
 
 def _add_replay(sub):
@@ -46,7 +54,7 @@ def _add_replay(sub):
     p = sub.add_parser("replay", help="relevance of one example's response to its verifiers")
     _replay_args(p)
     p.add_argument("--task", required=True, help=f"task family: {', '.join(available_tasks())}")
-    p.add_argument("--example", type=int, default=0, help="index in the test split")
+    p.add_argument("--example", type=whole(0, 10**9), default=0, help="index in the test split")
     p.add_argument("--response", default=None, help="response text (default: the example's reference)")
     p.add_argument("--out", default=None, help="write the Relevance as JSON here")
 
@@ -88,10 +96,12 @@ def _add_train(sub):
         f"(methods {', '.join(names.METHODS)}; controls {', '.join(names.CONTROLS[1:])}; default: "
         f"{','.join(names.DEFAULT_METHODS)})",
     )
-    p.add_argument("--seeds", type=int, default=1, help="runs per variant, seeds --seed, --seed + 1, ... (default: 1)")
+    p.add_argument(
+        "--seeds", type=whole(1, 1000), default=1, help="runs per variant, seeds --seed, --seed + 1, ... (default: 1)"
+    )
     p.add_argument("--out", required=True, help="folder: one subfolder per run, the combined metrics and report")
     p.add_argument("--threshold", type=float, default=None, help="reward level for 'steps to threshold'")
-    p.add_argument("--window", type=int, default=5, help="smoothing window (steps) of the summary")
+    p.add_argument("--window", type=whole(1, 100_000), default=5, help="smoothing window (steps) of the summary")
     add_dataclass_options(
         p,
         TrainConfig,
@@ -121,7 +131,7 @@ def _add_make_sample_policy(sub):
     )
     p.add_argument("--stages", default=None, help="steps of each stage of the default build (default 2000,2500,1500)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=_threads(), default=1)
     p.add_argument("--init-from", default=None, help="continue training a saved policy (a later stage)")
 
 
