@@ -123,3 +123,16 @@ def test_the_committed_first_round_reproduces_the_issues_audit(first_round):
     w = first_round["without_gdpo_low"]
     assert w["seed"] == 109 and w["rows"]["mrtpo"]["mean"] == pytest.approx(0.0527, abs=1e-4)
     assert first_round["pilot"][5e-4]["mrtpo"] == pytest.approx([-0.002, -0.030], abs=1e-3)
+
+
+def test_the_reports_share_table_is_method_over_oracle():
+    """The report (credit_main.md) computes the same share as the audit: a swap inside the report fails here."""
+    import _credit_plan as plans
+    from _credit_report import summarize
+
+    results = ROOT / "benchmarks" / "results"
+    plan = plans.load_plan(results / "credit_plan.json")
+    records = [r for r in runs.load_runs(results / "credit_main") if r["arm"] == "slots"]
+    share = summarize(plan, records)["slots"]["share"]["mrtpo of mrtpo:oracle-mask"]
+    assert share["share"] == pytest.approx(0.581, abs=1e-3) and share["n"] == 14
+    assert (share["lo"], share["hi"]) == pytest.approx((0.110, 0.989), abs=1e-3)
