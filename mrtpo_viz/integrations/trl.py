@@ -50,7 +50,7 @@ import torch
 from accelerate.utils import gather_object
 from trl import GRPOConfig, GRPOTrainer
 
-from ..advantages import mrtpo_token_shift, mrtpo_token_weights
+from ..advantages import get_method, mrtpo_token_shift, shuffle_relevance
 from ..docstrings import help_from_docstrings
 from ..names import CONTROLS, INFO_POSITIONS, METRICS, check_choice
 from ..relevance.tokens import display_tokens
@@ -64,7 +64,7 @@ from .trl_batch import (
     row_examples,
     trl_dataset,
 )
-from .trl_checks import ZERO3_REFUSAL, check_aggregation, check_fields, trainer_model
+from .trl_checks import ZERO3_REFUSAL, check_aggregation, check_credit, check_fields, trainer_model
 from .trl_fsdp import lockstep
 
 __all__ = ["MRTPOConfig", "MRTPOTrainer", "trainer_model", "trl_dataset"]
@@ -79,8 +79,11 @@ class MRTPOConfig(GRPOConfig):
     """MRTPO mixing in [0, 1]: 0 = GDPO (uniform), 1 = relevance only."""
     gamma: float = 1.0
     """Sharpening of the relevance, in [0, 100]: w ~ d**gamma."""
+    credit: str = "mrtpo"
+    """Credit method (``names.METHODS`` but grpo, or one added by ``advantages.register_credit``): where each
+    reward's advantage goes; it may fix its own control or metric (``mrtpo@others``, ``mrtpo@kl``, ``wrong_hint``)."""
     control: str = "none"
-    """Relevance control: none, placebo, corrupted or others (``names.CONTROLS``)."""
+    """Relevance control (``names.CONTROLS``), unless the credit method fixes one."""
     metric: str = "js"
     """Relevance metric: js, kl or tvd (``names.METRICS``)."""
     info_position: str = "user_end"
@@ -93,6 +96,7 @@ class MRTPOConfig(GRPOConfig):
     def __post_init__(self):
         check_fields(self)  # before GRPOConfig's own checks: num_generations=0 divides by zero there
         super().__post_init__()
+        check_credit(self.credit)
         check_choice("control", self.control, CONTROLS)
         check_choice("metric", self.metric, METRICS)
         check_choice("info_position", self.info_position, INFO_POSITIONS)
@@ -163,6 +167,8 @@ class MRTPOTrainer(GRPOTrainer):
         self._mrtpo_rewards = None  # (B_global, K) TRL's gathered rewards of the current batch, NaN = None
         self._mrtpo_eval_rows: list[dict] = []
         self._mrtpo_pool = None
+        self._mrtpo_one = None  # (B, T) the one-context branch's metric of the current batch (credit one_context)
+        self._mrtpo_weights = None  # (B, K, T) the credit method's weights of the current batch
         super().__init__(model, reward_funcs=[reward_function(v) for v in self.verifiers], args=args, **kwargs)
         self._refuse_after_init()
         if self.accelerator.is_main_process:
@@ -200,29 +206,46 @@ class MRTPOTrainer(GRPOTrainer):
         seq_adv = output["advantages"]  # (B,) TRL's GDPO advantage of the local rows
         examples = row_examples(inputs)
         rewards = self._mrtpo_rewards.detach().cpu().double()  # (B_global, K), NaN where TRL got None
+        method = get_method(self.args.credit)
+        self._mrtpo_one = None
         clock = time.perf_counter()
         lengths = response_lengths(output["completion_ids"], mask)
+        replayed = (method.needs and self.args.alpha > 0) or self.args.log_tokens
         relevance = (
             self._relevance(examples, output, lengths, ~rewards[rows].isnan())
-            if self.args.alpha > 0 or self.args.log_tokens
+            if replayed
             else torch.zeros(B, K, mask.shape[1])
         )  # (B, K, T); unused at alpha = 0
         replay_s = time.perf_counter() - clock
+        w = self._token_weights(method, relevance, mask)  # (B, K, T)
         shifted = mrtpo_token_shift(
-            rewards.view(-1, G, K),
-            relevance.double(),
-            mask,
-            rows,
-            self.reward_weights.double(),
-            self.args.alpha,
-            self.args.gamma,
+            rewards.view(-1, G, K), relevance.double(), mask, rows, self.reward_weights.double(), token_weights=w
         )
-        token_adv = seq_adv[:, None] + shifted.shift.to(seq_adv.device, seq_adv.dtype)  # (B, T)
+        if method.combine == "sequence":  # GDPO's advantage times one shared row: A (w - 1) on valid tokens
+            shift = torch.where(mask > 0, seq_adv.cpu().double()[:, None] * (w[:, 0] - 1.0), 0.0)
+        else:
+            shift = shifted.shift
+        token_adv = seq_adv[:, None] + shift.to(seq_adv.device, seq_adv.dtype)  # (B, T)
         self._log_batch(
             mode, G, rows, examples, output, lengths, rewards[rows], relevance, shifted.parts, token_adv, replay_s
         )
         output["advantages"] = token_adv  # TRL's _compute_loss takes (B, T) as is
         return output
+
+    def _token_weights(self, method, relevance, mask) -> torch.Tensor:
+        """The credit method's ``(B, K, T)`` weights from this batch's replay (its input as the registry declares
+        it: the relevance, that relevance shuffled per response on a seeded generator, or the one-context row)."""
+        B, K, T = relevance.shape
+        x = relevance.double()
+        if method.needs == "shuffled":
+            draw = torch.Generator().manual_seed(self.args.seed * 1_000_003 + self.state.global_step)
+            x = shuffle_relevance(x[None], mask[None], draw)[0].double()
+        elif method.needs == "one_context":
+            one = self._mrtpo_one if self._mrtpo_one is not None else torch.zeros(B, T)  # not replayed at alpha 0
+            x = one.double()[:, None, :].expand(B, K, T)  # (B, K, T): one row for every reward
+        w = method.token_weights(K, mask[None], relevance=x[None], alpha=self.args.alpha, gamma=self.args.gamma)
+        self._mrtpo_weights = w[0].float()
+        return w[0]  # (B, K, T)
 
     def log(self, logs, start_time=None):
         if not self.model.training and self._mrtpo_eval_rows:  # an evaluation ends: its batches in one file
@@ -249,25 +272,36 @@ class MRTPOTrainer(GRPOTrainer):
         with torch.no_grad(), torch.random.fork_rng(devices=devices), lockstep(model, device, pad):
             model.eval()
             try:
-                return batch_relevance(
+                settings = self._replay_settings()
+                out = batch_relevance(
                     policy,
                     examples,
                     output["completion_ids"].cpu(),
                     lengths,
                     self.verifiers,
                     prompt_ids,
-                    metric=self.args.metric,
-                    control=self.args.control,
+                    metric=settings["metric"],
+                    control=settings["control"],
                     info_position=self.args.info_position,
                     pool=self._pool(examples),
                     applies=applies,
+                    one_context=get_method(self.args.credit).needs == "one_context",
                 )
+                if isinstance(out, tuple):  # the one-context branch's (B, T) metric, for _token_weights
+                    out, self._mrtpo_one = out
+                return out
             finally:
                 model.train(was_training)
 
+    def _replay_settings(self) -> dict:
+        """The run's control and metric, unless the credit method fixes them."""
+        a = self.args
+        return {"control": a.control, "metric": a.metric, **dict(get_method(a.credit).replay)}
+
     def _pool(self, examples):
-        """Examples whose information the ``corrupted`` control borrows: this batch's and the first 64 training rows."""
-        if self.args.control != "corrupted":
+        """Examples whose information ``corrupted`` and ``wrong_hint`` borrow: this batch's and the first 64
+        training rows."""
+        if self._replay_settings()["control"] not in ("corrupted", "wrong_hint"):
             return None
         if self._mrtpo_pool is None:
             data = self.train_dataset
@@ -281,7 +315,7 @@ class MRTPOTrainer(GRPOTrainer):
         """TRL metrics (summed across processes), TRL's completions column, and the per-token parquet."""
         mask = output["completion_mask"].cpu()
         names = [v.name for v in self.verifiers]
-        weights = mrtpo_token_weights(relevance[None], mask[None], self.args.alpha, self.args.gamma)[0]
+        weights = self._mrtpo_weights  # (B, K, T) the credit method's, from _token_weights
         sums = trl_log.batch_sums(names, relevance, weights, mask, token_adv.cpu(), output["advantages"].cpu())
         sums["mrtpo/replay_seconds"] = (replay_s, 1.0)
         local = torch.tensor(list(sums.values()), dtype=torch.float64, device=self.accelerator.device)
@@ -331,6 +365,7 @@ class MRTPOTrainer(GRPOTrainer):
         a = self.args
         return {
             "kind": "mrtpo",
+            "credit": a.credit,
             "alpha": a.alpha,
             "gamma": a.gamma,
             "control": a.control,

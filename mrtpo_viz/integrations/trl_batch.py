@@ -123,7 +123,8 @@ def batch_relevance(
     info_position: str = "user_end",
     pool: Optional[Sequence[Example]] = None,
     applies: Optional[torch.Tensor] = None,
-) -> torch.Tensor:
+    one_context: bool = False,
+):
     """Relevance ``(B, K, T)`` of each row's first ``lengths[b]`` completion ids to each verifier (0 beyond).
 
     Args:
@@ -134,10 +135,12 @@ def batch_relevance(
             IFEval constraint the prompt lacks): such a verifier gets no branch in a group where it applies to no
             row, so its information is never asked for, and its relevance is 0 on the rows it does not apply to.
             Default: every verifier applies to every row.
+        one_context: also replay one branch holding every applicable verifier's information (the ``one_context``
+            credit method), in the same batch; its metric is returned as a second ``(B, T)`` tensor.
     """
     B, T = completion_ids.shape
     K = len(verifiers)
-    out = torch.zeros(B, K, T)
+    out, one = torch.zeros(B, K, T), torch.zeros(B, T)
     applies = torch.ones(B, K, dtype=torch.bool) if applies is None else torch.as_tensor(applies, dtype=torch.bool)
     if applies.shape != (B, K):
         raise ValueError(f"applies must be (B, K) = ({B}, {K}), got {tuple(applies.shape)}")
@@ -159,9 +162,14 @@ def batch_relevance(
             control=control,
             info_position=info_position,
             pool=pool,
+            one_context=one_context,
         )  # (G, K', T')
+        if one_context:
+            scores, one_g = scores  # (G, K', T'), (G, T')
+            one[rows.start : rows.stop, : one_g.shape[-1]] = one_g
         out[rows.start : rows.stop, ks, : scores.shape[-1]] = scores
-    return out * applies[:, :, None]  # a row a verifier does not apply to gets none of its relevance
+    out = out * applies[:, :, None]  # a row a verifier does not apply to gets none of its relevance
+    return (out, one) if one_context else out
 
 
 def _groups_of(examples: Sequence[Example]) -> list[range]:

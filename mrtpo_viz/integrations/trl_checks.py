@@ -70,3 +70,26 @@ def trainer_model(model):
 
         return str(_known_folder(model))
     return model
+
+
+TRL_NEEDS = ("", "relevance", "shuffled", "one_context")
+"""The per-token inputs MRTPOTrainer provides: the replay's (its relevance, shuffled, the one-context branch)."""
+
+
+def check_credit(name) -> None:
+    """A registered credit method whose input the trainer has; the others are refused with what to use instead."""
+    from ..advantages import get_method
+
+    if name == "grpo":
+        raise ValueError("credit='grpo' is not a credit method: use GRPOTrainer (sum_then_normalize) for GRPO")
+    method = get_method(name)
+    if method.needs == "entropy":
+        raise ValueError(
+            f"credit={name!r} reads the sampling entropy, which MRTPOTrainer does not compute: for entropy_top use "
+            "TRL's own top_entropy_quantile=0.2 with credit='gdpo' (the same mask, tests/test_credit_methods.py)"
+        )
+    if method.needs not in TRL_NEEDS:
+        raise ValueError(
+            f"credit={name!r} reads the verifiers' labelled spans ({method.needs}), a study baseline that only the "
+            "project's training loop provides (python -m mrtpo_viz train --method ...)"
+        )
