@@ -24,6 +24,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 STYLE = Path(__file__).resolve().parent / "style.css"
 """The app's stylesheet (package data)."""
+MODEL_BUTTONS = ("replay-btn", "generate-btn", "ab-btn", "ab-split-btn", "rollouts-btn", "run-replay", "live-start")
+"""The buttons (elem_id) whose requests load the checkpoint; the header's model line follows each click."""
 
 
 def build_app():
@@ -89,6 +91,20 @@ def build_app():
             api_name=False,
             concurrency_id=MODEL,
             concurrency_limit=model_limit(),
+            show_progress="hidden",  # a pending output is drawn faint: the first line stays readable
+        )
+        # every button that loads the checkpoint also brings the line up to date (a replay with a picked checkpoint
+        # loads it): the load itself is shared (load_policy caches it under a lock), so this waits for that load
+        buttons = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) in MODEL_BUTTONS]
+        gr.on(
+            [b.click for b in buttons],
+            load_status,
+            checkpoint,
+            model_status,
+            api_name=False,
+            show_progress="hidden",
+            concurrency_id="model-status",
+            concurrency_limit=None,
         )
         for tool in TOOLS:
             gr.api(fair(tool), api_name=tool.__name__, concurrency_id=MODEL, concurrency_limit=model_limit())

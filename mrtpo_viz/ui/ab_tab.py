@@ -125,7 +125,7 @@ def ab_cleared():
         None,
         viz.placeholder_figure("Press Compare: A, B and B - A per token"),
         pd.DataFrame(columns=SUMMARY_HEADERS),
-        "Inputs changed: the earlier comparison was cleared.",
+        "Example changed: the earlier comparison was cleared. Press **Compare**.",
     )
 
 
@@ -158,7 +158,7 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
                     elem_id="ab-example",
                 )
             prompt = gr.Textbox(start["prompt"], label="Prompt", lines=3, max_lines=10)
-            response = gr.Textbox(start["response"], label="Response", lines=3, max_lines=10)
+            response = gr.Textbox(start["response"], label="Response", lines=3, max_lines=10, elem_id="ab-response")
             verifier = gr.Dropdown(
                 list_verifiers(TASKS[0]), value=start["verifier"], label="Verifier", elem_id="ab-verifier"
             )

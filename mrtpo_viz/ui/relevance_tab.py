@@ -356,7 +356,7 @@ def cleared(task: str):
         gr.update(value=None, visible=False),
         pd.DataFrame(columns=VERDICT_HEADERS),
         pd.DataFrame(),
-        f"Inputs changed (task `{task}`): the earlier results were cleared. Press **Replay**.",
+        f"Example changed (task `{task}`): the earlier results were cleared. Press **Replay**.",
         viz.placeholder_figure("Replay a response: per-token GDPO and MRTPO advantages"),
         "",
         "",

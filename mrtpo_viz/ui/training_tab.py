@@ -327,7 +327,7 @@ def build_training_tab(checkpoint) -> None:
     gr.Markdown(INTRO)
     with gr.Row():
         task = gr.Dropdown(available_tasks(), value=LIVE.task, label="Task family")
-        methods = gr.CheckboxGroup(list(METHODS), value=list(LIVE.methods), label="Methods")
+        methods = gr.CheckboxGroup(list(METHODS), value=list(LIVE.methods), label="Methods", elem_id="live-methods")
         steps = gr.Slider(1, LIVE.max_steps, value=LIVE.steps, step=1, label="Steps")
         smoothing = gr.Slider(1, 10, value=LIVE.smoothing, step=1, label="Smoothing (trailing mean, steps)")
     with gr.Accordion("Settings", open=False):
