@@ -1,4 +1,4 @@
-"""Command line: ``python -m mrtpo_viz {serve, replay, score, train, bench, make-sample-policy, get-model}``.
+"""Command line: ``python -m mrtpo_viz {serve, replay, score, ab, train, bench, make-sample-policy, get-model}``.
 
 Each subcommand's arguments are declared here (``train``'s are generated from ``TrainConfig``); its work is done by
 one function of :mod:`.commands`, which imports the library only when that subcommand runs (so ``--help`` stays
@@ -73,6 +73,29 @@ def _add_score(sub):
     )
     _replay_args(p)
     p.add_argument("--out", required=True, help="output .csv, .parquet or .jsonl")
+
+
+def _add_ab(sub):
+    from ..relevance.ab_split import DESCRIPTION, OWN
+
+    p = sub.add_parser(
+        "ab",
+        help="verifier information A/B over a split: does wording B put each verifier's relevance on its spans "
+        "more than wording A?",
+        description=f"Both wordings of each case (an example's gold response, one of its verifiers) are replayed "
+        f"in one batched forward; prints each case, then the mean B - A in span mass with a 95%% paired t "
+        f"interval and the share where B beats A. In a wording, {OWN} is the verifier's own information for "
+        f"the example and {DESCRIPTION} its generic description.",
+    )
+    _replay_args(p)
+    p.add_argument("--task", default=None, help="task family: the first --n examples of its test split")
+    p.add_argument(
+        "--examples", default=None, help="or a JSONL file of examples (the rollouts format; response = gold)"
+    )
+    p.add_argument("--n", type=whole(1, 100_000), default=20, help="examples (default: 20)")
+    p.add_argument("--a", default=OWN, help=f"wording A (default: {OWN})")
+    p.add_argument("--b", default=DESCRIPTION, help=f"wording B (default: {DESCRIPTION})")
+    p.add_argument("--out", default=None, help="write every case as CSV here")
 
 
 TRAIN_DEFAULTS = {"steps": 150, "save_every": 10}
@@ -155,6 +178,7 @@ COMMANDS = {
     "serve": _add_serve,
     "replay": _add_replay,
     "score": _add_score,
+    "ab": _add_ab,
     "train": _add_train,
     "bench": _add_bench,
     "make-sample-policy": _add_make_sample_policy,

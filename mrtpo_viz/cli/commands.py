@@ -122,6 +122,53 @@ def score(args) -> int:
     return 0
 
 
+def ab(args) -> int:
+    """Verifier information A/B over a split (:mod:`mrtpo_viz.relevance.ab_split`): one line per case, a summary,
+    the seconds per example, and the cases as CSV with ``--out``."""
+    from ..relevance import ab_split
+    from ..tasks import load_examples
+
+    if bool(args.task) == bool(args.examples):
+        raise ValueError("give --task (its test split) or --examples (a JSONL file), one of them")
+    if args.task:
+        _check_task(args.task)
+        examples, problems = load_examples(args.task, split="test"), []
+    else:
+        examples, problems = ab_split.examples_from_file(args.examples)
+    for lineno, message in problems:
+        print(f"{args.examples}:{lineno}: skipped: {message}")
+    names = args.verifiers.split(",") if args.verifiers else ()
+    cases = ab_split.split_cases(examples, args.n, args.a, args.b, names)
+    if not cases:
+        raise ValueError(
+            f"no case in the first {args.n} examples: none has a gold response, a verifier with "
+            "relevant spans on it, and two different wordings"
+        )
+    policy, rows = _policy(args), []
+    run = ab_split.compare_split(policy, cases, metric=args.metric, control=args.control, position=args.info_position)
+    for i, row in enumerate(run, 1):
+        rows.append(row)
+        print(
+            f"{i}/{len(cases)} {row.example} {row.verifier}: span mass A {row.span_mass_a:.3f} "
+            f"B {row.span_mass_b:.3f} (B - A {row.difference:+.3f})",
+            flush=True,
+        )
+    s = ab_split.summarize(rows)
+    uniform = sum(r.span_token_share for r in rows) / len(rows)
+    print(
+        f"B - A in span mass: mean {s.mean_difference:+.3f} [{s.lo:+.3f}, {s.hi:+.3f}] (95% paired t, "
+        f"{s.cases} cases of {s.examples} examples); B beats A in {s.b_beats_a:.0%}; mean span mass A "
+        f"{s.mean_a['span_mass']:.3f}, B {s.mean_b['span_mass']:.3f}, uniform {uniform:.3f}; "
+        f"{s.seconds_per_example:.2f} s per example ({policy.describe()})"
+    )
+    if args.out:
+        import pandas as pd
+
+        pd.DataFrame([r.to_dict() for r in rows]).to_csv(args.out, index=False)
+        print(f"wrote {args.out}")
+    return 0
+
+
 def _progress(every: int) -> Callable:
     start = time.perf_counter()
 

@@ -104,19 +104,41 @@ def fill(wording: str, verifier, example: Example) -> str:
     return text.replace(DESCRIPTION, verifier.description)
 
 
+def examples_from_file(path, limits=None) -> tuple[list[Example], list]:
+    """Examples from a JSONL file of the rollouts format (:mod:`.rows`): each row's ``response`` is its gold, its
+    ``verifiers`` (else its task's) are the ones compared. Returns ``(examples, problems)`` (bad lines, numbered)."""
+    from ..tasks import list_verifiers
+    from .rows import RowLimits, read_rows
+
+    rows, problems = read_rows(path, limits or RowLimits())
+    examples = []
+    for r in rows:
+        try:
+            names = tuple(r["verifiers"] or list_verifiers(r["task"]))
+        except (KeyError, ValueError) as e:
+            problems.append((r["line"], f"id {r['id']!r}: {e.args[0] if isinstance(e, KeyError) else e}"))
+            continue
+        examples.append(Example(r["task"], r["prompt"], r["meta"], str(r["id"]), r["response"], names))
+    return examples, problems
+
+
 def split_cases(
-    examples: Sequence[Example], n: int, wording_a: str = OWN, wording_b: str = DESCRIPTION, verifier: str = ""
+    examples: Sequence[Example],
+    n: int,
+    wording_a: str = OWN,
+    wording_b: str = DESCRIPTION,
+    verifiers: Sequence[str] = (),
 ) -> list[ABCase]:
-    """The cases of the first ``n`` examples with a gold response: each of the example's own verifiers (or only
-    ``verifier``, where the example has it) whose relevant spans on the gold are not empty and whose two filled-in
-    wordings differ."""
+    """The cases of the first ``n`` examples with a gold response: each of the example's own verifiers (only those
+    in ``verifiers`` when given) whose relevant spans on the gold are not empty and whose two filled-in wordings
+    differ. A verifier that is not registered or does not fit the example gives no case."""
     from ..tasks import MissingArguments, get_verifier
 
     out = []
     for ex in [e for e in examples if e.reference][: max(0, int(n))]:
-        for name in [n for n in ex.verifiers if n == verifier or not verifier]:
-            v = get_verifier(name)
+        for name in [v for v in ex.verifiers if v in verifiers or not verifiers]:
             try:
+                v = get_verifier(name)
                 a, b = fill(wording_a, v, ex), fill(wording_b, v, ex)
                 spans = v.relevant_spans(ex.reference, ex)
             except (MissingArguments, KeyError, TypeError, ValueError):  # the verifier does not fit this example

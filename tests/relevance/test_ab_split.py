@@ -60,7 +60,7 @@ def test_wordings_fill_in_per_example_and_unfit_verifiers_are_left_out(bundled):
 
     examples = load_examples("instruction_following", "test")
     name = "ifeval.title"
-    cases = ab_split.split_cases(examples, 40, "{own}", "{own} Use a title.", verifier=name)
+    cases = ab_split.split_cases(examples, 40, "{own}", "{own} Use a title.", verifiers=[name])
     assert cases and all(c.verifier == name for c in cases)
     for c in cases:
         own = get_verifier(name).info(c.example)
