@@ -54,7 +54,7 @@ from ..advantages import get_method, mrtpo_token_shift, shuffle_relevance
 from ..docstrings import help_from_docstrings
 from ..names import CONTROLS, INFO_POSITIONS, METRICS, check_choice
 from ..relevance.tokens import display_tokens
-from . import trl_log
+from . import trl_log, trl_tracking
 from .trl_batch import (
     batch_relevance,
     replay_policy,
@@ -171,6 +171,7 @@ class MRTPOTrainer(GRPOTrainer):
         self._mrtpo_weights = None  # (B, K, T) the credit method's weights of the current batch
         super().__init__(model, reward_funcs=[reward_function(v) for v in self.verifiers], args=args, **kwargs)
         self._refuse_after_init()
+        trl_tracking.attach(self)  # report_to trackio: the per-token advantages per reward as a table each step
         if self.accelerator.is_main_process:
             trl_log.write_json(self._run_info(), self._log_dir() / trl_log.RUN_FILE)
 
