@@ -33,14 +33,23 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+TRL_PARTS = ("trl", "datasets", "pyarrow")
+"""What ``pip install 'mrtpo-viz[trl]'`` adds (TRL pulls datasets and pyarrow)."""
+
+
 def main(argv=None) -> Path:
     import torch
 
     from mrtpo_viz import load_examples
-    from mrtpo_viz.integrations.trl import MRTPOConfig, MRTPOTrainer, trl_dataset
     from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
     args = parse_args(argv)
+    try:
+        from mrtpo_viz.integrations.trl import MRTPOConfig, MRTPOTrainer, trl_dataset
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] not in TRL_PARTS:
+            raise
+        raise SystemExit(f"This example needs TRL ({e.name} is not installed): pip install 'mrtpo-viz[trl]'") from None
     torch.set_num_threads(1)
     examples = load_examples(args.task, split="train")[:64]
     warnings.simplefilter("ignore", FutureWarning)  # transformers 5 renames gradient_checkpointing

@@ -30,9 +30,27 @@ def serve(args) -> int:
     from ..ui import launch
 
     check_serving()  # MRTPO_CHECKPOINT must name a usable checkpoint before anything is served
+    _check_port(args.host, args.port)
 
     launch(args.host, args.port)
     return 0
+
+
+def _check_port(host: str, port: int) -> None:
+    """A ValueError naming ``--port`` when something already listens on ``host:port`` (Gradio's own message names
+    GRADIO_SERVER_PORT and ``launch()``, which a command-line user does not type)."""
+    import socket
+
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed server's TIME_WAIT does not count
+        try:
+            s.bind((host, port))
+        except OSError:
+            other = port + 1 if port < 65535 else port - 1
+            raise ValueError(
+                f"port {port} on {host} is in use (another app, or an earlier serve still running): serve on another "
+                f"port with --port, e.g. python -m mrtpo_viz serve --port {other}"
+            ) from None
 
 
 def _check_task(task: str) -> None:

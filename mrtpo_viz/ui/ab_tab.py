@@ -3,7 +3,7 @@
 How people debug the wording of verifier information: both token views on one colour scale (headed A and B), their
 difference, and summary numbers (relevance mass on the verifier's relevant spans where known, concentration, top
 tokens). A verifier that needs input (a free prompt without its arguments) is still replayed against the two typed
-texts, but not scored.
+texts, but not scored. Under it, the same comparison over N examples (:mod:`.ab_split_tab`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from .. import viz
 from ..names import CONTROLS, INFO_POSITIONS, METRICS, TASKS
 from ..relevance.diagnostics import relevance_summary
 from ..tasks import available_tasks, get_verifier, list_verifiers
+from .ab_split_tab import build_ab_split
 from .arguments import information, with_typed_args
 from .errors import readable
 from .example_picker import FREE_PROMPT, example_choices, first_example, get_example, prompt_text, with_prompt
@@ -191,14 +192,15 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
                 elem_id="ab-summary",
             )
     results = [view_a, view_b, diff, summary, status]
-    # the example index often stays the same across tasks, so example.change would not fire: refill explicitly
-    task.change(task_examples, task, example, api_name=False).success(
-        ab_cleared, None, results, api_name=False
-    ).success(ab_example, [task, example], [prompt, response, verifier], api_name=False)
-    example.change(ab_cleared, None, results, api_name=False).then(
+    # a user's pick refills what follows from it, explicitly (.input: a case opened from the split comparison sets
+    # task, example, verifier and both texts at once, and nothing may refill them after it)
+    task.input(task_examples, task, example, api_name=False).success(ab_cleared, None, results, api_name=False).success(
+        ab_example, [task, example], [prompt, response, verifier], api_name=False
+    ).success(ab_infos, [task, example, verifier], [info_a, info_b], api_name=False)
+    example.input(ab_cleared, None, results, api_name=False).then(
         ab_example, [task, example], [prompt, response, verifier], api_name="ab_example"
-    )
-    verifier.change(ab_infos, [task, example, verifier], [info_a, info_b], api_name=False)
+    ).success(ab_infos, [task, example, verifier], [info_a, info_b], api_name=False)
+    verifier.input(ab_infos, [task, example, verifier], [info_a, info_b], api_name=False)
     gr.on(
         [x.change for x in (prompt, response, verifier, info_a, info_b, position, metric, control)]
         + [checkpoint.input],
@@ -217,3 +219,6 @@ def build_ab_tab(checkpoint: gr.components.Component) -> None:
         concurrency_id=MODEL,
         concurrency_limit=model_limit(),
     )
+    single = dict(task=task, example=example, prompt=prompt, response=response, verifier=verifier, info_a=info_a)
+    single.update(info_b=info_b, position=position, metric=metric, control=control, status=status)
+    build_ab_split(checkpoint, single)
