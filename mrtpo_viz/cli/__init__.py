@@ -80,8 +80,8 @@ def _add_ab(sub):
 
     p = sub.add_parser(
         "ab",
-        help="verifier information A/B over a split: does wording B put each verifier's relevance on its spans "
-        "more than wording A?",
+        help="verifier information A/B over a split: how much of each verifier's relevance each wording puts on "
+        "its relevant spans",
         description=f"Both wordings of each case (an example's gold response, one of its verifiers) are replayed "
         f"in one batched forward; prints each case, then the mean B - A in span mass with a 95%% paired t "
         f"interval and the share where B beats A. In a wording, {OWN} is the verifier's own information for "
