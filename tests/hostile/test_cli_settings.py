@@ -25,8 +25,9 @@ from mrtpo_viz.settings import HIGHEST, SettingsError, get_settings
     ],
 )
 def test_an_argument_out_of_range_is_a_usage_error_naming_the_option(argv, option, capsys):
+    """Parsed only: were the check gone, ``main`` would serve on port 0 or start 100,000 threads."""
     with pytest.raises(SystemExit) as exit_:
-        main(argv)
+        build_parser().parse_args(argv)
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and f"argument {option}: must be a whole number from" in err, err
     assert "internal error" not in err and "Traceback" not in err
