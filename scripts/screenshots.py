@@ -1,7 +1,8 @@
 """Take the README's screenshots of the app on the bundled policy (Debian chromium through playwright):
 
-    python scripts/screenshots.py            # writes assets/screenshot_{relevance,free_prompt,ab,rollouts,method}.png,
-                                             # and screenshot_smollm2{,_ab}.png where that model is downloaded
+    python scripts/screenshots.py            # writes assets/screenshot_{relevance,free_prompt,ab,ab_split,rollouts,
+                                             # method}.png, and screenshot_smollm2{,_ab}.png where that model is
+                                             # downloaded
     python scripts/screenshots.py --out DIR  # somewhere else
     python scripts/screenshots.py --width 390 --height 844 --no-real   # a phone: screenshot_*_390.png, each
                                              # from the top of the tab's results (the inputs come first there)
@@ -145,6 +146,26 @@ def ab(page, out: Path) -> None:
     shot(page, out / "screenshot_ab.png", 1250, "#ab-status")
 
 
+def ab_split(page, out: Path) -> None:
+    """The A/B tab's comparison over the first 20 tool-calling examples (A: each example's own information, B: the
+    verifier's description), the worst case for B opened in the single view above."""
+    open_tab(page, "Verifier information A/B")
+    page.locator("#ab-split-btn").click()
+    page.wait_for_function("() => /^\\d+ \\/ \\d+ cases of/.test(document.querySelector('#ab-split-status').innerText)")
+    page.locator("#ab-split-plot .barlayer path").first.wait_for()
+    page.locator("#ab-split").scroll_into_view_if_needed()
+    box = page.locator("#ab-split").bounding_box()
+    top = box["y"] + page.evaluate("window.scrollY")
+    path = named(out / "screenshot_ab_split.png")
+    page.wait_for_timeout(800)
+    page.screenshot(
+        path=str(path),
+        full_page=True,
+        clip={"x": 0, "y": max(top - 10, 0), "width": WIDTH, "height": min(box["height"] + 20, 1500)},
+    )
+    print(f"wrote {path}")
+
+
 def rollouts(page, out: Path) -> None:
     open_tab(page, "Rollouts")
     page.locator("#rollouts-btn").click()
@@ -264,7 +285,7 @@ def main(argv=None) -> int:
             real = (
                 [real_model, real_model_ab] if REAL_MODEL in list_downloaded() and not args.no_real else []
             )  # last: they switch the checkpoint
-            for take in (relevance, free_prompt, ab, rollouts, method, *real):
+            for take in (relevance, free_prompt, ab, ab_split, rollouts, method, *real):
                 take(page, out)
             ctx.close()
     finally:

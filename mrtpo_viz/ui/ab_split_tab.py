@@ -158,7 +158,7 @@ def build_ab_split(checkpoint, single: dict) -> None:
                 wording_a = gr.Textbox(ab_split.OWN, label="wording A", lines=2, elem_id="ab-split-a")
                 wording_b = gr.Textbox(ab_split.DESCRIPTION, label="wording B", lines=2, elem_id="ab-split-b")
                 upload = gr.File(
-                    label="or a file of examples (.jsonl)", file_types=[".jsonl"], type="filepath", height=90
+                    label="or a file of examples (.jsonl)", file_types=[".jsonl"], type="filepath", height=120
                 )
                 with gr.Row():
                     run_btn = gr.Button("Compare over N examples", variant="primary", elem_id="ab-split-btn")
@@ -172,7 +172,9 @@ def build_ab_split(checkpoint, single: dict) -> None:
                     elem_id="ab-split-plot",
                 )
                 with gr.Row():
-                    pick = gr.Dropdown([], label="case (worst for B first)", elem_id="ab-split-pick", scale=3)
+                    pick = gr.Dropdown(
+                        [], label="case (worst for B first)", elem_id="ab-split-pick", scale=3, min_width=260
+                    )
                     open_btn = gr.Button("Open in the view above", scale=1, min_width=120, elem_id="ab-split-open")
         table = gr.Dataframe(
             pd.DataFrame(columns=TABLE_HEADERS),
@@ -180,6 +182,8 @@ def build_ab_split(checkpoint, single: dict) -> None:
             interactive=False,
             max_height=360,
             wrap=True,
+            # wide enough that a header breaks between its words, never inside one ("effecti/ve")
+            column_widths=["60px", "210px", "180px", *["90px"] * 5, *["110px"] * 3, "80px"],
             elem_id="ab-split-table",
         )
     state, flag = gr.State(None), gr.State(StopFlag())
