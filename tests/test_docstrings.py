@@ -41,6 +41,7 @@ def test_mrtpo_config_help_is_its_docstrings_as_trl_parses_it():
     assert set(docs) == {
         "alpha",
         "gamma",
+        "credit",
         "control",
         "metric",
         "info_position",

@@ -23,6 +23,7 @@ from .input_limits import MAX_VERIFIERS, limits
 from ..serving.fair_share import fair
 from .policy_choice import MODEL, model_limit
 from .result_state import mark_stale
+from .credit_view import compare_section, credit_choice, wire_compare
 from .custom_verifiers import KIND_CHOICES, add_custom
 from .relevance_tab import (
     RELEVANCE_SOURCES,
@@ -211,6 +212,7 @@ def _results_column():
             r["alpha"] = gr.Slider(0.0, 1.0, value=1.0, step=0.05, label="alpha", elem_id="alpha")
             r["gamma"] = gr.Slider(0.0, 4.0, value=1.0, step=0.1, label="gamma", elem_id="gamma")
             r["source"] = gr.Radio(list(RELEVANCE_SOURCES), value="controlled", label="relevance for MRTPO")
+            r["credit"] = credit_choice()
         with gr.Row():
             r["G"] = gr.Slider(2, 8, value=4, step=1, label="group size G")
             r["sample_btn"] = gr.Button("Sample a group with the policy", size="sm")
@@ -220,6 +222,7 @@ def _results_column():
             elem_id="advantage-bars",
         )
         r["adv_text"] = gr.Markdown()
+    r.update(compare_section())
     with gr.Row():
         r["csv_file"] = gr.DownloadButton("Download CSV (per-token table)", value=None, interactive=False)
         r["json_file"] = gr.DownloadButton("Download JSON (Relevance)", value=None, interactive=False)
@@ -319,39 +322,46 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
         show_progress="hidden",
     )
     adv_in, adv_out = (
-        [rel_state, r["rewards"], r["alpha"], r["gamma"], r["source"]],
+        [rel_state, r["rewards"], r["alpha"], r["gamma"], r["source"], r["credit"]],
         [r["adv_plot"], r["adv_text"], r["weights"], r["view"]],
     )
-    c["replay_btn"].click(
-        fair(replay_response),
-        [
-            checkpoint,
-            task,
-            example,
-            c["prompt"],
-            c["response"],
-            verifiers,
-            c["position"],
-            c["metric"],
-            c["control"],
-            c["template"],
-            customs,
-            *infos,
-            *fields,
-        ],
-        results[:8],
-        api_name="replay",
-        concurrency_id=MODEL,
-        concurrency_limit=model_limit(),
-        # one progress overlay (on the token view), not ten: each animated overlay costs the browser CPU that, on
-        # a small machine, the replay itself needs (profile in benchmarks/results/ui_latency.md)
-        show_progress_on=r["view"],
-    ).success(None, js=AFTER_HEATMAP, api_name=False).success(
-        advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden", **heavy
-    ).success(downloads, rel_state, [r["csv_file"], r["json_file"]], api_name="downloads", show_progress="hidden")
+    replayed = (
+        c["replay_btn"]
+        .click(
+            fair(replay_response),
+            [
+                checkpoint,
+                task,
+                example,
+                c["prompt"],
+                c["response"],
+                verifiers,
+                c["position"],
+                c["metric"],
+                c["control"],
+                c["template"],
+                customs,
+                *infos,
+                *fields,
+            ],
+            results[:8],
+            api_name="replay",
+            concurrency_id=MODEL,
+            concurrency_limit=model_limit(),
+            # one progress overlay (on the token view), not ten: each animated overlay costs the browser CPU that, on
+            # a small machine, the replay itself needs (profile in benchmarks/results/ui_latency.md)
+            show_progress_on=r["view"],
+        )
+        .success(None, js=AFTER_HEATMAP, api_name=False)
+    )
+    replayed = replayed.success(advantages, adv_in, adv_out, api_name="advantages", show_progress="hidden", **heavy)
+    replayed.success(
+        downloads, rel_state, [r["csv_file"], r["json_file"]], api_name="downloads", show_progress="hidden"
+    )
+    wire_compare(r, rel_state, replayed, **heavy)
     # .change, not .release: typing a value into a slider's number box and pressing Enter redraws too
     gr.on(
-        [r["alpha"].change, r["gamma"].change, r["source"].change, r["rewards"].input],
+        [r["alpha"].change, r["gamma"].change, r["source"].change, r["credit"].change, r["rewards"].input],
         advantages,
         adv_in,
         adv_out,

@@ -18,6 +18,7 @@ from .. import viz
 from ..relevance.contexts import DEFAULT_INFO_TEMPLATE
 from ..relevance.diagnostics import relevance_weight_diagnostics
 from ..viz.advantages import MAX_GROUP
+from ..viz.credit_compare import response_weights
 from .arguments import (
     API_HINT,
     FIELDS,
@@ -136,6 +137,12 @@ def derive_info(k: int, task: str, index, shown: list[str], customs, *fields: st
         return gr.update(), field_message(str(e).removesuffix(API_HINT))
     ex = v.with_args(get_example(task, index), values)
     return _box(names[k], ex, customs), field_message()
+
+
+def _mean_note(credit) -> str:
+    from ..advantages import get_method
+
+    return "= GDPO's, by construction" if get_method(credit or "mrtpo").mean_preserving else "not GDPO's, by design"
 
 
 @gpu("replay")
@@ -293,24 +300,29 @@ def _group_rewards(frame: pd.DataFrame, verifiers: list[str]):
 
 
 @readable
-def advantages(rel, rewards, alpha, gamma, source):
-    """Per-token advantages of the replayed response under GDPO and MRTPO for the group in the table, the weight
-    diagnostics per verifier, and the token view's advantages (its panel shows both methods per token)."""
+def advantages(rel, rewards, alpha, gamma, source, credit="mrtpo"):
+    """Per-token advantages of the replayed response under GDPO and a credit method (MRTPO by default) for the group
+    in the table, the weight diagnostics per verifier, and the token view's advantages (both methods per token)."""
     if rel is None:
         return None, "Replay a response first.", None, gr.update()
     frame = rewards if isinstance(rewards, pd.DataFrame) else pd.DataFrame(**rewards)
     values = _group_rewards(frame, rel.verifiers)
     relevance = rel.raw_scores if source == "raw" else rel.scores
-    br = viz.advantage_breakdown(values, relevance, float(alpha), float(gamma))
+    w = (
+        None
+        if credit in (None, "mrtpo")
+        else response_weights(rel, credit, float(alpha), float(gamma), source == "raw")
+    )
+    br = viz.advantage_breakdown(values, relevance, float(alpha), float(gamma), token_weights=w)
     diag = relevance_weight_diagnostics(rel, float(alpha), float(gamma), raw=source == "raw")
     per_reward = "; ".join(f"{n} {viz.fmt_sig(a, signed=True)}" for n, a in zip(rel.verifiers, br.per_reward[0]))
     group = ", ".join(viz.fmt_sig(a, signed=True) for a in br.group_gdpo)
     text = (
         f"**Replayed response** (row 1): GDPO advantage {viz.fmt_sig(br.gdpo, signed=True)}; "
         f"per-reward `Ahat_k`: {per_reward}.  \n"
-        f"Group GDPO advantages: {group}. MRTPO token advantages range {viz.fmt_sig(br.mrtpo.min(), signed=True)}"
-        f" .. {viz.fmt_sig(br.mrtpo.max(), signed=True)}, mean {viz.fmt_sig(br.mrtpo.mean(), signed=True)} "
-        f"(= GDPO's, by construction). Relevance used: {source}."
+        f"Group GDPO advantages: {group}. Credit method `{credit or 'mrtpo'}`: token advantages range "
+        f"{viz.fmt_sig(br.mrtpo.min(), signed=True)} .. {viz.fmt_sig(br.mrtpo.max(), signed=True)}, mean "
+        f"{viz.fmt_sig(br.mrtpo.mean(), signed=True)} ({_mean_note(credit)}). Relevance used: {source}."
     )
     adv = advantages_json({"GDPO": br.gdpo, "MRTPO": br.mrtpo}, rel.T)
     return (viz.advantage_bars(rel.tokens, rel.verifiers, br), text, viz.weight_markdown(diag), gr.update(adv=adv))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..advantages import mrtpo_token_parts
+from ..advantages import mrtpo_token_parts, weighted_token_parts
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ MAX_GROUP = 256
 
 
 def advantage_breakdown(
-    rewards, relevance, alpha: float = 1.0, gamma: float = 1.0, weights=None, row: int = 0
+    rewards, relevance, alpha: float = 1.0, gamma: float = 1.0, weights=None, row: int = 0, token_weights=None
 ) -> AdvantageBreakdown:
     """Split row ``row``'s MRTPO token advantages into one stack per reward, for display.
 
@@ -47,6 +47,10 @@ def advantage_breakdown(
         relevance: (K, T) that response's relevance (other rows' relevance does not change its advantages).
         alpha, gamma: MRTPO's weighting (see :func:`mrtpo_viz.advantages.mrtpo_token_weights`).
         weights: (K,) reward weights, default 1.
+        token_weights: (K, T) another credit method's weights for the response
+            (``viz.credit_compare.response_weights``), used instead of MRTPO's from ``relevance``; stacked per
+            reward the same way. For a method that weights GDPO's sequence advantage (entropy, entropy_top) this is
+            its advantage exactly when the group's batch centering is 0, as for one group.
     """
     if len(rewards) > MAX_GROUP:
         raise ValueError(f"the group has {len(rewards):,} responses; at most {MAX_GROUP} are shown")
@@ -60,7 +64,12 @@ def advantage_breakdown(
         raise ValueError(f"row {row} is outside the group of {G}")
     d = torch.ones(1, G, K, T)  # (N=1, G, K, T): other rows' relevance does not enter row `row`'s advantages
     d[0, row] = relevance
-    parts = mrtpo_token_parts(rewards[None], d, torch.ones(1, G, T), weights, alpha, gamma)  # N = 1
+    if token_weights is None:
+        parts = mrtpo_token_parts(rewards[None], d, torch.ones(1, G, T), weights, alpha, gamma)  # N = 1
+    else:
+        w = torch.ones(1, G, K, T)  # other rows: uniform (they do not enter row `row`'s advantages)
+        w[0, row] = torch.as_tensor(token_weights, dtype=torch.float32)
+        parts = weighted_token_parts(rewards[None], w, torch.ones(1, G, T), weights)
     return AdvantageBreakdown(
         float(parts.gdpo[0, row]),
         parts.token_advantages[0, row],
