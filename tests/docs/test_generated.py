@@ -38,7 +38,7 @@ def test_the_pages_hold_every_command_option_and_setting(gen):
     assert "`bfcl`" in cli and str(REPO) not in cli  # the same page on every machine
     for f in dataclasses.fields(Settings):
         assert f"| `{ENV_VARS[f.name][0]}` |" in settings
-    assert "| `MRTPO_MAX_TOKENS` | whole number | `2048` |" in settings
+    assert "| `MRTPO_MAX_TOKENS` | whole number, at most 131,072 | `2048` |" in settings
 
 
 def test_a_drift_in_the_code_or_in_the_page_is_caught(gen, tmp_path, monkeypatch):
