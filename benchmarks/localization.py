@@ -19,7 +19,8 @@ view (c) injects errors into that response for the verifiers it passes. This is 
 that fails most gold-style tasks: instruction following, where its own responses pass about half the constraints.
 
 Usage: ``python benchmarks/localization.py [--quick] [--n 100] [--checkpoint DIR_OR_NAME] [--slice FILE]
-[--out benchmarks/results]``;
+[--out benchmarks/results]``; ``--credit``: each credit method's mass on the decision spans instead
+(``benchmarks/_credit_mass.py``, ``localization_credit.*``);
 ``--tasks bfcl --category parallel`` runs it on BFCL's rows instead (one or more calls per response; needs bfcl-eval,
 and writes ``localization_bfcl_<category>.*``). Writes ``localization.csv`` (long: model, view, verifier, method,
 value, n) and ``localization.md`` (``--slice``: ``localization_slice.*``; ``--quick``: ``*_quick.*``).
@@ -330,7 +331,16 @@ def main(argv=None) -> int:
         help="comma-separated localization CSVs of one model's families (runs of --tasks in parallel): "
         "write localization_merged.{csv,md} from them with the means recomputed, run nothing",
     )
+    ap.add_argument("--credit", action="store_true", help="each credit method's mass on the decision spans instead")
     args = ap.parse_args(argv)
+    if args.credit:  # benchmarks/_credit_mass.py; writes localization_credit.{csv,md}
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _common import command
+        from _credit_mass import run_credit, write_credit
+
+        rows, info = run_credit(args.checkpoint, 5 if args.quick else args.n, [t for t in args.tasks.split(",") if t])
+        write_credit(rows, info, Path(args.out), command("localization.py", sys.argv[1:]))
+        return 0
     if args.merge:
         rows = merge(args.merge.split(","))
         info = {"model": rows[0]["model"], "slice": None, "merged": args.merge}
