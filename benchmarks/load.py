@@ -20,8 +20,18 @@ is the benign sessions' latency and errors beside them, the hostile requests' la
 does not come back, or a server error that is not a readable refusal, counts as a hostile failure) and the
 server's memory before and after.
 
+With ``--flood N``, one more client (one address) runs N sessions that each loop the largest replay
+(``hostile_inputs``' ``max_replay``: six verifiers, information and response at the token cap) without pause: the
+one-client-many-sessions attacker of issue 42. Its requests past the server's per-client caps are refused (429,
+a readable refusal: an answer); what is measured is the benign sessions' latency beside it.
+
+Every session speaks for its own client address (``X-Forwarded-For``, which the app's server takes from a loopback
+peer, as it would from a trusted proxy): the server's fairness and caps are per client address, so sessions that
+all came from 127.0.0.1 would be one client.
+
     python benchmarks/load.py --sessions 16 --duration 60     # writes benchmarks/results/load.{csv,md}
     python benchmarks/load.py --sessions 12 --hostile 4 --duration 120   # writes load_hostile.{csv,md}
+    python benchmarks/load.py --sessions 4 --flood 16 --duration 60      # writes load_flood.{csv,md}
 """
 
 from __future__ import annotations
@@ -49,6 +59,28 @@ REQUEST_TIMEOUT_S = 600
 """Client-side timeout of one request: 16 sessions share one model queue on a busy machine."""
 
 
+def address(i: int) -> str:
+    """Session ``i``'s client address (one per session; the flood's sessions share :data:`FLOOD_ADDRESS`)."""
+    return f"10.0.{i // 250}.{i % 250 + 1}"
+
+
+FLOOD_ADDRESS = "10.9.9.9"
+FLOOD_PAUSE_S = 0.05
+"""After a refusal a flood session tries again this soon (the clients share the machine with the server)."""
+
+
+def client_for(url: str, addr: str):
+    from gradio_client import Client
+
+    return Client(
+        url,
+        verbose=False,
+        analytics_enabled=False,
+        headers={"X-Forwarded-For": addr},
+        httpx_kwargs={"timeout": REQUEST_TIMEOUT_S},
+    )
+
+
 @dataclass
 class Request:
     """One timed request of one session."""
@@ -63,7 +95,9 @@ class Request:
     """The answer held another session's response, information or tokens."""
     error: str = ""
     kind: str = "benign"
-    """``benign``, or the hostile input's kind (``hostile_inputs.KINDS``)."""
+    """``benign``, the hostile input's kind (``hostile_inputs.KINDS``), or ``flood``."""
+    refused: bool = False
+    """A flood request the server refused at once (its client's cap of requests in flight: 429)."""
 
 
 @dataclass
@@ -222,12 +256,11 @@ def _call(load: Load, i: int, endpoint: str, fn):
 
 def run_session(i: int, url: str, checkpoint: str, load: Load) -> None:
     """Replay, then advantages, until the deadline or ``max_requests``; the first rounds are the warm-up."""
-    from gradio_client import Client
 
     inputs, response, info = session_inputs(i, checkpoint)
     verifiers, client, warmed = inputs[5], None, False
     try:
-        client = Client(url, verbose=False, analytics_enabled=False, httpx_kwargs={"timeout": REQUEST_TIMEOUT_S})
+        client = client_for(url, address(i))
         for n in range(load.max_requests // 2):
             if time.monotonic() > load.deadline:
                 break
@@ -274,13 +307,18 @@ def _answer_text(api: str, out) -> str:
     return "answered"
 
 
-def _raw_upload(url: str, path: str) -> str:
+def _raw_upload(url: str, path: str, addr: str) -> str:
     """Post a file to Gradio's upload route as a browser would; the answer in a line. Only a refusal (413) or an
     accepted upload is an answer."""
     import httpx
 
     with open(path, "rb") as fh:
-        r = httpx.post(f"{url}gradio_api/upload", files={"files": (Path(path).name, fh)}, timeout=REQUEST_TIMEOUT_S)
+        r = httpx.post(
+            f"{url}gradio_api/upload",
+            files={"files": (Path(path).name, fh)},
+            headers={"X-Forwarded-For": addr},
+            timeout=REQUEST_TIMEOUT_S,
+        )
     if r.status_code not in (200, 413):
         raise RuntimeError(f"upload answered {r.status_code}")
     return f"upload answered {r.status_code}: {r.text[:100]}"
@@ -291,14 +329,14 @@ def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
     error message) is an answer; a request that fails otherwise (a timeout, a dropped connection) is not."""
     import hostile_inputs
     import httpx
-    from gradio_client import Client, handle_file
+    from gradio_client import handle_file
     from gradio_client.exceptions import AppError
 
     try:
         load.warm.wait()
     except threading.BrokenBarrierError:
         pass
-    client = Client(url, verbose=False, analytics_enabled=False, httpx_kwargs={"timeout": REQUEST_TIMEOUT_S})
+    client = client_for(url, address(i))
     try:
         for n in range(load.max_requests):
             if time.monotonic() > load.deadline:
@@ -314,17 +352,70 @@ def run_hostile_session(i: int, url: str, load: Load, hostile: dict) -> None:
                     client.predict(hostile_inputs.SETUP[kind], 0, api_name="/pick_example")
                     start = time.monotonic()
                 if api == "/gradio_api/upload":
-                    error = _raw_upload(url, inputs[0])
+                    error = _raw_upload(url, inputs[0], address(i))
                 else:
                     error = _answer_text(api, client.predict(*inputs, api_name=api))
             except AppError as err:  # a refusal with a message: what the app should do
                 error = str(err)[:160]
-            except httpx.HTTPStatusError as err:  # the body cap's 413 (ui.body_limit) carries a readable detail
-                answered = err.response.status_code == 413
+            except httpx.HTTPStatusError as err:  # the serving guard's 413 / 429 carry a readable detail
+                answered = err.response.status_code in (413, 429)
                 error = f"{err.response.status_code}: {err.response.text}"[:160]
             except Exception as err:  # noqa: BLE001 -- no answer at all: a failure
                 answered, error = False, f"{type(err).__name__}: {err}"[:200]
             load.add(Request(i, api, start - load.t0, time.monotonic() - start, answered, error=error, kind=kind))
+    finally:
+        client.close()
+
+
+def run_flood_session(i: int, url: str, load: Load, inputs: list) -> None:
+    """One of the flood's sessions: the largest replay again and again from the flood's one address, from the
+    start of the measured window to its end. A refusal (the server's 429, or the app's message) is an answer."""
+    import hostile_inputs
+    import httpx
+    from gradio_client.exceptions import AppError
+
+    try:
+        load.warm.wait()
+    except threading.BrokenBarrierError:
+        pass
+    client = client_for(url, FLOOD_ADDRESS)
+    try:
+        while time.monotonic() < load.deadline:  # the pick too waits for a place among the address's 8 in flight
+            try:
+                client.predict(hostile_inputs.SETUP["max_replay"], 0, api_name="/pick_example")
+                break
+            except httpx.HTTPStatusError as err:
+                if err.response.status_code != 429:
+                    raise
+                time.sleep(FLOOD_PAUSE_S)
+        for _ in range(load.max_requests):
+            if time.monotonic() > load.deadline:
+                break
+            start, answered, refused, error = time.monotonic(), True, False, ""
+            try:
+                client.predict(*inputs, api_name="/replay")
+            except AppError as err:
+                error = str(err)[:160]
+            except httpx.HTTPStatusError as err:
+                refused = err.response.status_code == 429
+                answered = refused or err.response.status_code == 413
+                error = f"{err.response.status_code}: {err.response.text}"[:160]
+            except Exception as err:  # noqa: BLE001 -- no answer at all: a failure
+                answered, error = False, f"{type(err).__name__}: {err}"[:200]
+            load.add(
+                Request(
+                    i,
+                    "/replay",
+                    start - load.t0,
+                    time.monotonic() - start,
+                    answered,
+                    error=error,
+                    kind="flood",
+                    refused=refused,
+                )
+            )
+            if refused:
+                time.sleep(FLOOD_PAUSE_S)
     finally:
         client.close()
 
@@ -346,6 +437,7 @@ def run(
     hostile: int = 0,
     kinds: tuple[str, ...] = (),
     requests_out: Optional[Path] = None,
+    flood: int = 0,
 ) -> dict:
     import tempfile
 
@@ -358,17 +450,23 @@ def run(
     try:
         wait_up(url, proc)
         prewarm(url, checkpoint)
-        bad = hostile_inputs.build(checkpoint, Path(scratch.name)) if hostile else {}
-        bad = {k: v for k, v in bad.items() if k in kinds} if kinds else bad
+        built = hostile_inputs.build(checkpoint, Path(scratch.name)) if hostile or flood else {}
+        bad = {k: v for k, v in built.items() if k in kinds} if kinds else built
         rss = {"start": rss_mib(proc.pid)}
         load = Load(t0=time.monotonic(), deadline=float("inf"), max_requests=max_requests, warmup_rounds=warmup)
-        load.warm = threading.Barrier(sessions + hostile + 1)
+        load.warm = threading.Barrier(sessions + hostile + flood + 1)
         workers = [
             threading.Thread(target=run_session, args=(i, url, checkpoint, load), daemon=True) for i in range(sessions)
         ]
         workers += [
             threading.Thread(target=run_hostile_session, args=(sessions + j, url, load, bad), daemon=True)
             for j in range(hostile)
+        ]
+        workers += [
+            threading.Thread(
+                target=run_flood_session, args=(sessions + hostile + j, url, load, built["max_replay"][1]), daemon=True
+            )
+            for j in range(flood)
         ]
         for w in workers:
             w.start()
@@ -394,11 +492,27 @@ def run(
         "model": _common.model_label(checkpoint),
         **summarize(benign, rss, elapsed, warm_s, sessions, threads, duration_s, warmup),
     }
-    return (
-        {**summary, **summarize_hostile([r for r in load.requests if r.kind != "benign"], hostile)}
-        if hostile
-        else summary
-    )
+    if hostile:
+        summary.update(summarize_hostile([r for r in load.requests if r.kind not in ("benign", "flood")], hostile))
+    if flood:
+        summary.update(summarize_flood([r for r in load.requests if r.kind == "flood"], flood))
+    return summary
+
+
+def summarize_flood(requests: list[Request], flood: int) -> dict:
+    """The flood's requests: replays served, refusals (429), those not answered, and the served replays' latency."""
+    served = [r.latency_s for r in requests if r.ok and not r.refused and not r.error]
+    return {
+        "flood_sessions": flood,
+        "flood_address": FLOOD_ADDRESS,
+        "flood_requests": len(requests),
+        "flood_replays_served": len(served),
+        "flood_refused_429": sum(r.refused for r in requests),
+        "flood_unanswered": sum(not r.ok for r in requests),
+        "flood_replay_p50_s": _stat(median, served),
+        "flood_replay_p95_s": _stat(p95, served),
+        "flood_answers": sorted({" ".join(r.error.split())[:150] for r in requests if r.error})[:6],
+    }
 
 
 def summarize_hostile(requests: list[Request], hostile: int) -> dict:
@@ -471,32 +585,43 @@ def write(summary: dict, requests_csv: Path, md: Path, machine: str, load_avg: s
     with requests_csv.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["metric", "value"])
-        writer.writerows([k, v] for k, v in summary.items() if k not in ("first_errors", "hostile_answers"))
+        writer.writerows(
+            [k, v] for k, v in summary.items() if k not in ("first_errors", "hostile_answers", "flood_answers")
+        )
     goals = {
         "errors": "0",
         "leaks": "0",
         "rss_growth_pct": "< 5",
         "rss_growth_second_half_pct": "~0 (plateau)",
         "hostile_unanswered": "0",
+        "flood_unanswered": "0",
         "rss_after_idle_vs_warm_pct": "<= 20",
     }
     rows = "\n".join(
         f"| {k} | {v} | {goals.get(k, '')} |"
         for k, v in summary.items()
-        if k not in ("first_errors", "hostile_answers")
+        if k not in ("first_errors", "hostile_answers", "flood_answers")
     )
     errors = "".join(f"\n- `{e}`" for e in summary["first_errors"]) or " none"
     if "hostile_answers" in summary:
         errors += "\n\nWhat the app answered the hostile sessions (one line per distinct answer):" + "".join(
             f"\n- `{e}`" for e in summary["hostile_answers"]
         )
+    if summary.get("flood_answers"):
+        errors += "\n\nWhat the app answered the flood (one line per distinct answer):" + "".join(
+            f"\n- `{e}`" for e in summary["flood_answers"]
+        )
     hostile = f" beside {summary['hostile_sessions']} hostile ones" if summary.get("hostile_sessions") else ""
+    if summary.get("flood_sessions"):
+        hostile += f" and a one-address flood of {summary['flood_sessions']} sessions looping the largest replay"
     md.write_text(
         f"# Load: {summary['sessions']} concurrent gradio_client sessions{hostile} for {summary['duration_s']:.0f} s"
         "\n\n"
         f"`python benchmarks/load.py` on {machine}; 1-minute load average at the end {load_avg}. One app process "
         f"(loopback), policy `{summary['model']}`, requests past the fair-share gate (`MRTPO_MODEL_REQUESTS` "
-        "slots, least-used session first, a request gives its slot up after 1 s) and model forwards in fair turns, so "
+        "slots, least-used client address first, one request per client at a time, a request gives its slot up "
+        "after 1 s) and model forwards in fair turns; each session its own client address, the flood's sessions "
+        "one, so "
         "latency includes the wait behind the other sessions. Each session replays the same example with its own "
         "response and information, then asks for the advantages of its own replay (from `gr.State`); a leak is an "
         "answer that holds another session's response, information or tokens. RSS is the server's, sampled every "
@@ -521,6 +646,7 @@ def main(argv=None) -> int:
     )
     p.add_argument("--hostile", type=int, default=0, help="hostile sessions beside --sessions benign ones")
     p.add_argument("--kinds", default="", help="comma list of hostile_inputs.KINDS to send (default: all)")
+    p.add_argument("--flood", type=int, default=0, help="sessions of one client address looping the largest replay")
     p.add_argument(
         "--out",
         default=None,
@@ -538,12 +664,15 @@ def main(argv=None) -> int:
         args.hostile,
         tuple(k for k in args.kinds.split(",") if k),
         args.requests_out,
+        args.flood,
     )
-    out = Path(args.out or RESULTS / ("load_hostile" if args.hostile else "load"))
+    stem = "load_flood" if args.flood else "load_hostile" if args.hostile else "load"
+    out = Path(args.out or RESULTS / stem)
     out.parent.mkdir(parents=True, exist_ok=True)
     write(summary, out.with_suffix(".csv"), out.with_suffix(".md"), _common.machine(), _common.load_average())
     print("\n".join(f"{k}: {v}" for k, v in summary.items()))
-    return 0 if summary["errors"] == 0 and summary["leaks"] == 0 and not summary.get("hostile_unanswered") else 1
+    clean = summary["errors"] == 0 and summary["leaks"] == 0
+    return 0 if clean and not summary.get("hostile_unanswered") and not summary.get("flood_unanswered") else 1
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ dequantized on every load (:mod:`.gguf`, needs the optional ``gguf`` package), w
 converted folder.
 
 Deployment rules are not applied here: an operator's checkpoint allow-list, request limits and the allocator setting
-of :mod:`mrtpo_viz.serving.memory` belong to the app and the CLI (``mrtpo_viz.settings``). A Python user who wants the replay's
-memory bound calls ``mrtpo_viz.policy.bound_freed_memory()`` once.
+of :mod:`mrtpo_viz.serving.memory` belong to the app and the CLI (``mrtpo_viz.settings``). A Python user who wants
+the replay's memory bound calls ``mrtpo_viz.policy.bound_freed_memory()`` once.
 """
 
 from __future__ import annotations

@@ -86,9 +86,7 @@ class FairGate:
         for c, _, _ in self._running.values():
             per_client[c] = per_client.get(c, 0) + 1
         ready = [
-            t
-            for t in self._waiting
-            if (t[1], t[2]) not in sessions and per_client.get(t[1], 0) < self.client_running
+            t for t in self._waiting if (t[1], t[2]) not in sessions and per_client.get(t[1], 0) < self.client_running
         ]
         if ticket not in ready or self.running >= self.max_running or self.holding(now) >= self.slots:
             return False

@@ -32,7 +32,6 @@ from . import gradio_queue as gq
 from . import sessions, uploads
 from .body_limit import (
     MAX_BODY_BYTES,
-    BodyTooLarge,
     CountedBody,
     answer,
     declared_length,
@@ -83,6 +82,7 @@ class ServingGuard:
         lim = self.limits
         self.sessions = sessions.SessionLedger(lim.sessions_per_client, lim.max_sessions, lim.session_ttl_s)
         self.uploads = uploads.UploadShare(lim.client_share * lim.upload_bytes, lim.upload_window_s)
+        self._joining: dict[str, int] = {}  # per client: joins passed on to Gradio and not answered yet
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -154,7 +154,7 @@ class ServingGuard:
         if content_type.startswith(b"multipart/"):
             return await answer(send, 415, "Files go through the upload route (/gradio_api/upload), not this one.")
         app, now = scope["app"], time.monotonic()
-        if b'"session_hash"' in body:
+        if body:  # parsed whole: a key may be spelt with escapes ("session\\u005fhash")
             try:
                 session = json.loads(body).get("session_hash")
             except (ValueError, AttributeError):
@@ -166,6 +166,7 @@ class ServingGuard:
         if path in JOIN_ROUTES and hasattr(app, "get_blocks"):
             self._forget(app, self.sessions.settle(client, lambda s: gq.pending(app, s)))
             waiting = sum(gq.pending(app, s) for s in self.sessions.sessions_of(client))
+            waiting += self._joining.get(client, 0)  # joins on their way into Gradio's queue count too
             if waiting >= self.limits.in_flight:
                 return await answer(
                     send,
@@ -177,9 +178,17 @@ class ServingGuard:
         if hasattr(app, "uploaded_file_dir"):
             body = uploads.resolve_inputs(body, gq.upload_folder(app))
         scope = _with_length(scope, len(body))
-        if path not in MINTING_ROUTES:
+        if path not in JOIN_ROUTES:
             return await self.app(scope, replay(body, receive), send)
-        captured = await _captured(self.app, scope, replay(body, receive))
+        self._joining[client] = self._joining.get(client, 0) + 1
+        try:
+            if path not in MINTING_ROUTES:
+                return await self.app(scope, replay(body, receive), send)
+            captured = await _captured(self.app, scope, replay(body, receive))
+        finally:
+            self._joining[client] -= 1
+            if not self._joining[client]:
+                del self._joining[client]
         try:
             event = json.loads(captured.body).get("event_id") if captured.status == 200 else None
         except (ValueError, AttributeError):
@@ -216,7 +225,9 @@ class ServingGuard:
 
 
 def _with_length(scope, n: int):
-    headers = [(k, v) for k, v in scope.get("headers") or [] if k.lower() not in (b"content-length", b"transfer-encoding")]
+    headers = [
+        (k, v) for k, v in scope.get("headers") or [] if k.lower() not in (b"content-length", b"transfer-encoding")
+    ]
     return {**scope, "headers": [*headers, (b"content-length", str(n).encode())]}
 
 

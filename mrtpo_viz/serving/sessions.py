@@ -60,12 +60,7 @@ class _Entry:
 class SessionLedger:
     """Sessions by client address, least recently seen first; every method takes ``now`` (monotonic seconds)."""
 
-    def __init__(
-        self,
-        per_client: int = SESSIONS_PER_CLIENT,
-        total: int = MAX_SESSIONS,
-        ttl_s: float = SESSION_TTL_S,
-    ):
+    def __init__(self, per_client: int = SESSIONS_PER_CLIENT, total: int = MAX_SESSIONS, ttl_s: float = SESSION_TTL_S):
         self.per_client, self.total, self.ttl_s = per_client, total, ttl_s
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
         self._by_client: dict[str, OrderedDict[str, None]] = {}

@@ -13,8 +13,8 @@ from .errors import _message
 
 MODEL = "model"
 """The one concurrency group of every event that does real work (the model, verifiers, uploads, tables): its
-requests wait at the fair-share gate (:mod:`mrtpo_viz.serving.fair_share`, ``MRTPO_MODEL_REQUESTS`` past it at once) and their
-forwards take fair turns at the one model (:mod:`mrtpo_viz.serving.turns`)."""
+requests wait at the fair-share gate (:mod:`mrtpo_viz.serving.fair_share`, ``MRTPO_MODEL_REQUESTS`` past it at
+once) and their forwards take fair turns at the one model (:mod:`mrtpo_viz.serving.turns`)."""
 GROUP_LIMIT = 16
 """Requests of the :data:`MODEL` group Gradio hands to worker threads at once: more than the gate lets through,
 so that the gate, not Gradio's first-come queue, decides who goes next."""

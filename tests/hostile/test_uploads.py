@@ -181,7 +181,8 @@ def test_a_step_beyond_int64_in_a_member_name_is_not_a_run_file(tmp_path):
 
 def test_uploads_over_the_cap_are_refused_while_they_stream_in(tmp_path, monkeypatch):
     """The threat: a 200 MB upload written to Gradio's cache and refused only afterwards. ``launch_options`` gives
-    ``max_file_size`` from MRTPO_MAX_UPLOAD_MB, which Gradio's upload route enforces while it reads the body."""
+    ``max_file_size`` from MRTPO_MAX_UPLOAD_MB, which Gradio's upload route enforces per file while it reads the
+    body, and the serving guard, which caps the whole request at the same size (tests/hostile/test_serving.py)."""
     import httpx
 
     from mrtpo_viz.ui import launch_options
@@ -195,7 +196,11 @@ def test_uploads_over_the_cap_are_refused_while_they_stream_in(tmp_path, monkeyp
     with gr.Blocks() as demo:
         gr.File()
     _, url, _ = demo.launch(
-        prevent_thread_lock=True, server_port=free_port(), quiet=True, max_file_size=options["max_file_size"]
+        prevent_thread_lock=True,
+        server_port=free_port(),
+        quiet=True,
+        max_file_size=options["max_file_size"],
+        app_kwargs=options["app_kwargs"],
     )
     try:
         with bounded():
@@ -203,7 +208,7 @@ def test_uploads_over_the_cap_are_refused_while_they_stream_in(tmp_path, monkeyp
             small = httpx.post(f"{url}gradio_api/upload", files={"files": ("run.zip", b"\0" * 1000)}, timeout=30)
     finally:
         demo.close()
-    assert big.status_code == 413 and "maximum allowed size" in big.text
+    assert big.status_code == 413 and "over 1.0 MiB in all" in big.text
     assert small.status_code == 200
     stored = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
     assert [p.stat().st_size for p in stored] == [1000]  # the refused body was never stored
@@ -217,7 +222,7 @@ def test_request_bodies_over_a_mebibyte_are_refused_before_gradio_reads_them(mon
     import httpx
 
     from mrtpo_viz.ui import launch_options
-    from mrtpo_viz.ui.body_limit import MAX_BODY_BYTES
+    from mrtpo_viz.serving.body_limit import MAX_BODY_BYTES
 
     from ..apphelpers import free_port
 

@@ -1,6 +1,7 @@
-"""The fair-share gate (mrtpo_viz.ui.fair_share): the least-used session starts first, a long request gives its
-slot up, one request per session, a hard cap on running requests, decaying use, and wrapped handlers that keep
-Gradio's view of them."""
+"""The fair-share gate (mrtpo_viz.serving.fair_share): the least-used client, then session, starts first, a long
+request gives its slot up, one request per session and per client, a hard cap on running requests, decaying use,
+and wrapped handlers that keep Gradio's view of them. Every check is on order or counts, never on wall seconds
+(each wait has a generous timeout only so that a broken gate fails instead of hanging)."""
 
 import inspect
 import threading
@@ -8,8 +9,8 @@ import time
 
 import gradio as gr
 
-from mrtpo_viz.ui import fair_share
-from mrtpo_viz.ui.fair_share import FairGate, fair
+from mrtpo_viz.serving import fair_share
+from mrtpo_viz.serving.fair_share import FairGate, fair
 
 
 def _wait_for(cond, timeout=5.0):
@@ -19,16 +20,18 @@ def _wait_for(cond, timeout=5.0):
         time.sleep(0.01)
 
 
-def _record(gate, session, seconds):
-    """Give ``session`` ``seconds`` of recent use (a request that ran that long, back-dated)."""
-    token = gate.enter(session)
-    gate._running[token] = (session, time.monotonic() - seconds)
+def _record(gate, session, seconds, client=None):
+    """Give ``session`` (of ``client``; itself by default) ``seconds`` of recent use (a request that ran that long,
+    back-dated)."""
+    token = gate.enter(session, client)
+    who, _, _ = gate._running[token]
+    gate._running[token] = (who, session, time.monotonic() - seconds)
     gate.leave(token)
 
 
-def _start(gate, session, started):
+def _start(gate, session, started, client=None):
     def go():
-        token = gate.enter(session)
+        token = gate.enter(session, client)
         started.append(session)
         return token
 
@@ -57,12 +60,9 @@ def test_a_long_request_gives_its_slot_up():
     gate = FairGate(slots=1, long_s=0.3)
     long_one = gate.enter("hostile")
     started = []
-    t0 = time.monotonic()
     _start(gate, "benign", started)
-    _wait_for(lambda: started)
-    waited = time.monotonic() - t0
-    assert 0.2 < waited < 0.3 + 0.3  # it waited for the slot to turn long (plus a re-check), not for the end
-    assert gate.running == 2 and gate.holding() == 1
+    _wait_for(lambda: started)  # while the long request still runs: it did not wait for its end
+    assert gate.running == 2 and gate.holding() == 1  # the long one gave its slot to the benign one
     gate.leave(long_one)
 
 
@@ -114,3 +114,44 @@ def test_wrapped_handlers_keep_their_signature_and_hold_the_slot(monkeypatch):
     assert h("ab", None) == "AB" and gate.running == 0
     assert list(g(3)) == [0, 1, 2] and gate.running == 0
     assert gate.use("local") > 0  # outside a Gradio request every call shares one key
+
+
+def test_a_client_with_many_sessions_waits_behind_a_lighter_client():
+    """The threat: one client with 16 fresh sessions, each as unused as a new visitor's. Use is counted per client
+    address too: the client that has used the server least goes first, whatever its sessions."""
+    gate = FairGate(slots=1, long_s=60, client_running=4)
+    _record(gate, "a0", 5.0, client="attacker")
+    hold = gate.enter("holder")
+    started = []
+    for i in range(1, 4):  # fresh sessions of the busy client, queued first
+        _start(gate, f"a{i}", started, client="attacker")
+        _wait_for(lambda i=i: len(gate._waiting) == i)
+    _start(gate, "b", started, client="visitor")
+    _wait_for(lambda: len(gate._waiting) == 4)
+    gate.leave(hold)
+    _wait_for(lambda: started)
+    assert started == ["b"]
+
+
+def test_a_client_runs_one_request_at_a_time_whatever_its_sessions():
+    """A client's sessions share one share: its second request waits although slots are free, and another
+    client's does not."""
+    gate = FairGate(slots=4, long_s=60)
+    first = gate.enter("s1", "attacker")
+    started = []
+    _start(gate, "s2", started, client="attacker")
+    _wait_for(lambda: len(gate._waiting) == 1)
+    other = gate.enter("t1", "visitor")  # passes the waiting one: another client
+    assert started == [] and gate.running == 2
+    gate.leave(first)
+    _wait_for(lambda: started == ["s2"])
+    gate.leave(other)
+
+
+def test_use_is_kept_per_client_and_per_session():
+    gate = FairGate(slots=1)
+    _record(gate, "s1", 2.0, client="c")
+    _record(gate, "s2", 1.0, client="c")
+    now = time.monotonic()
+    assert abs(gate.use("c", now) - 3.0) < 1e-2
+    assert abs(gate.use("c", now, session="s2") - 1.0) < 1e-2

@@ -1,5 +1,6 @@
-"""Fair turns at the model (mrtpo_viz.policy.turns): off by default, mutual exclusion of forwards, a short job
-served within about one quantum of a long one, and chunked replay forwards equal to the one-batch forward."""
+"""Fair turns at the model (mrtpo_viz.serving.turns): off by default, mutual exclusion of forwards, a short job
+served within about one quantum of a long one, and chunked replay forwards equal to the one-batch forward. Timing
+checks count forwards and compare orders, never wall seconds."""
 
 import threading
 import time
@@ -7,7 +8,7 @@ import time
 import pytest
 import torch
 
-from mrtpo_viz.policy import turns
+from mrtpo_viz.serving import turns
 
 
 @pytest.fixture
@@ -19,48 +20,48 @@ def turns_on():
 
 def test_off_by_default_turns_order_nothing():
     assert not turns.enabled()
+    together = threading.Barrier(2, timeout=10)  # passed only if both forwards are inside at once
     inside = []
 
     def work():
         with turns.model_job(), turns.model_forward():
+            together.wait()
             inside.append(1)
-            time.sleep(0.2)
 
     threads = [threading.Thread(target=work) for _ in range(2)]
-    start = time.monotonic()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert len(inside) == 2 and time.monotonic() - start < 0.35  # both slept at once
+    assert len(inside) == 2 and not together.broken
 
 
 def test_a_short_job_waits_about_one_quantum_not_for_a_whole_long_job(turns_on):
-    active, overlaps, done = [0], [0], {}
+    active, overlaps, order = [0], [0], []
     lock = threading.Lock()
+    arrived = threading.Event()
 
-    def fwd(seconds):
+    def fwd(who, seconds):
         with turns.model_forward():
             with lock:
                 active[0] += 1
                 overlaps[0] = max(overlaps[0], active[0])
+                order.append(who)
             time.sleep(seconds)
             with lock:
                 active[0] -= 1
 
     def long_job():
         with turns.model_job():
-            for _ in range(30):  # 1.5 s of forwards
-                fwd(0.05)
-        done["long"] = time.monotonic()
+            for i in range(30):  # 1.5 s of forwards
+                if i == 2:
+                    arrived.set()  # the short job comes while the long one holds the model
+                fwd("long", 0.05)
 
     def short_job():
-        time.sleep(0.1)  # arrives while the long job holds the model
-        t0 = time.monotonic()
+        arrived.wait(10)
         with turns.model_job():
-            fwd(0.05)
-        done["short_wait"] = time.monotonic() - t0
-        done["short"] = time.monotonic()
+            fwd("short", 0.05)
 
     threads = [threading.Thread(target=long_job), threading.Thread(target=short_job)]
     for t in threads:
@@ -68,9 +69,11 @@ def test_a_short_job_waits_about_one_quantum_not_for_a_whole_long_job(turns_on):
     for t in threads:
         t.join()
     assert overlaps[0] == 1  # never two forwards at once
-    # served after the long job's current quantum (0.2 s) and one forward, not after its 1.5 s
-    assert done["short_wait"] < turns.QUANTUM_S + 0.25, done
-    assert done["short"] < done["long"] - 0.5
+    # served after the long job's current quantum (0.2 s: 4 forwards of 0.05 s, plus the one under way), not
+    # after its 30 forwards
+    before = order.index("short")
+    assert before - 2 <= turns.QUANTUM_S / 0.05 + 2, order
+    assert order.count("long") - before >= 20, order
 
 
 def test_a_forward_outside_a_job_takes_its_own_turn(turns_on):
@@ -112,12 +115,12 @@ def test_chunked_replay_forward_equals_the_one_batch_forward(tiny_policy, monkey
 
 def test_a_request_whose_client_left_stops_at_its_next_forward():
     """The threat: a replay at the caps that goes on for seconds after its client left. With the app's check
-    (``ui.fair_share.client_gone``: Gradio marks the session's jobs not alive when its event stream closes), the
-    handler's next forward raises RequestCancelled."""
+    (``serving.gradio_context.client_gone``: Gradio marks the session's jobs not alive when its event stream
+    closes), the handler's next forward raises RequestCancelled."""
     import httpx
 
     import gradio as gr
-    from mrtpo_viz.ui.fair_share import client_gone
+    from mrtpo_viz.serving.gradio_context import client_gone
 
     from ..apphelpers import free_port
 
