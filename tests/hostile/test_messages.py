@@ -71,7 +71,7 @@ def test_a_corrupt_existing_output_is_named(tiny_policy_dir, tmp_path, capsys):
 
 def test_an_infinite_setting_is_refused_by_name():
     """Otherwise: MRTPO_MAX_UPLOAD_MB=inf passes a loose check and start-up crashes later (OverflowError traceback)."""
-    with pytest.raises(SettingsError, match="MRTPO_MAX_UPLOAD_MB must be a finite number, got inf"):
+    with pytest.raises(SettingsError, match="MRTPO_MAX_UPLOAD_MB must be at most 1,024, got inf"):
         get_settings({"MRTPO_MAX_UPLOAD_MB": "inf"})
 
 
