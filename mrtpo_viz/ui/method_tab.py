@@ -90,10 +90,11 @@ placebo collapses (-0.41); where a whole-response reward decides (a control arm)
 (-0.16). A confirmatory round (one learning rate for every method, an MRTPO-matched placebo, three builds of the
 policy, fixed seeds, one look) settles it: at the same rate MRTPO does not beat GDPO (training reward -0.020
 [-0.105, +0.066], held-out -0.024 [-0.119, +0.070]), though it beats its own weights shuffled (+0.204), and the
-oracle does not beat GDPO on those builds (+0.015 [-0.035, +0.065]). **Where there is little to credit, it does not help**: on the
-bundled policy's three families, rerun with the fixes (no truncation, spans on the deciding tokens), no oracle
-beats GDPO (-0.016 to +0.007); MRTPO trails it by 0.016-0.035 at half GDPO's learning rate and is within 0.02 of it
-at the same rate. An arm where one early token makes the parts fail against each other is inconclusive at 6 seeds.
+oracle does not beat GDPO on those builds (+0.015 [-0.035, +0.065]).
+**Where there is little to credit, it does not help**: on the bundled policy's three families, rerun with the
+fixes (no truncation, spans on the deciding tokens), no oracle beats GDPO (-0.016 to +0.007); MRTPO trails it by
+0.016-0.035 at half GDPO's learning rate and is within 0.02 of it at the same rate. An arm where one early token
+makes the parts fail against each other is inconclusive at 6 seeds.
 
 **The earlier convergence study** (below: GRPO, GDPO, MRTPO raw and with the `others` control, a span **oracle** and
 an **entropy** baseline that knows no verifier, on every task family of the bundled policy and on

@@ -91,7 +91,7 @@ def _serve(env_change: dict) -> subprocess.CompletedProcess:
     "var, value, says",
     [
         ("MRTPO_CHECKPOINT", "/etc/passwd", "MRTPO_CHECKPOINT='/etc/passwd' is neither a model folder"),
-        ("MRTPO_MAX_UPLOAD_MB", "inf", "MRTPO_MAX_UPLOAD_MB must be a finite number"),
+        ("MRTPO_MAX_UPLOAD_MB", "inf", "MRTPO_MAX_UPLOAD_MB must be at most 1,024"),
     ],
 )
 def test_serve_stops_before_serving_on_a_bad_setting(var, value, says):

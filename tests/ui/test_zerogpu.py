@@ -93,9 +93,10 @@ def test_the_app_wraps_every_handler_that_runs_the_model():
     """Generate, replay, group sampling, A/B, scoring, live training, the Runs replay and the MCP replay: each asks
     ZeroGPU for a slice of the right kind; the handlers without a model (scoring a response, tables) do not."""
     from mrtpo_viz.ui import build_app  # noqa: F401  (imports every tab)
-    from mrtpo_viz.ui import ab_tab, relevance_tab, rollouts_tab, runs_tab, tools, training_tab  # noqa: F401
+    from mrtpo_viz.ui import ab_split_tab, ab_tab, relevance_tab, rollouts_tab, runs_tab, tools, training_tab  # noqa: F401
 
     assert {k: v for k, v in zerogpu.HANDLERS.items() if k.startswith("mrtpo_viz.")} == {
+        "mrtpo_viz.ui.ab_split_tab.compare_split": "replay",
         "mrtpo_viz.ui.ab_tab.compare": "replay",
         "mrtpo_viz.ui.relevance_tab.generate": "replay",
         "mrtpo_viz.ui.relevance_tab.replay_response": "replay",
