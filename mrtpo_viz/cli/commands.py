@@ -124,9 +124,15 @@ def score(args) -> int:
         run = score_rollouts(policy, args.rollouts, names, **kwargs)
     desc = "score" if shard.world == 1 else f"score (process 1 of {shard.world}: its share)"
     bar = progress = None
-    for progress in run:
-        bar = bar or tqdm(total=progress.total, unit="rollout", desc=desc, disable=not shard.is_main)
-        bar.update(min(progress.done, bar.total) - bar.n)
+    try:
+        for progress in run:
+            bar = bar or tqdm(total=progress.total, unit="rollout", desc=desc, disable=not shard.is_main)
+            bar.update(min(progress.done, bar.total) - bar.n)
+    finally:
+        # gloo's threads, left to the interpreter's exit, sometimes abort a process ("terminate called without an
+        # active exception"): take the process group down while every rank is still here
+        if shard.world > 1:
+            state.destroy_process_group()
     bar.close()
     if not shard.is_main:
         return 0

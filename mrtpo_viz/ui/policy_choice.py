@@ -5,6 +5,7 @@ process)."""
 
 from __future__ import annotations
 
+import html
 from typing import Optional
 
 from ..settings import default_checkpoint, get_settings, load_allowed_policy
@@ -54,9 +55,16 @@ def load_status(checkpoint: str | None) -> str:
         policy = get_policy(checkpoint)
     except Exception as err:  # the status line is the error report here
         return f"**Checkpoint not loaded:** {_message(err)}"
-    return f"**Loaded** `{checkpoint}`: {policy.describe()}"
+    return f"**Loaded** {shown(checkpoint)}: {policy.describe()}"
 
 
 def picked_status(checkpoint: Optional[str]) -> str:
     """The model line after the checkpoint picker changed: nothing is loaded until Load or the next model call."""
-    return f"Picked `{(checkpoint or '').strip()}`: not loaded yet (**Load**, or the next replay loads it)."
+    return f"Picked {shown(checkpoint)}: not loaded yet (**Load**, or the next replay loads it)."
+
+
+def shown(checkpoint: Optional[str]) -> str:
+    """A checkpoint's name as code whose line breaks fall after a path separator: a path on a phone wraps between
+    folders, not inside a folder's name (a path is one unbreakable word to the browser; ``<wbr>`` is not copied)."""
+    text = html.escape((checkpoint or "").strip())
+    return "<code>" + text.replace("/", "/<wbr>").replace("\\", "\\<wbr>") + "</code>"

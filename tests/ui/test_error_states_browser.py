@@ -19,6 +19,18 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    """The bundled policy under a path as long as a CI runner's checkout (the model line names it; on a phone it must
+    wrap between folders, whatever the machine's checkout path)."""
+    import shutil
+
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
+
+    deep = tmp_path_factory.mktemp("a-checkout-as-deep-as-a-continuous-integration-runners") / "mrtpo_viz"
+    return str(shutil.copytree(BUNDLED_POLICY_DIR, deep / "sample_data" / "policies" / "tiny-mrtpo"))
+
+
+@pytest.fixture(scope="module")
 def app_url(checkpoint):
     with served_app(MRTPO_CHECKPOINT=checkpoint, MRTPO_RUNS_DIR="") as url:
         yield url
