@@ -171,7 +171,7 @@ class MRTPOTrainer(GRPOTrainer):
         self._mrtpo_weights = None  # (B, K, T) the credit method's weights of the current batch
         super().__init__(model, reward_funcs=[reward_function(v) for v in self.verifiers], args=args, **kwargs)
         self._refuse_after_init()
-        trl_tracking.attach(self)  # report_to trackio: the per-token advantages per reward as a table each step
+        trl_tracking.attach(self)  # report_to trackio or wandb: the per-token advantages per reward, a table a step
         if self.accelerator.is_main_process:
             trl_log.write_json(self._run_info(), self._log_dir() / trl_log.RUN_FILE)
 

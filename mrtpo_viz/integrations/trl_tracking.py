@@ -1,15 +1,18 @@
-"""Per-token advantages per reward in trackio, the tracker a TRL run reports to (``report_to="trackio"``).
+"""Per-token advantages per reward in the trackers a TRL run reports to: trackio (``report_to="trackio"``) and
+Weights & Biases (``report_to="wandb"``), whichever of them the run reports to.
 
-TRL's own ``log_completions`` table holds one scalar advantage per completion. :class:`TrackioTokenTables` adds,
-at each log, one ``trackio.Table`` per new token file that :class:`~mrtpo_viz.integrations.trl.MRTPOTrainer`
-wrote (``output_dir/mrtpo/tokens_{step:05d}.parquet``, :mod:`.trl_log`): one row per token, long form, since
-trackio's table view shows rows of scalar cells. Columns :data:`TABLE_COLUMNS`, then per reward ``r``:
+TRL's own ``log_completions`` table holds one scalar advantage per completion. :class:`TokenTables` adds, at each
+log, one table per new token file that :class:`~mrtpo_viz.integrations.trl.MRTPOTrainer` wrote
+(``output_dir/mrtpo/tokens_{step:05d}.parquet``, :mod:`.trl_log`): one row per token, long form, since both
+trackers' table views show rows of scalar cells. Columns :data:`TABLE_COLUMNS`, then per reward ``r``:
 ``reward/r`` (the completion's reward), ``relevance/r`` and ``part/r`` (the token's relevance and its share of the
 token advantage); the shares and the batch baseline sum to ``advantage``. At most ``max_completions`` completions
 per step (the first ones: a table of every token of a large batch would be too long to read in a browser).
 
-The table goes to trackio's current run, the one transformers' ``TrackioCallback`` starts; with no current run (or
-trackio not installed) nothing is logged. Only the main process logs (the token files are written by it).
+The same table goes under :data:`TABLE_KEY` to each tracker's current run, the one transformers' ``TrackioCallback``
+or ``WandbCallback`` starts: trackio at the run's step; wandb with ``train/global_step`` set to the step (the x axis
+``WandbCallback`` defines; wandb keeps its own step counter, which a logged ``step=`` must not go below). A tracker
+with no current run (or not installed) gets nothing. Only the main process logs (the token files are written by it).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from transformers import TrainerCallback
 from . import trl_log
 
 TABLE_KEY = "mrtpo/token_advantages"
-"""The key of the table in trackio's log."""
+"""The key of the table in each tracker's log."""
 TABLE_COLUMNS = ("step", "row", "group", "position", "token", "advantage")
 """``row``/``group``: the completion and its prompt's group in the batch; ``position``: the token's index in the
 completion; ``advantage``: the token advantage the loss used."""
@@ -51,6 +54,10 @@ def reward_names(columns) -> list[str]:
     return [c[len(prefix) :] for c in columns if c.startswith(prefix)]
 
 
+TRACKERS = ("trackio", "wandb")
+"""The ``report_to`` names whose runs get the tables."""
+
+
 def _trackio():
     try:
         import trackio
@@ -59,22 +66,46 @@ def _trackio():
     return trackio if trackio.context_vars.current_run.get() is not None else None
 
 
-class TrackioTokenTables(TrainerCallback):
-    """A TRL callback: log each new per-token file of an MRTPO run to trackio as a table (see the module)."""
+def _wandb():
+    try:
+        import wandb
+    except ImportError:
+        return None
+    return wandb if wandb.run is not None else None
 
-    def __init__(self, max_completions: int = 8):
+
+def _log_trackio(trackio, table, step: int) -> None:
+    trackio.log({TABLE_KEY: trackio.Table(dataframe=table)}, step=step)
+
+
+def _log_wandb(wandb, table, step: int) -> None:
+    wandb.log({TABLE_KEY: wandb.Table(dataframe=table), "train/global_step": step})
+
+
+_SINKS = {"trackio": (_trackio, _log_trackio), "wandb": (_wandb, _log_wandb)}
+
+
+class TokenTables(TrainerCallback):
+    """A TRL callback: log each new per-token file of an MRTPO run as a table to every tracker of ``trackers`` that
+    has a current run (see the module)."""
+
+    def __init__(self, max_completions: int = 8, trackers=TRACKERS):
         if max_completions < 1:
             raise ValueError(f"max_completions must be >= 1, got {max_completions}")
+        unknown = [t for t in trackers if t not in _SINKS]
+        if unknown:
+            raise ValueError(f"unknown tracker {unknown[0]!r}; the tables go to {', '.join(TRACKERS)}")
         self.max_completions = max_completions
+        self.trackers = tuple(trackers)
         self.logged: set[str] = set()
 
     def log_new_tables(self, output_dir: str | Path) -> list[int]:
         """Log the token files under ``output_dir/mrtpo`` not logged yet; the steps logged, in order."""
         import pandas as pd
 
-        trackio = _trackio()
+        sinks = [(module, log) for find, log in (_SINKS[t] for t in self.trackers) if (module := find()) is not None]
         folder = Path(output_dir) / trl_log.LOG_DIR
-        if trackio is None or not folder.is_dir():
+        if not sinks or not folder.is_dir():
             return []
         done = []
         for path in sorted(folder.glob(trl_log.TOKEN_FILE.replace("{step:05d}", "[0-9]*"))):
@@ -83,7 +114,8 @@ class TrackioTokenTables(TrainerCallback):
             frame = pd.read_parquet(path)
             step = int(path.stem.rsplit("_", 1)[1])
             table = token_table(frame.to_dict("records"), reward_names(frame.columns), self.max_completions)
-            trackio.log({TABLE_KEY: trackio.Table(dataframe=table)}, step=step)
+            for module, log in sinks:
+                log(module, table, step)
             self.logged.add(path.name)
             done.append(step)
         return done
@@ -94,6 +126,7 @@ class TrackioTokenTables(TrainerCallback):
 
 
 def attach(trainer) -> None:
-    """Add :class:`TrackioTokenTables` to a TRL trainer that reports to trackio and writes token files."""
-    if "trackio" in (trainer.args.report_to or []) and getattr(trainer.args, "log_tokens", False):
-        trainer.add_callback(TrackioTokenTables())
+    """Add :class:`TokenTables` to a TRL trainer that writes token files and reports to trackio or wandb."""
+    trackers = [t for t in TRACKERS if t in (trainer.args.report_to or [])]
+    if trackers and getattr(trainer.args, "log_tokens", False):
+        trainer.add_callback(TokenTables(trackers=trackers))
