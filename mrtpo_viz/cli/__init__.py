@@ -67,12 +67,21 @@ def _add_score(sub):
     )
     p.add_argument(
         "rollouts",
-        help="JSONL: one rollout per line (task, prompt, response, meta, ...), or a verl "
-        "rollout dump folder (trainer.rollout_data_dir: {step}.jsonl files; each reward "
-        "is replayed with the row's gts as its information)",
+        help="JSONL: one rollout per line (task, prompt, response, meta, ...), or a run folder: a verl "
+        "rollout dump (trainer.rollout_data_dir: {step}.jsonl files; each reward is replayed with the row's gts "
+        "as its information), a prime-rl output_dir with token_exports/ (its ids decoded with --checkpoint, "
+        "which must be the run's tokenizer; information from --info), or a TRL output_dir",
     )
     _replay_args(p)
     p.add_argument("--out", required=True, help="output .csv, .parquet or .jsonl")
+    p.add_argument(
+        "--info",
+        action="append",
+        default=None,
+        metavar="NAME=TEXT",
+        help="a reward's information for every row of a run folder (repeat per reward); needed for a prime-rl "
+        "export, which holds no rewards or ground truth",
+    )
 
 
 def _add_ab(sub):

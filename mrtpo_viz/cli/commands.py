@@ -94,11 +94,12 @@ def replay(args) -> int:
 
 
 def score(args) -> int:
-    """A rollouts file (or a verl rollout dump folder) -> per-token relevance; progress bar, then a summary; bad
-    lines listed with their numbers.
+    """A rollouts file, or a run folder of any format of :mod:`mrtpo_viz.integrations.run_formats` (a verl rollout
+    dump, a prime-rl token export, a TRL run) -> per-token relevance; progress bar, then a summary; bad lines listed
+    with their numbers.
 
-    Under ``accelerate launch`` / ``torchrun`` each process scores its share (:mod:`mrtpo_viz.relevance.scaleout`);
-    only the first prints the bar (its share) and the summary (all of them).
+    Under ``accelerate launch`` / ``torchrun`` each process scores its share of a rollouts file
+    (:mod:`mrtpo_viz.relevance.scaleout`); only the first prints the bar (its share) and the summary (all of them).
     """
     from tqdm import tqdm
 
@@ -106,18 +107,20 @@ def score(args) -> int:
     from ..relevance.scoring import check_out, score_rollouts
 
     check_out(Path(args.out))
+    typed = _typed_infos(getattr(args, "info", None))
+    logged = _run_folder(args.rollouts)
     state = process_state()  # before the policy loads: it goes to this process's device
     shard = shard_of(state)
-    verl = Path(args.rollouts).is_dir()  # a verl rollout dump (trainer.rollout_data_dir)
-    if verl and shard.world > 1:
-        raise ValueError("a verl rollout dump is scored in one process; run without accelerate launch / torchrun")
+    if logged is not None and shard.world > 1:
+        raise ValueError("a run folder is scored in one process; run without accelerate launch / torchrun")
     policy = _policy(args)
     names = args.verifiers.split(",") if args.verifiers else None
     kwargs = dict(out=args.out, metric=args.metric, control=args.control, info_position=args.info_position)
-    if verl:
-        from ..integrations.verl_runs import score_dump
+    if logged is not None:
+        from ..integrations.run_formats import rollout_rows
+        from ..relevance.scoring import score_run_rows
 
-        run = score_dump(policy, args.rollouts, names, **kwargs)
+        run = score_run_rows(policy, rollout_rows(logged, policy, typed), names, **kwargs)
     elif shard.world > 1 or part_paths(Path(args.out)):  # parts left by a killed multi-process run are merged too
         run = score_sharded(policy, args.rollouts, names, state=state, **kwargs)
     else:
@@ -144,6 +147,28 @@ def score(args) -> int:
         f"skipped {len(progress.problems)}; wrote {args.out}"
     )
     return 0
+
+
+def _run_folder(path: str):
+    """The run a folder holds (any registered format), or None for a rollouts file.
+
+    Raises:
+        FileNotFoundError: a folder of no run format (the message lists what each format's files look like).
+    """
+    from ..integrations.run_formats import open_run
+
+    return open_run(path) if Path(path).is_dir() else None
+
+
+def _typed_infos(lines) -> dict[str, str]:
+    """``--info NAME=TEXT`` options -> {name: text}."""
+    out = {}
+    for line in lines or ():
+        name, sep, text = str(line).partition("=")
+        if not sep or not name.strip() or not text.strip():
+            raise ValueError(f"--info must read NAME=TEXT (a reward's name and its information), got {line[:60]!r}")
+        out[name.strip()] = text.strip()
+    return out
 
 
 def ab(args) -> int:

@@ -8,7 +8,8 @@
   reward's information, then computes what MRTPO would have given it within its logged step (the step's rewards
   set the group and batch statistics, :func:`mrtpo_viz.advantages.mrtpo_token_parts`).
   :func:`guess_infos` fills the information of rewards that are registered verifiers when the prompt is one of
-  the bundled examples; :func:`record_infos` falls back to a verl row's ground truth (``gts``).
+  the bundled examples; :func:`record_infos` falls back to what the row's run format holds (a verl row's ground
+  truth, ``gts``).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ import torch
 from ..advantages import mrtpo_token_parts
 from ..relevance import Relevance
 from ..relevance.engine import replay
+from ..relevance.scoring import info_verifier
 from ..names import TASKS
-from ..tasks import VERIFIERS, Verdict, Verifier, load_examples
+from ..tasks import VERIFIERS, load_examples
 from ..viz import AdvantageBreakdown
 from . import trl_log
 
@@ -91,21 +93,29 @@ def guess_infos(messages: list[dict], names: Sequence[str]) -> dict[str, str]:
     return {}
 
 
-def record_infos(record: dict, names: Sequence[str]) -> dict[str, str]:
-    """The information to prefill for a replay: a bundled example's (:func:`guess_infos`), else the row's ground
-    truth for every reward (a verl dump's ``gts``, the only per-row information verl keeps), else none."""
+def record_infos(record: dict, names: Sequence[str], fmt=None) -> dict[str, str]:
+    """The information to prefill for a replay: a bundled example's (:func:`guess_infos`), else what the row of its
+    run format holds (:attr:`.run_formats.RunFormat.infos`: a verl dump's ground truth), else none."""
     infos = guess_infos(json.loads(record["messages"]), names)
-    if not infos and record.get("gts") not in (None, ""):
-        infos = {n: str(record["gts"]) for n in names}
+    if not infos and fmt is not None and fmt.infos is not None:
+        try:
+            infos = fmt.infos(record, list(names))
+        except ValueError:
+            infos = {}
     return infos
 
 
 def parse_infos(text: str, names: Sequence[str]) -> dict[str, str]:
-    """``name: information`` lines (one per reward) -> dict; a reward without a line gets no information block."""
+    """``name: information`` lines (one per reward) -> dict; a reward without a line gets no information block.
+    A run that logged no rewards (``names`` empty: a prime-rl export) takes the names typed, at most
+    :data:`~.run_files.MAX_REWARDS` of at most 200 characters."""
+    from .run_files import MAX_REWARDS
+
     out, unknown = {}, []
-    for line in (text or "").splitlines():
-        if not line.strip():
-            continue
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    if not names:
+        names = [n for line in lines if (n := line.partition(":")[0].strip()) and len(n) <= 200][:MAX_REWARDS]
+    for line in lines:
         name, sep, info = line.partition(":")
         if not sep or name.strip() not in names:
             unknown.append(name.strip() if sep else line.strip()[:40])
@@ -121,15 +131,15 @@ def parse_infos(text: str, names: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def ad_hoc_verifier(name: str, info: str) -> Verifier:
-    """A reward of a logged run as a verifier that only carries its information (it was scored during the run)."""
-    return Verifier(
-        name=name,
-        task="custom",
-        title=VERIFIERS[name].title if name in VERIFIERS else name,
-        description="a reward of the run",
-        info_fn=lambda ex, _i=info: _i,
-        check_fn=lambda r, ex: Verdict(math.nan, "scored during the run"),
+ad_hoc_verifier = info_verifier
+"""A reward of a logged run as a verifier that only carries its information (:func:`~mrtpo_viz.relevance.scoring.
+info_verifier`)."""
+
+
+def replayed_relevance(policy, messages: list[dict], response, infos: dict[str, str], **replay_kw) -> Relevance:
+    """A logged response (text or the exact ids) replayed with each reward's given information."""
+    return replay(
+        policy, messages, response, [ad_hoc_verifier(n, i) for n, i in infos.items()], infos=dict(infos), **replay_kw
     )
 
 

@@ -1,5 +1,7 @@
-"""An uploaded run unpacked for the Runs view: a zip of a TRL ``output_dir`` or of a verl rollout dump (run files
-only, by name; a running cap on the decompressed bytes), or one parquet or verl ``{step}.jsonl`` file as it is."""
+"""An uploaded run unpacked for the Runs view: a zip of a run of any format of :mod:`.run_formats` (a TRL
+``output_dir``, a verl rollout dump, a prime-rl ``token_exports`` folder: run files only, placed by the format that
+claims them; a running cap on the decompressed bytes), or one run file (a parquet file, a verl ``{step}.jsonl``, a
+prime-rl ``rank_*.jsonl``) as it is."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import zipfile
 from pathlib import Path
 from typing import Optional
 
-from . import run_files, trl_log, trl_runs, verl_runs
+from . import run_files, run_formats
 from .run_files import RunFileError
 
 
@@ -16,33 +18,34 @@ def extract_upload(upload, dest, max_bytes: int, max_files: int = run_files.MAX_
     """An uploaded zip of a run (or one parquet or verl jsonl file) unpacked into ``dest``; returns what
     :func:`open_run` opens.
 
-    Only run files are taken from a zip, by their names alone (``completions_*.parquet``, ``tokens_*.parquet``,
-    ``eval_tokens_*.parquet``, ``run.json``, verl's ``{step}.jsonl``), into ``dest/completions``, ``dest/mrtpo`` and
-    ``dest`` itself (verl): a member's folders, absolute paths and ``..`` never reach the disk. ``max_bytes`` caps
-    the uncompressed total (a zip bomb stops before anything is written), ``max_files`` the run files taken.
+    Only run files are taken from a zip, by their names alone: each registered format places its own
+    (:func:`.run_formats.upload_target`: ``completions/``, ``mrtpo/``, verl's ``{step}.jsonl`` at the top,
+    ``token_exports/step_<S>/rank_<R>.jsonl``); a member's other folders, absolute paths and ``..`` never reach the
+    disk. ``max_bytes`` caps the uncompressed total (a zip bomb stops before anything is written), ``max_files``
+    the run files taken.
     """
     upload, dest = Path(upload), Path(dest)
-    with run_files.open_regular(upload, trl_runs.shown(upload)) as fh:  # a fifo or a device is refused unread
+    with run_files.open_regular(upload, run_formats.shown(upload)) as fh:  # a fifo or a device is refused unread
         size = os.fstat(fh.fileno()).st_size
     if size > max_bytes:
         raise ValueError(
-            f"{trl_runs.shown(upload)} is {size / 2**20:.1f} MiB; at most {max_bytes / 2**20:.1f} MiB are "
+            f"{run_formats.shown(upload)} is {size / 2**20:.1f} MiB; at most {max_bytes / 2**20:.1f} MiB are "
             "accepted here (MRTPO_MAX_UPLOAD_MB)"
         )
-    if upload.suffix.lower() == ".parquet" or verl_runs.STEP_FILE.match(upload.name):
+    if run_formats.is_step_file_name(upload.name):
         return upload
     if not zipfile.is_zipfile(upload):
         raise ValueError(
-            f"{trl_runs.shown(upload)} is neither a .zip of a run's output_dir (or of a verl rollout dump) nor "
-            "a .parquet file nor one verl {step}.jsonl file"
+            f"{run_formats.shown(upload)} is neither a .zip of a run's output_dir (or of a verl rollout dump or a "
+            "prime-rl token_exports folder) nor a .parquet file nor one verl {step}.jsonl or prime-rl rank_*.jsonl file"
         )
     try:
         with zipfile.ZipFile(upload) as zf:
-            _unpack(zf, dest, trl_runs.shown(upload), max_bytes, max_files)
+            _unpack(zf, dest, run_formats.shown(upload), max_bytes, max_files)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, EOFError, RuntimeError) as e:
         # a corrupt member (bad CRC, truncated data), an unsupported compression or an encrypted member
         raise ValueError(
-            f"{trl_runs.shown(upload)} is not a readable zip ({_zip_reason(e)}); zip the run's output_dir again"
+            f"{run_formats.shown(upload)} is not a readable zip ({_zip_reason(e)}); zip the run's output_dir again"
         ) from None
     return dest
 
@@ -57,7 +60,10 @@ def _unpack(zf: zipfile.ZipFile, dest: Path, name: str, max_bytes: int, max_file
     if sum(i.file_size for i, _ in members) > 10 * max_bytes:
         raise ValueError(f"{name} unpacks to more than {10 * max_bytes / 2**20:.0f} MiB; upload fewer steps")
     if not members:
-        raise ValueError(f"{name} holds no run files (completions_*.parquet, tokens_*.parquet, verl's {{step}}.jsonl)")
+        raise ValueError(
+            f"{name} holds no run files (completions_*.parquet, tokens_*.parquet, verl's {{step}}.jsonl, prime-rl's "
+            "step_*/rank_*.jsonl)"
+        )
     budget = [10 * max_bytes]
     try:
         for info, target in members:
@@ -77,11 +83,5 @@ def _zip_reason(err: BaseException) -> str:
 
 
 def _target(dest: Path, member: str) -> Optional[Path]:
-    name = member.replace("\\", "/").rsplit("/", 1)[-1]
-    if trl_runs.COMPLETIONS_FILE.match(name):
-        return dest / "completions" / name
-    if trl_runs.TOKENS_FILE.match(name) or name == trl_log.RUN_FILE:
-        return dest / trl_log.LOG_DIR / name
-    if verl_runs.STEP_FILE.match(name):
-        return dest / name
-    return None
+    rel = run_formats.upload_target(member)
+    return None if rel is None else dest / rel

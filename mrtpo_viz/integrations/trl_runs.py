@@ -10,7 +10,8 @@ Known limits of TRL's own files, which the reader cannot undo: an evaluation at 
 completions of step ``s``; with ``steps_per_generation > 1`` consecutive files repeat the same completions; prompts
 are grouped by runs of equal consecutive prompts (TRL logs no group index).
 
-A verl rollout dump (``trainer.rollout_data_dir``: ``{step}.jsonl`` files) opens too (:mod:`.verl_runs`).
+The view functions here (:func:`step_frame`, :func:`reward_curves`, the tables) read a run of every format of
+:mod:`.run_formats` (verl's dumps: :mod:`.verl_runs`; prime-rl's exports: :mod:`.prime_rl_runs`).
 
 Frames have one row per completion, columns ``step, mode, row, group, prompt, completion, advantage``,
 ``reward/<name>`` per reward and, from a token log, its per-token columns (:mod:`.trl_log`).
@@ -20,13 +21,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 import pandas as pd
 
-from . import run_files, trl_log, verl_runs
+from . import run_files, run_formats, trl_log
 from .run_files import RunFileError
 from ..viz.numbers import sig_frame
 
@@ -37,103 +36,64 @@ SORT_KEYS = ("row", "advantage", "token advantage spread")
 """What completions can be sorted by, besides each ``reward/<name>`` column."""
 
 
-@dataclass(frozen=True)
-class RunFiles:
-    """The files of one run, by step."""
-
-    root: Path
-    completions: dict[int, Path] = field(default_factory=dict)
-    """TRL's completions parquet per step."""
-    tokens: dict[tuple[str, int], Path] = field(default_factory=dict)
-    """Our per-token parquet per (mode, step), mode ``"train"`` or ``"eval"``."""
-    info: dict = field(default_factory=dict)
-    """``mrtpo/run.json`` (empty for a plain TRL run)."""
-    base: Optional[Path] = None
-    """The folder every file must lie under (after resolving links): the runs folder or the upload's folder;
-    None: ``root`` itself."""
-    max_bytes: int = run_files.MAX_FILE_BYTES
-    """Decompressed bytes one of its parquet files may hold."""
-
-    @property
-    def allowed(self) -> Path:
-        return self.base or self.root
-
-    verl: dict[int, Path] = field(default_factory=dict)
-    """verl's rollout dump file per step (``{step}.jsonl``)."""
-
-    @property
-    def kind(self) -> str:
-        """``"mrtpo"`` when a per-token log exists, ``"verl"`` for a verl dump, else ``"trl"``."""
-        return "mrtpo" if self.tokens else "verl" if self.verl else "trl"
-
-    def steps(self) -> list[tuple[str, int]]:
-        """Every (mode, step) with a file: the token log's, and TRL's or verl's (as ``"train"``) where no token log
-        exists."""
-        plain = set(self.completions) | set(self.verl)
-        keys = set(self.tokens) | ({("train", s) for s in plain} if not self.tokens else set())
-        return sorted(keys, key=lambda k: (k[1], k[0] == "eval"))
-
-
-# ----------------------------------------------------------------------------------------------- opening
+RunFiles = run_formats.RunFiles
+reward_column = run_formats.reward_column
 
 
 def open_run(path, base=None, max_bytes: int = run_files.MAX_FILE_BYTES) -> RunFiles:
-    """A run from an ``output_dir`` (or its ``completions/`` or ``mrtpo/`` folder) or from one parquet file.
-
-    Only regular files whose resolved path lies under ``base`` (default: the run folder itself) are read: a link
-    that leaves it reads as a missing file (:mod:`.run_files`); ``max_bytes`` caps one parquet file's decompressed
-    bytes."""
-    path = Path(path)
-    base = Path(base) if base is not None else (path.parent if path.is_file() else path)
-    if path.is_file():
-        return _single_file(path, base, max_bytes)
-    root = path.parent if path.name in ("completions", trl_log.LOG_DIR) else path
-    comp = {
-        int(m[1]): p for p in run_files.files_in(root / "completions", base) if (m := COMPLETIONS_FILE.match(p.name))
-    }
-    tokens = {
-        ("eval" if m[1] else "train", int(m[2])): p
-        for p in run_files.files_in(root / trl_log.LOG_DIR, base)
-        if (m := TOKENS_FILE.match(p.name))
-    }
-    info = run_files.read_json(root / trl_log.LOG_DIR / trl_log.RUN_FILE, base)
-    verl = verl_runs.step_files(root, base) if not comp and not tokens else {}
-    if not comp and not tokens and not verl:
-        raise FileNotFoundError(
-            f"{root.name or 'the folder'} holds no run files: neither "
-            "completions/completions_*.parquet (TRL, with log_completions=True) nor "
-            "mrtpo/tokens_*.parquet (MRTPOTrainer) nor {step}.jsonl (verl's "
-            "trainer.rollout_data_dir)"
-        )
-    return RunFiles(root, comp, tokens, info, base, max_bytes, verl)
+    """A run of any registered format (:func:`.run_formats.open_run`)."""
+    return run_formats.open_run(path, base, max_bytes)
 
 
-def _single_file(path: Path, base: Path, max_bytes: int) -> RunFiles:
-    if m := verl_runs.STEP_FILE.match(path.name):
-        if len(m[1]) > 9 or run_files.safe_file(path, base) is None:
-            raise ValueError(f"{shown(path)} is not a verl step file ({{step}}.jsonl, a step of at most 9 digits)")
-        return RunFiles(path.parent, verl={int(m[1]): path}, base=base, max_bytes=max_bytes)
-    columns = run_files.parquet_columns(path, base)
-    step = _file_step(path, base)
-    if "token_advantages" in columns:
-        mode = "eval" if path.name.startswith("eval_") else "train"
-        return RunFiles(path.parent, tokens={(mode, step): path}, base=base, max_bytes=max_bytes)
-    if {"completion", "advantage"} <= set(columns):
-        return RunFiles(path.parent, completions={step: path}, base=base, max_bytes=max_bytes)
-    raise ValueError(
-        f"{shown(path)} is neither TRL's completions parquet (prompt, completion, advantage, ...) nor "
-        "MRTPOTrainer's per-token log (token_advantages, ...)"
-    )
-
-
-def shown(path: Path) -> str:
-    """A file's name as a message shows it: never its folder, at most 80 characters."""
-    name = path.name
-    return name if len(name) <= 80 else name[:77] + "..."
+shown = run_formats.shown
 
 
 def _read(run: RunFiles, path: Path, columns=None) -> pd.DataFrame:
     return run_files.read_parquet(path, run.allowed, columns, max_bytes=run.max_bytes)
+
+
+# ----------------------------------------------------------------------------------------------- TRL and MRTPO
+
+
+def _root(path: Path) -> Path:
+    return path.parent if path.name in ("completions", trl_log.LOG_DIR) else path
+
+
+def _find_tokens(path: Path, base: Path) -> dict[tuple[str, int], Path]:
+    return {
+        ("eval" if m[1] else "train", int(m[2])): p
+        for p in run_files.files_in(_root(path) / trl_log.LOG_DIR, base)
+        if (m := TOKENS_FILE.match(p.name))
+    }
+
+
+def _find_completions(path: Path, base: Path) -> dict[tuple[str, int], Path]:
+    return {
+        ("train", int(m[1])): p
+        for p in run_files.files_in(_root(path) / "completions", base)
+        if (m := COMPLETIONS_FILE.match(p.name))
+    }
+
+
+def _single(path: Path, base: Path, column: str):
+    """One parquet file of a kind (it has ``column``) -> its step, else None."""
+    if path.suffix.lower() != ".parquet":
+        return None
+    columns = run_files.parquet_columns(path, base)
+    if column not in columns or (column == "completion" and "advantage" not in columns):
+        return None
+    mode = "eval" if column == "token_advantages" and path.name.startswith("eval_") else "train"
+    return {(mode, _file_step(path, base)): path}
+
+
+def _member_tokens(member: str):
+    name = member.replace("\\", "/").rsplit("/", 1)[-1]
+    return f"{trl_log.LOG_DIR}/{name}" if TOKENS_FILE.match(name) or name == trl_log.RUN_FILE else None
+
+
+def _member_completions(member: str):
+    name = member.replace("\\", "/").rsplit("/", 1)[-1]
+    return f"completions/{name}" if COMPLETIONS_FILE.match(name) else None
 
 
 def _file_step(path: Path, base: Path) -> int:
@@ -156,25 +116,29 @@ def _file_step(path: Path, base: Path) -> int:
 
 
 def reward_names(run: RunFiles) -> list[str]:
-    """The rewards of the run: ``run.json``'s, else the token log's ``reward/*`` columns, else TRL's numeric
-    columns besides ``step`` and ``advantage`` (from the first file's footer), else verl's numeric extra keys; at most
-    :data:`~.run_files.MAX_REWARDS`."""
-    listed, first = run.info.get("rewards"), shown(next(iter({**run.tokens, **run.completions, **run.verl}.values())))
-    if listed:
+    """The rewards of the run (its format's :attr:`~.run_formats.RunFormat.reward_names`; an MRTPO run's
+    ``run.json`` lists them first), at most :data:`~.run_files.MAX_REWARDS`."""
+    listed, first = run.info.get("rewards"), shown(next(iter(run.files.values())))
+    if listed and run.kind in ("mrtpo", "trl"):
         if not isinstance(listed, list) or not all(isinstance(n, str) and 0 < len(n) <= 200 for n in listed):
             raise ValueError("the run's mrtpo/run.json lists its rewards wrongly: 'rewards' must be a list of names")
         names, first = list(listed), trl_log.RUN_FILE
-    elif run.verl and not run.tokens:
-        names = list(verl_runs.step_summary(next(iter(run.verl.values()))).names)
-    elif run.tokens:
-        cols = run_files.parquet_columns(next(iter(run.tokens.values())), run.allowed)
-        names = [c.removeprefix("reward/") for c in cols if c.startswith("reward/")]
     else:
-        schema = run_files.parquet_schema(next(iter(run.completions.values())), run.allowed)
-        names = [f.name for f in schema if f.name not in ("step", "advantage") and _numeric(f.type)]
+        names = run.format.reward_names(run)
     if len(names) > run_files.MAX_REWARDS:
         raise RunFileError(f"{first} has {len(names):,} rewards; a run here has at most {run_files.MAX_REWARDS}")
     return names
+
+
+def _token_log_names(run: RunFiles) -> list[str]:
+    cols = run_files.parquet_columns(next(iter(run.files.values())), run.allowed)
+    return [c.removeprefix("reward/") for c in cols if c.startswith("reward/")]
+
+
+def _completions_names(run: RunFiles) -> list[str]:
+    """TRL's numeric columns besides ``step`` and ``advantage``, from the first file's footer."""
+    schema = run_files.parquet_schema(next(iter(run.files.values())), run.allowed)
+    return [f.name for f in schema if f.name not in ("step", "advantage") and _numeric(f.type)]
 
 
 def _numeric(t) -> bool:
@@ -188,22 +152,27 @@ TOKEN_LOG_COLUMNS = ("row", "group", "prompt", "completion", "advantage", "token
 
 
 def step_frame(run: RunFiles, step: int, mode: str = "train") -> pd.DataFrame:
-    """The completions of a (mode, step): one row per completion, in the order the run logged them.
+    """The completions of a (mode, step): one row per completion, in its format's order (:data:`.run_formats.
+    VIEW_COLUMNS`, ``reward/<name>`` per reward, and what else the format holds).
 
     Raises:
-        ValueError: the file lacks a column the view needs, or holds values of the wrong kind (named).
+        KeyError: no such step. ValueError: the file lacks a column the view needs, or holds values of the wrong
+            kind (named).
     """
-    names = reward_names(run)
-    if (mode, step) in run.tokens:
-        path = run.tokens[(mode, step)]
-        frame = _nonempty(_read(run, path), path)
-        _require(frame.columns, path, [*TOKEN_LOG_COLUMNS, *map(trl_log.reward_column, names)])
-        return _checked(frame, path, names)
-    if mode == "train" and step in run.verl:
-        return verl_runs.step_frame(run.verl[step], step)
-    if step not in run.completions:
+    if (mode, step) not in run.files:
         raise KeyError(f"the run has no {mode} step {step}; it has {', '.join(f'{m} {s}' for m, s in run.steps())}")
-    path = run.completions[step]
+    return run.format.rows(run, run.files[(mode, step)], step, mode)
+
+
+def _token_log_rows(run: RunFiles, path: Path, step: int, mode: str) -> pd.DataFrame:
+    names = reward_names(run)
+    frame = _nonempty(_read(run, path), path)
+    _require(frame.columns, path, [*TOKEN_LOG_COLUMNS, *map(reward_column, names)])
+    return _checked(frame, path, names)
+
+
+def _completions_rows(run: RunFiles, path: Path, step: int, mode: str) -> pd.DataFrame:
+    names = reward_names(run)
     df = _nonempty(_read(run, path), path)
     _require(df.columns, path, ["prompt", "completion", "advantage", *names])
     return _checked(_from_trl(df, names, step, path), path, names)
@@ -276,7 +245,7 @@ def _from_trl(df: pd.DataFrame, names: list[str], step: int, path: Path) -> pd.D
         }
     )
     for name in names:
-        out[trl_log.reward_column(name)] = df[name].values
+        out[reward_column(name)] = df[name].values
     return out
 
 
@@ -315,22 +284,18 @@ def reward_curves(run: RunFiles) -> pd.DataFrame:
     (0), ``step`` (TRL's global step minus 1: the figure shows step + 1), ``reward/<name>`` (the frame
     :func:`mrtpo_viz.viz.training.reward_curves_figure` draws). Steps are read in order until
     :data:`~.run_files.MAX_CURVE_ROWS` rows have been; ``attrs["note"]`` then says which steps are left off."""
-    names, rows, read, steps = reward_names(run), [], 0, run.steps()
+    names, rows, read, steps = curve_names(run), [], 0, run.steps()
     for mode, step in steps:
         if read >= run_files.MAX_CURVE_ROWS:
             break
-        if mode == "train" and step in run.verl and not run.tokens:  # read once per file version, not re-framed
-            summary = verl_runs.step_summary(run.verl[step])
-            _require(summary.names, run.verl[step], names)
-            count, means = summary.rows, summary.means
+        if run.format.means is not None:  # without building the step's rows (read once per file version)
+            count, means = run.format.means(run, run.files[(mode, step)])
         else:
             df = step_frame(run, step, mode)
-            count, means = len(df), {n: float(df[trl_log.reward_column(n)].mean()) for n in names}
+            count, means = len(df), {n: float(df[reward_column(n)].mean()) for n in names}
         read += count
         # the figure counts steps from 0 and shows step + 1 (the live tab's frames); TRL's global steps start at 1
-        rows.append(
-            {"variant": mode, "seed": 0, "step": step - 1, **{trl_log.reward_column(n): means[n] for n in names}}
-        )
+        rows.append({"variant": mode, "seed": 0, "step": step - 1, **{reward_column(n): means[n] for n in names}})
     out = pd.DataFrame(rows)
     if len(rows) < len(steps):
         out.attrs["note"] = (
@@ -340,12 +305,18 @@ def reward_curves(run: RunFiles) -> pd.DataFrame:
     return out
 
 
+def curve_names(run: RunFiles) -> list[str]:
+    """What the run's curves show per step: its format's own series (a run that logs no rewards), else its
+    rewards; each is column ``reward/<name>`` of :func:`reward_curves`."""
+    return list(run.format.curve_names) or reward_names(run)
+
+
 def groups_table(frame: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     """One row per group: its prompt, size, mean of each reward, lowest and highest advantage."""
     agg = {
         "prompt": ("prompt", "first"),
         "completions": ("row", "count"),
-        **{f"mean {n}": (trl_log.reward_column(n), "mean") for n in names},
+        **{f"mean {n}": (reward_column(n), "mean") for n in names},
         "min advantage": ("advantage", "min"),
         "max advantage": ("advantage", "max"),
     }
@@ -373,7 +344,7 @@ def completions_table(
         {
             "row": keep["row"],
             "group": keep["group"],
-            **{n: keep[trl_log.reward_column(n)] for n in names},
+            **{n: keep[reward_column(n)] for n in names},
             "advantage": keep["advantage"],
             "token advantage spread": _spread(keep),
             "completion": keep["completion"].str.slice(0, 120),
@@ -391,3 +362,48 @@ def completion_record(frame: pd.DataFrame, row: int) -> dict:
             f"the step has no completion {row}; rows are {int(frame['row'].min())}..{int(frame['row'].max())}"
         )
     return {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in hit.iloc[0].items()}
+
+
+# ----------------------------------------------------------------------------------------------- the formats
+
+
+def _bundled_infos(record: dict, names: list[str]) -> dict[str, str]:
+    """A TRL row's information: the bundled example's with this prompt (TRL logs no information)."""
+    from .run_replay import guess_infos
+
+    infos = guess_infos(json.loads(record["messages"]), names)
+    if not infos:
+        raise ValueError("the prompt is not a bundled example, so its rewards' information is unknown: give --info")
+    return infos
+
+
+MRTPO_FORMAT = run_formats.register_format(
+    run_formats.RunFormat(
+        name="mrtpo",
+        title="an MRTPO run (per-token log)",
+        find=_find_tokens,
+        single=lambda path, base: _single(path, base, "token_advantages"),
+        member=_member_tokens,
+        reward_names=_token_log_names,
+        rows=_token_log_rows,
+        advantage="TRL's sequence advantage",
+        what="an MRTPO run",
+        looks="mrtpo/tokens_*.parquet (MRTPOTrainer)",
+        infos=_bundled_infos,
+    )
+)
+TRL_FORMAT = run_formats.register_format(
+    run_formats.RunFormat(
+        name="trl",
+        title="a plain TRL run (no per-token log: replay a completion with a checkpoint)",
+        find=_find_completions,
+        single=lambda path, base: _single(path, base, "completion"),
+        member=_member_completions,
+        reward_names=_completions_names,
+        rows=_completions_rows,
+        advantage="TRL's sequence advantage",
+        what="a plain TRL run",
+        looks="completions/completions_*.parquet (TRL, with log_completions=True)",
+        infos=_bundled_infos,
+    )
+)

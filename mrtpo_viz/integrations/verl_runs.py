@@ -1,4 +1,5 @@
-"""verl's rollout dumps, read as runs (pandas only): the Runs tab and ``python -m mrtpo_viz score`` open them.
+"""verl's rollout dumps, one run format of :mod:`.run_formats` (pandas only): the Runs tab and ``python -m
+mrtpo_viz score`` open them.
 
 verl writes them when ``trainer.rollout_data_dir`` is set (``trainer.validation_data_dir`` for validation, same
 format). The format follows verl's own source, ``RayPPOTrainer._dump_generations`` in
@@ -16,7 +17,8 @@ What the dump does not hold, and what we do instead:
 
 - no group id: rows with equal ``input`` are one group (verl repeats each prompt ``rollout.n`` times in a row);
 - no advantage: :func:`grpo_advantages` gives verl's GRPO outcome advantage of ``score`` (``(score - group mean) /
-  (group std + 1e-6)``, unbiased std, ``norm_adv_by_std_in_grpo=True``; a group of one gets 0);
+  (group std + 1e-6)``, unbiased std, ``norm_adv_by_std_in_grpo=True``; a group of one has mean 0 and std 1, as in
+  verl's ``compute_grpo_outcome_advantage``);
 - no chat messages: :func:`chat_messages` recovers them from a ChatML prompt (Qwen's template, the bundled
   policy's), whose stripped text reads ``system\\n...\\nuser\\n...\\nassistant\\n``; any other prompt becomes one
   user message holding the whole text (the replay then wraps it in the checkpoint's chat template);
@@ -36,11 +38,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
-from collections.abc import Iterator
 
 import pandas as pd
 
-from . import run_files, trl_log
+from . import run_files, run_formats
 from .run_files import RunFileError
 
 STEP_FILE = re.compile(r"^(\d+)\.jsonl$")
@@ -237,12 +238,15 @@ def groups_of(inputs: list[str]) -> list[int]:
 
 
 def grpo_advantages(scores: list[float], groups: list[int], eps: float = 1e-6) -> list[float]:
-    """verl's GRPO outcome advantage of each row's score within its group."""
+    """verl's GRPO outcome advantage of each row's score within its group: ``(score - mean) / (std + eps)`` with the
+    unbiased std, and, as ``compute_grpo_outcome_advantage`` does for a group of one, mean 0 and std 1 there (the
+    row keeps its score, over ``1 + eps``)."""
     s = pd.Series(scores, dtype=float)
     by = s.groupby(groups)
-    mean, std, n = by.transform("mean"), by.transform("std"), by.transform("count")
-    adv = (s - mean) / (std + eps)
-    return [0.0 if k < 2 else float(a) for a, k in zip(adv, n)]
+    mean, std, n = by.transform("mean"), by.transform("std"), by.transform("size")
+    alone = n < 2
+    adv = (s - mean.mask(alone, 0.0)) / (std.mask(alone, 1.0) + eps)
+    return [float(a) for a in adv]
 
 
 def step_frame(path: Path, step: int) -> pd.DataFrame:
@@ -271,7 +275,7 @@ def step_frame(path: Path, step: int) -> pd.DataFrame:
         }
     )
     for n in names:
-        out[trl_log.reward_column(n)] = [r.get(n, math.nan) for r in rows]
+        out[run_formats.reward_column(n)] = [r.get(n, math.nan) for r in rows]
     return out.sort_values("group", kind="stable").reset_index(drop=True)
 
 
@@ -279,87 +283,68 @@ def _text(v) -> str:
     return v if isinstance(v, str) else json.dumps(v)
 
 
-def rollouts(folder: Path) -> Iterator[dict]:
-    """Every rollout of a dump folder, step by step: ``id`` (``step<S>-row<R>``), ``line`` (in its step's file),
-    ``messages``, ``response``,
-    ``infos`` (each reward's information: ``gts``), ``rewards``."""
-    files = step_files(folder)
-    if not files:
-        raise FileNotFoundError(f"{folder} holds no verl rollout dump ({{step}}.jsonl files)")
-    for step, path in files.items():
-        frame = step_frame(path, step)
-        names = [c.removeprefix("reward/") for c in frame.columns if c.startswith("reward/")]
-        for rec in frame.to_dict("records"):
-            yield {
-                "id": f"step{step}-row{rec['row']}",
-                "step": step,
-                "line": rec["row"] + 1,
-                "messages": json.loads(rec["messages"]),
-                "response": rec["completion"],
-                "infos": {n: rec["gts"] or "" for n in names},
-                "rewards": {n: rec[trl_log.reward_column(n)] for n in names},
-            }
+def record_infos(record: dict, names) -> dict[str, str]:
+    """Each reward's information for a replay of a dump row: its ground truth (``gts``), the only per-row
+    information verl keeps."""
+    if record.get("gts") in (None, ""):
+        raise ValueError("the row has no ground truth (gts) to give its rewards as information")
+    return {n: str(record["gts"]) for n in names}
 
 
-def score_dump(
-    policy,
-    folder,
-    verifiers=None,
-    *,
-    out,
-    metric: str = "js",
-    control: str = "none",
-    info_position: str = "user_end",
-    batch_size: int = 16,
-):
-    """``python -m mrtpo_viz score DUMP_FOLDER``: replay every rollout of a verl dump with each reward's
-    information (the row's ``gts``), writing what :func:`mrtpo_viz.relevance.scoring.score_rollouts` writes (task
-    ``"verl"``, ids ``step<S>-row<R>``); resumable the same way. Yields a ``ScoreProgress`` after each rollout.
+# ----------------------------------------------------------------------------------------------- the format
 
-    Args:
-        verifiers: the rewards to replay (default: all of the dump's reward keys).
-    """
-    from ..relevance.engine import replay
-    from ..relevance.scoring import ScoreProgress, _records, check_out, read_existing, write_atomic
-    from .run_replay import ad_hoc_verifier
 
-    out = Path(out)
-    suffix = check_out(out)
-    rows = list(rollouts(Path(folder)))
-    records = read_existing(out, suffix)
-    have = {str(r["id"]) for r in records}
-    todo = [r for r in rows if r["id"] not in have]
-    progress = ScoreProgress(total=len(todo), resumed=len(rows) - len(todo))
-    yield progress
-    for i, row in enumerate(todo, 1):
-        names = list(verifiers or row["infos"])
-        try:
-            unknown = [n for n in names if n not in row["infos"]]
-            if unknown:
-                raise ValueError(
-                    f"the dump has no reward {', '.join(map(repr, unknown))}; it has {', '.join(row['infos'])}"
-                )
-            if not any(row["infos"][n] for n in names):
-                raise ValueError("the row has no ground truth (gts) to give its rewards as information")
-            infos = {n: row["infos"][n] for n in names}
-            rel = replay(
-                policy,
-                row["messages"],
-                row["response"],
-                [ad_hoc_verifier(n, i) for n, i in infos.items()],
-                infos=infos,
-                metric=metric,
-                control=control,
-                info_position=info_position,
-            )
-            rel.rewards = {n: v for n, v in row["rewards"].items() if n in names and not math.isnan(v)}
-            records += _records(rel, {"id": row["id"], "task": "verl"}, suffix)
-            progress.scored += 1
-        except ValueError as e:
-            progress.problems.append((row["line"], f"id {row['id']!r}: {e}"))
-        progress.done += 1
-        progress.last_id = row["id"]
-        if i % batch_size == 0:
-            write_atomic(out, records, suffix)
-        yield progress
-    write_atomic(out, records, suffix)
+def _find(folder: Path, base: Path) -> dict[tuple[str, int], Path]:
+    return {("train", s): p for s, p in step_files(folder, base).items()}
+
+
+def _single(path: Path, base: Path):
+    m = STEP_FILE.match(path.name)
+    if not m:
+        return None
+    if len(m[1]) > 9 or run_files.safe_file(path, base) is None:
+        raise ValueError(
+            f"{run_formats.shown(path)} is not a verl step file ({{step}}.jsonl, a step of at most 9 digits)"
+        )
+    return {("train", int(m[1])): path}
+
+
+def _member(member: str):
+    name = member.replace("\\", "/").rsplit("/", 1)[-1]
+    return name if STEP_FILE.match(name) else None
+
+
+def _means(run, path: Path) -> tuple[int, dict[str, float]]:
+    summary = step_summary(path)
+    missing = [n for n in reward_names_of(run) if n not in summary.names]
+    if missing:
+        raise ValueError(
+            f"{run_formats.shown(path)} has no column {missing[0]!r}, which the Runs view needs (is it a file of "
+            "this run? its rewards are taken from the run's first file)"
+        )
+    return summary.rows, summary.means
+
+
+def reward_names_of(run) -> list[str]:
+    """A dump's rewards: its first step file's (:func:`reward_names`)."""
+    return list(step_summary(next(iter(run.files.values()))).names)
+
+
+FORMAT = run_formats.register_format(
+    run_formats.RunFormat(
+        name="verl",
+        title="a verl rollout dump (no per-token log: replay a completion with a checkpoint; each reward's "
+        "information starts as the row's ground truth, gts)",
+        find=_find,
+        single=_single,
+        member=_member,
+        reward_names=reward_names_of,
+        rows=lambda run, path, step, mode: step_frame(path, step),
+        advantage="verl's GRPO advantage of the score (computed here as verl's trainer does: the dump holds none)",
+        what="a verl dump",
+        looks="{step}.jsonl (verl's trainer.rollout_data_dir)",
+        means=_means,
+        infos=record_infos,
+        file_name=lambda name: bool(STEP_FILE.match(name)),
+    )
+)

@@ -242,13 +242,16 @@ def score_rows(
     file_suffix = file_suffix or suffix
     pending = 0
     for row in todo:
-        example = Example(task=row["task"], prompt=row["prompt"], meta=row["meta"], id=row["id"])
         try:
-            names = _row_verifiers(row, verifiers, limits)
-            _check_tokens(policy, example, row["response"], names, limits)
-            rel = replay(
-                policy, example, row["response"], names, metric=metric, control=control, info_position=info_position
-            )
+            if "infos" in row:  # a logged run's row: its rewards' own information, no task verifiers
+                rel = _replay_logged(policy, row, verifiers, limits, metric, control, info_position)
+            else:
+                example = Example(task=row["task"], prompt=row["prompt"], meta=row["meta"], id=row["id"])
+                names = _row_verifiers(row, verifiers, limits)
+                _check_tokens(policy, example, row["response"], names, limits)
+                rel = replay(
+                    policy, example, row["response"], names, metric=metric, control=control, info_position=info_position
+                )
             records += _records(rel, row, suffix)
             pending += 1
             progress.scored += 1
@@ -269,3 +272,115 @@ def score_rows(
         yield progress
     if pending or not out.exists():
         write_atomic(out, records, file_suffix)
+
+
+# --- rows of a logged run ------------------------------------------------------------------------------------------
+
+
+def info_verifier(name: str, info: str):
+    """A reward of a logged run as a verifier that only carries its information (it was scored during the run)."""
+    import math
+
+    from ..tasks import VERIFIERS, Verdict, Verifier
+
+    return Verifier(
+        name=name,
+        task="custom",
+        title=VERIFIERS[name].title if name in VERIFIERS else name,
+        description="a reward of the run",
+        info_fn=lambda ex, _i=info: _i,
+        check_fn=lambda r, ex: Verdict(math.nan, "scored during the run"),
+    )
+
+
+def _replay_logged(policy, row: dict, verifiers, limits: RowLimits, metric: str, control: str, info_position: str):
+    """One row of a logged run (``prompt`` chat messages, ``response`` text or token ids, ``infos`` and ``rewards``
+    per reward) replayed with its rewards' information, within ``limits``."""
+    import math
+
+    from .engine import replay
+
+    infos = row["infos"]
+    names = list(verifiers or infos)
+    unknown = [n for n in names if n not in infos]
+    if unknown:
+        raise ValueError(f"the run has no reward {', '.join(map(repr, unknown))}; it has {', '.join(infos) or 'none'}")
+    if limits.max_verifiers is not None and len(names) > limits.max_verifiers:
+        raise ValueError(f"{len(names)} rewards to replay; at most {limits.max_verifiers} per row here")
+    response = row["response"]
+    texts = [m["content"] for m in row["prompt"]] + [infos[n] for n in names]
+    if limits.max_chars is not None:
+        longest = max([len(t) for t in texts] + [len(response) if isinstance(response, str) else 0])
+        if longest > limits.max_chars:
+            raise ValueError(f"a text of {longest:,} characters; at most {limits.max_chars:,} here")
+    if limits.max_tokens is not None:
+        tok = policy.tokenizer
+        n = sum(len(tok(t, add_special_tokens=False, split_special_tokens=True)["input_ids"]) for t in texts if t)
+        ids = response if not isinstance(response, str) else tok(response, add_special_tokens=False)["input_ids"]
+        n += len(ids)
+        if n > limits.max_tokens:
+            raise ValueError(
+                f"{n:,} tokens (prompt, response and reward information); at most {limits.max_tokens:,} per row here"
+            )
+    chosen = {n: infos[n] for n in names}
+    rel = replay(
+        policy,
+        row["prompt"],
+        response,
+        [info_verifier(n, i) for n, i in chosen.items()],
+        infos=chosen,
+        metric=metric,
+        control=control,
+        info_position=info_position,
+    )
+    rel.rewards = {n: v for n, v in row.get("rewards", {}).items() if n in names and not math.isnan(v)}
+    return rel
+
+
+def score_run_rows(
+    policy,
+    rows: Iterator[dict],
+    verifiers: Optional[Sequence[str]] = None,
+    *,
+    out: str | os.PathLike,
+    metric: str = "js",
+    control: str = "none",
+    info_position: str = "user_end",
+    batch_size: int = 16,
+    limits: RowLimits = RowLimits(),
+) -> Iterator[ScoreProgress]:
+    """Score the rows of a logged run (any format of :mod:`mrtpo_viz.integrations.run_formats`: each with ``id``,
+    ``line``, ``task``, ``prompt``, ``response``, ``infos``, ``rewards``; or ``problem``: a row that could not be
+    made) the way :func:`score_rollouts` scores a file: resumable, through :func:`score_rows`, under the same
+    ``limits`` (rows, characters, tokens, rewards per row)."""
+    out = Path(out)
+    suffix = check_out(out)
+    records = read_existing(out, suffix)
+    have = {str(r["id"]) for r in records}
+    todo, problems, resumed = [], [], 0
+    for row in rows:
+        if "problem" in row:
+            problems.append((row["line"], row["problem"]))
+        elif limits.max_rows is not None and len(todo) + resumed >= limits.max_rows:
+            problems.append((row["line"], f"more than {limits.max_rows} rollouts; this one and later ones are skipped"))
+            break
+        elif row["id"] in have:
+            resumed += 1
+        else:
+            todo.append(row)
+    progress = ScoreProgress(total=len(todo), resumed=resumed, problems=problems)
+    yield progress
+    yield from score_rows(
+        policy,
+        todo,
+        records,
+        progress,
+        verifiers,
+        out=out,
+        suffix=suffix,
+        metric=metric,
+        control=control,
+        info_position=info_position,
+        batch_size=batch_size,
+        limits=limits,
+    )

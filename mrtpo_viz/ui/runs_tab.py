@@ -1,6 +1,8 @@
-"""Runs tab: open a TRL run (an ``output_dir``) or a verl rollout dump (a ``rollout_data_dir``), a folder under
-``MRTPO_RUNS_DIR`` or an upload; see its reward curves, pick a step, a group and a completion, and see its tokens
-with their relevance and advantages.
+"""Runs tab: open a run of any format of :mod:`mrtpo_viz.integrations.run_formats` (a TRL ``output_dir``, a verl
+``rollout_data_dir``, a prime-rl ``output_dir`` with ``token_exports/``), a folder under ``MRTPO_RUNS_DIR`` or an
+upload; see its curves, pick a step, a group and a completion, and see its tokens with their relevance and
+advantages (a prime-rl row: its logged per-channel advantages, entropy, mismatch KL and masks beside the
+relevance of a replay of its exact ids).
 
 An MRTPO run (``MRTPOTrainer``) shows what its per-token log holds; a plain TRL run (GRPO, GDPO) or a verl dump
 logged no tokens, so its completions are replayed on demand with the chosen checkpoint and the information typed
@@ -17,7 +19,7 @@ from pathlib import Path
 import gradio as gr
 
 from .. import viz
-from ..integrations import run_files, run_replay, run_uploads, trl_runs
+from ..integrations import run_files, run_formats, run_replay, run_uploads, trl_runs
 from ..settings import get_settings
 from ..viz.training import reward_curves_figure
 from .downloads import download_folder
@@ -25,6 +27,7 @@ from .errors import readable
 from .input_limits import limits
 from ..serving.fair_share import fair
 from .policy_choice import MODEL, model_limit, get_policy
+from .runs_follow import build_follow
 from .token_component import token_view, view_value
 from .zerogpu import gpu
 
@@ -74,22 +77,19 @@ def open_run(typed: str, upload):
     else:
         raise ValueError("Type a run folder (relative to MRTPO_RUNS_DIR) or upload a zip or parquet file.")
     run = trl_runs.open_run(path, base, _max_file_bytes())
-    names, steps = trl_runs.reward_names(run), run.steps()
+    names, steps, shown = trl_runs.reward_names(run), run.steps(), trl_runs.curve_names(run)
     curves = trl_runs.reward_curves(run)
-    fig = reward_curves_figure(curves, [f"reward/{n}" for n in names], title="Mean reward per step")
-    values = curves[[f"reward/{n}" for n in names]].to_numpy()
+    fig = reward_curves_figure(curves, [f"reward/{n}" for n in shown], title=run.format.curves_title)
+    values = curves[[f"reward/{n}" for n in shown]].to_numpy()
     if values.size and (values.min() < 0 or values.max() > 1):  # TRL rewards need not lie in [0, 1]
         fig.update_yaxes(range=None, autorange=True)
-    kind = {
-        "mrtpo": "an MRTPO run (per-token log)",
-        "verl": "a verl rollout dump (no per-token log: replay a completion with a checkpoint; each reward's "
-        "information starts as the row's ground truth, gts)",
-    }.get(run.kind, "a plain TRL run (no per-token log: replay a completion with a checkpoint)")
-    status = f"Opened {kind}: {len(steps)} step file(s), rewards {', '.join(f'`{n}`' for n in names)}."
+    logged = f"rewards {', '.join(f'`{n}`' for n in names)}" if names else "no rewards logged"
+    status = f"Opened {run.format.title}: {len(steps)} step file(s), {logged}."
     status += f" {curves.attrs['note']}" if curves.attrs.get("note") else ""
     choices = [(f"step {s}" + (" (eval)" if m == "eval" else ""), f"{m}:{s}") for m, s in steps]
     last = next((c[1] for c in reversed(choices) if c[1].startswith("train:")), choices[-1][1])
-    return {"path": str(path), "base": str(base), "names": names}, status, fig, gr.update(choices=choices, value=last)
+    state = {"path": str(path), "base": str(base), "names": names, "kind": run.kind}
+    return state, status, fig, gr.update(choices=choices, value=last)
 
 
 @readable
@@ -128,10 +128,10 @@ def pick_row(table, evt: gr.SelectData):
         return gr.update()
 
 
-def _view_outputs(view: run_replay.CompletionView, record: dict, note: str):
+def _view_outputs(view: run_replay.CompletionView, record: dict, note: str, fmt: run_formats.RunFormat):
     rel, br = view.relevance, view.breakdown
     rewards = ", ".join(f"{n} {viz.fmt_sig(v)}" for n, v in rel.rewards.items()) or "none scored"
-    sequence = "verl's GRPO advantage of the score" if "gts" in record else "TRL's sequence advantage"
+    sequence = fmt.advantage
     text = (
         f"**Row {record['row']}** (group {record['group']}), {note}: rewards {rewards}; {sequence} "
         f"{viz.fmt_sig(record['advantage'], signed=True)}; token advantages "
@@ -141,7 +141,32 @@ def _view_outputs(view: run_replay.CompletionView, record: dict, note: str):
     return view_value(viz.relevance_payload(rel)), viz.advantage_bars(rel.tokens, rel.verifiers, br), text
 
 
-def default_infos(record: dict, names) -> dict[str, str]:
+def _streams(record: dict, rel=None):
+    """The per-token values a prime-rl export logged for this row, with the replayed relevance on top."""
+    from ..integrations.prime_rl_runs import logged_streams
+    from ..viz.token_streams import token_streams_figure
+
+    streams, masks = logged_streams(record)
+    if rel is not None:
+        tokens, relevance = rel.tokens, dict(zip(rel.verifiers, rel.scores.tolist()))
+    else:  # no tokenizer yet: the ids
+        tokens, relevance = [f"#{i}" for i in record["completion_ids"]], None
+    return token_streams_figure(tokens, streams, masks, relevance, title="Per-token values the run logged")
+
+
+def _streams_note(record: dict, fmt: run_formats.RunFormat, rel=None) -> str:
+    head = f"**Row {record['row']}** (group {record['group']}, env {record.get('env_name') or 'not named'})"
+    adv = f"{fmt.advantage} {viz.fmt_sig(record['advantage'], signed=True)}"
+    if rel is None:
+        return (
+            f"{head}: {len(record['completion_ids'])} response tokens; {adv}. The run holds token ids, no text: type "
+            "each reward's information (`reward: text`, one line per reward) and press Replay to decode them with "
+            "the checkpoint (it must be the run's tokenizer) and see their relevance beside these values."
+        )
+    return f"{head}, replayed with the checkpoint (the exported ids, decoded): {adv}."
+
+
+def default_infos(record: dict, names, fmt=None) -> dict[str, str]:
     """The information a replay starts from: what the run's rows say (:func:`run_replay.record_infos`: a bundled
     example's, a verl dump's ground truth), else each registered verifier's own information for the logged prompt,
     else its description (a verifier whose information needs arguments the run did not log). Rewards that are not
@@ -150,7 +175,7 @@ def default_infos(record: dict, names) -> dict[str, str]:
 
     try:
         messages = json.loads(record["messages"])
-        infos = run_replay.record_infos(record, names)
+        infos = run_replay.record_infos(record, names, fmt)
     except (KeyError, TypeError, ValueError, RecursionError):  # no messages, or hand-made ones: no prompt to read
         return {}
     for name in names:
@@ -175,23 +200,25 @@ def run_completion(state, key, row):
     run = _run(state)
     mode, step = _step(key)
     record = trl_runs.completion_record(trl_runs.step_frame(run, step, mode), _whole(row, "completion row"))
-    names = state["names"]
-    lines = _info_lines(default_infos(record, names), names)  # what "Replay with the checkpoint" starts from
+    names, fmt = state["names"], run.format
+    lines = _info_lines(default_infos(record, names, fmt), names)  # what "Replay with the checkpoint" starts from
     if "token_advantages" in record:
         view = _logged(record, names, run.info)
-        return (*_view_outputs(view, record, f"{mode} step {step}, from the run's per-token log"), lines)
+        return (*_view_outputs(view, record, f"{mode} step {step}, from the run's per-token log", fmt), lines)
+    if fmt.rollout is not None:  # ids, no text: the logged streams now, the tokens and relevance with a replay
+        return None, _streams(record), _streams_note(record, fmt), lines
     try:
-        infos = run_replay.record_infos(record, names)
+        infos = run_replay.record_infos(record, names, fmt)
     except (TypeError, ValueError, RecursionError):  # a hand-made file's messages: replay with typed information
         infos = {}
-    found = "from the row's ground truth (gts)" if "gts" in record else "found for this bundled prompt"
+    found = "from the row's ground truth (gts)" if fmt.name == "verl" else "found for this bundled prompt"
     note = (
         f"Information {found}: check it and press Replay."
         if infos
         else "Each reward's verifier information is filled in where it is known: check or type it (one line per "
         "reward, `reward: text`) and press Replay."
     )
-    what = "a verl dump" if "gts" in record else "a plain TRL run"
+    what = fmt.what
     return (
         None,
         viz.placeholder_figure("Replay this completion to see its token advantages"),
@@ -224,8 +251,10 @@ def replay_completion(checkpoint, state, key, row, infos_text, alpha, gamma):
     mode, step = _step(key)
     frame = trl_runs.step_frame(run, step, mode)
     record = trl_runs.completion_record(frame, _whole(row, "completion row"))
+    if run.format.rollout is not None:
+        return _replay_ids(checkpoint, run.format, record, infos_text, state["names"])
     if not (infos_text or "").strip():  # nothing typed: each reward's default information
-        infos_text = _info_lines(default_infos(record, state["names"]), state["names"])
+        infos_text = _info_lines(default_infos(record, state["names"], run.format), state["names"])
     infos = run_replay.parse_infos(infos_text, state["names"])
     if any(len(i) > limits().max_info_chars for i in infos.values()):
         raise ValueError(f"An information text is longer than {limits().max_info_chars:,} characters.")
@@ -241,7 +270,21 @@ def replay_completion(checkpoint, state, key, row, infos_text, alpha, gamma):
         alpha=float(alpha),
         gamma=float(gamma),
     )
-    return _view_outputs(view, record, f"replayed with `{checkpoint}` (re-tokenized from its text)")
+    return _view_outputs(view, record, f"replayed with `{checkpoint}` (re-tokenized from its text)", run.format)
+
+
+def _replay_ids(checkpoint, fmt: run_formats.RunFormat, record: dict, infos_text: str, names):
+    """A row that logged ids (prime-rl): its exact response ids replayed with the typed information; the token
+    view shows relevance, the figure the logged values beside it."""
+    infos = run_replay.parse_infos(infos_text, names)
+    if any(len(i) > limits().max_info_chars for i in infos.values()):
+        raise ValueError(f"An information text is longer than {limits().max_info_chars:,} characters.")
+    if len(record["completion_ids"]) > limits().max_chars:
+        raise ValueError(f"The response has more than {limits().max_chars:,} tokens; not replayed here.")
+    policy = get_policy(checkpoint)
+    messages, ids = fmt.rollout(record, policy)
+    rel = run_replay.replayed_relevance(policy, messages, ids, infos)
+    return view_value(viz.relevance_payload(rel)), _streams(record, rel), _streams_note(record, fmt, rel)
 
 
 # ----------------------------------------------------------------------------------------------- layout
@@ -251,15 +294,16 @@ def build_runs_tab(checkpoint: gr.components.Component) -> None:
     state = gr.State(None)
     gr.Markdown(
         "Open a TRL run: its `output_dir` (with `log_completions=True` for TRL's files; `MRTPOTrainer` "
-        "also writes `mrtpo/tokens_*.parquet`; see `examples/trl_mrtpo.py`), or a verl rollout dump "
-        "(the folder of `trainer.rollout_data_dir`)."
+        "also writes `mrtpo/tokens_*.parquet`; see `examples/trl_mrtpo.py`), a verl rollout dump "
+        "(the folder of `trainer.rollout_data_dir`), or a prime-rl run (its `output_dir`, with "
+        "`token_exports/` from `trainer.enable_token_export = true`)."
     )
     with gr.Row():
         typed = gr.Textbox(
             label="Run folder, relative to the operator's runs folder (MRTPO_RUNS_DIR)", scale=3, elem_id="run-path"
         )
         upload = gr.File(
-            label="or upload a zip of the run, one parquet file or one verl {step}.jsonl",
+            label="or upload a zip of the run, one parquet file, one verl {step}.jsonl or one prime-rl rank_*.jsonl",
             file_types=[".zip", ".parquet", ".jsonl"],
             type="filepath",
             scale=2,
@@ -281,6 +325,7 @@ def build_runs_tab(checkpoint: gr.components.Component) -> None:
             scale=1,
         )
         descending = gr.Checkbox(False, label="descending", scale=0)
+    build_follow(state, curves, step)  # the Follow box: refreshes the curves and steps of a run being written
     groups = gr.Dataframe(label="groups of the step", interactive=False, max_height=220)
     table = gr.Dataframe(label="completions (click one)", interactive=False, max_height=320, elem_id="run-table")
     with gr.Row():

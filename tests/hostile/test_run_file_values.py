@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from mrtpo_viz.cli import main
-from mrtpo_viz.integrations import run_uploads, verl_runs
+from mrtpo_viz.integrations import run_formats, run_uploads, verl_runs
 from mrtpo_viz.ui import runs_tab
 
 from .bounded import bounded
@@ -110,9 +110,10 @@ def test_the_cli_reads_no_fifo_and_no_device_in_a_dump_folder(tmp_path, capsys):
     with unblocked(folder / "1.jsonl"), bounded(seconds=10):  # the policy loads first
         code = main(["score", str(folder), "--out", str(tmp_path / "o.jsonl")])
     err = capsys.readouterr().err
-    assert code == 2 and "holds no verl rollout dump" in err, err
+    assert code == 2 and "holds no run files" in err and "{step}.jsonl" in err, err
     (folder / "3.jsonl").write_text(GOOD)  # a regular file beside them is the one read
-    assert [r["id"] for r in verl_runs.rollouts(folder)] == ["step3-row0"]
+    run = run_formats.open_run(folder)
+    assert [r["id"] for r in run_formats.rollout_rows(run, None)] == ["step3-row0"]
 
 
 def test_the_runs_tab_reads_no_fifo_and_no_device_in_a_dump_folder(tmp_path, monkeypatch):

@@ -88,7 +88,7 @@ def test_not_a_run(tmp_path):
     with pytest.raises(ValueError, match="not a readable parquet"):
         trl_runs.open_run(tmp_path / "x.parquet")
     pd.DataFrame({"a": [1]}).to_parquet(tmp_path / "y.parquet")
-    with pytest.raises(ValueError, match="neither TRL's completions parquet"):
+    with pytest.raises(ValueError, match="y.parquet is not a run file of any format read here"):
         trl_runs.open_run(tmp_path / "y.parquet")
 
 

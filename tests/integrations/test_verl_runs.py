@@ -125,9 +125,9 @@ def test_the_verl_style_dump_replays_with_the_policy_that_wrote_it(fixture_dump,
             bundled.tokenizer.decode(ids, skip_special_tokens=True)
             == json.loads((fixture_dump / "2.jsonl").read_text().splitlines()[4 * group])["input"]
         )
-        assert run_replay.record_infos(record, names) == {n: truth for n in names}
+        assert run_replay.record_infos(record, names, run.format) == {n: truth for n in names}
     record = trl_runs.completion_record(frame, 5)
-    view = run_replay.replayed_view(bundled, frame, record, names, run_replay.record_infos(record, names))
+    view = run_replay.replayed_view(bundled, frame, record, names, run_replay.record_infos(record, names, run.format))
     K, T = view.relevance.scores.shape
     assert K == 3 and T == len(view.relevance.tokens) > 0
     assert float(view.relevance.scores.max()) > 0.0

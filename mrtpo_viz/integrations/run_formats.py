@@ -1,0 +1,240 @@
+"""The run formats the Runs view and ``python -m mrtpo_viz score`` read: one registry, one module per format.
+
+Each :class:`RunFormat` says how to find its files in a run folder, recognise one file of it, place a zip member
+of it, name the run's rewards, read one step's rows in the view's columns (:data:`VIEW_COLUMNS`) and where the
+rows' advantages come from. Everything else (the Runs tab, the upload unpacker, the CLI) asks this registry and
+never guesses a format from a file name or a column:
+
+- ``"mrtpo"``: :class:`~.trl.MRTPOTrainer`'s per-token log (``mrtpo/tokens_*.parquet``), :mod:`.trl_runs`;
+- ``"trl"``: TRL's ``completions/completions_*.parquet`` (GRPO, GDPO), :mod:`.trl_runs`;
+- ``"verl"``: verl's rollout dumps (``{step}.jsonl``), :mod:`.verl_runs`;
+- ``"prime-rl"``: prime-rl's per-token exports (``token_exports/step_*/rank_*.jsonl``), :mod:`.prime_rl_runs`.
+
+A folder is of the first format, in that order, that finds files in it (an MRTPO run holds TRL's files too).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+from collections.abc import Callable
+
+from . import run_files
+
+VIEW_COLUMNS = ("step", "mode", "row", "group", "prompt", "messages", "completion", "advantage")
+"""Columns every format's step rows have, besides ``reward/<name>`` per reward (:func:`reward_column`)."""
+
+
+def reward_column(name: str) -> str:
+    """A reward's column in a step's rows."""
+    return f"reward/{name}"
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """The files of one run, by (mode, step)."""
+
+    root: Path
+    kind: str
+    """Its format's name in :data:`RUN_FORMATS`."""
+    files: dict[tuple[str, int], Path] = field(default_factory=dict)
+    """The file (or, for prime-rl, the folder of rank files) of each (mode, step); mode ``"train"`` or ``"eval"``."""
+    info: dict = field(default_factory=dict)
+    """``mrtpo/run.json`` (empty for other runs)."""
+    base: Optional[Path] = None
+    """The folder every file must lie under (after resolving links): the runs folder or the upload's folder;
+    None: ``root`` itself."""
+    max_bytes: int = run_files.MAX_FILE_BYTES
+    """Decompressed bytes one of its parquet files may hold."""
+
+    @property
+    def allowed(self) -> Path:
+        return self.base or self.root
+
+    @property
+    def format(self) -> RunFormat:
+        return RUN_FORMATS[self.kind]
+
+    def steps(self) -> list[tuple[str, int]]:
+        """Every (mode, step) with a file, by step (training before evaluation)."""
+        return sorted(self.files, key=lambda k: (k[1], k[0] == "eval"))
+
+
+@dataclass(frozen=True)
+class RunFormat:
+    """One run format: how it is found, opened and read."""
+
+    name: str
+    title: str
+    """How the status line names an opened run of it (what it holds and what a user does next)."""
+    find: Callable[[Path, Path], dict[tuple[str, int], Path]]
+    """(run folder, base) -> its step files under ``base`` (empty: not a run of this format)."""
+    single: Callable[[Path, Path], Optional[dict[tuple[str, int], Path]]]
+    """(one file, base) -> its steps, or None when the file is not of this format (a file that claims to be, and
+    is broken, raises a :class:`~.run_files.RunFileError`)."""
+    member: Callable[[str], Optional[str]]
+    """A zip member's path -> where it goes in the unpacked folder (relative), or None (not a file of the format;
+    the result never holds ``..`` or an absolute path)."""
+    reward_names: Callable[[RunFiles], list[str]]
+    rows: Callable[[RunFiles, Path, int, str], object]
+    """(run, step file, step, mode) -> the step's rows (a pandas frame with :data:`VIEW_COLUMNS`)."""
+    advantage: str
+    """What a row's ``advantage`` is (said beside it in the app)."""
+    what: str
+    """A short name for messages ("a verl dump")."""
+    looks: str
+    """What the files look like (the message for a folder that holds none of any format)."""
+    means: Optional[Callable[[RunFiles, Path], tuple[int, dict[str, float]]]] = None
+    """(run, step file) -> (rows, each reward's mean) without building the rows (the reward curves); None: from
+    :attr:`rows`."""
+    infos: Optional[Callable[[dict, list[str]], dict[str, str]]] = None
+    """(a row, reward names) -> each reward's information for a replay, from what the row holds (a ValueError
+    says why there is none); None: the run holds none (it is typed)."""
+    rollout: Optional[Callable[[dict, object], tuple[list[dict], object]]] = None
+    """(a row, the policy) -> (chat messages, response text or token ids) to replay; None: the row's ``messages``
+    (JSON) and ``completion``."""
+    curve_names: tuple[str, ...] = ()
+    """What its curves show per step when it logs no rewards (column ``reward/<name>`` of the curves, from
+    :attr:`means`); empty: its rewards."""
+    curves_title: str = "Mean reward per step"
+    file_name: Callable[[str], bool] = lambda name: False
+    """Whether a file of this name, uploaded alone, is one of its step files (parquet files always are tried)."""
+
+
+RUN_FORMATS: dict[str, RunFormat] = {}
+"""Name -> format, in the order a folder is tried."""
+
+
+def register_format(fmt: RunFormat) -> RunFormat:
+    """Add a run format (a module of its own calls this on import)."""
+    RUN_FORMATS[fmt.name] = fmt
+    return fmt
+
+
+BUILTIN = ("mrtpo", "trl", "verl", "prime-rl")
+"""The built-in formats, in the order a folder is tried (an MRTPO run holds TRL's files too)."""
+
+
+def _load_builtin() -> None:
+    # the format modules register themselves on import and import this module: load them on first use
+    if not all(n in RUN_FORMATS for n in BUILTIN):
+        from . import prime_rl_runs, trl_runs, verl_runs  # noqa: F401
+
+        ordered = {n: RUN_FORMATS[n] for n in BUILTIN}
+        others = {n: f for n, f in RUN_FORMATS.items() if n not in BUILTIN}
+        RUN_FORMATS.clear()
+        RUN_FORMATS.update({**ordered, **others})
+
+
+def formats() -> dict[str, RunFormat]:
+    """The registered formats (the built-in ones loaded)."""
+    _load_builtin()
+    return RUN_FORMATS
+
+
+def detect(path, base=None) -> Optional[tuple[RunFormat, dict[tuple[str, int], Path]]]:
+    """The format of a run folder or file and its step files, or None (no format recognises it)."""
+    path = Path(path)
+    base = Path(base) if base is not None else (path.parent if path.is_file() else path)
+    for fmt in formats().values():
+        found = fmt.single(path, base) if path.is_file() else fmt.find(path, base)
+        if found:
+            return fmt, found
+    return None
+
+
+def open_run(path, base=None, max_bytes: int = run_files.MAX_FILE_BYTES) -> RunFiles:
+    """A run from a folder of any registered format (or its inner folder: ``completions/``, ``mrtpo/``,
+    ``token_exports/``) or from one file of it.
+
+    Only regular files whose resolved path lies under ``base`` (default: the run folder itself) are read: a link
+    that leaves it reads as a missing file (:mod:`.run_files`); ``max_bytes`` caps one parquet file's decompressed
+    bytes.
+
+    Raises:
+        FileNotFoundError: a folder with no run files of any format. ValueError: a file of no format.
+    """
+    path = Path(path)
+    base = Path(base) if base is not None else (path.parent if path.is_file() else path)
+    found = detect(path, base)
+    if found is None and path.is_file():
+        raise ValueError(f"{shown(path)} is not a run file of any format read here ({_looks(', ')})")
+    if found is None:
+        raise FileNotFoundError(f"{path.name or 'the folder'} holds no run files: neither {_looks(' nor ')}")
+    fmt, files = found
+    root = path.parent if path.is_file() or path.name in ("completions", "mrtpo", "token_exports") else path
+    info = run_files.read_json(root / "mrtpo" / "run.json", base) if fmt.name in ("mrtpo", "trl") else {}
+    return RunFiles(root, fmt.name, files, info, base, max_bytes)
+
+
+def _looks(sep: str) -> str:
+    return sep.join(f.looks for f in formats().values())
+
+
+def upload_target(member: str) -> Optional[str]:
+    """Where a zip member goes in an unpacked upload (relative), or None: not a run file of any format."""
+    for fmt in formats().values():
+        target = fmt.member(member)
+        if target is not None:
+            return target
+    return None
+
+
+def is_step_file_name(name: str) -> bool:
+    """Whether an uploaded file of this name is read as one run file (a parquet file, or a format's step file)."""
+    return name.lower().endswith(".parquet") or any(f.file_name(name) for f in formats().values())
+
+
+def shown(path: Path) -> str:
+    """A file's name as a message shows it: never its folder, at most 80 characters."""
+    name = Path(path).name
+    return name if len(name) <= 80 else name[:77] + "..."
+
+
+def rollout_rows(run: RunFiles, policy, typed: Optional[dict[str, str]] = None):
+    """Every row of a run, step by step, as a row to score (:func:`mrtpo_viz.relevance.scoring.score_run_rows`):
+    ``id`` (``step<S>-row<R>``, ``eval-`` first for an evaluation step), ``line`` (in its file), ``task`` (the
+    format's name), ``prompt`` (chat messages), ``response`` (text, or the exact ids where the run logged ids),
+    ``infos`` (``typed`` for every row, else what the row holds: :attr:`RunFormat.infos`) and ``rewards``; a row
+    whose information or prompt cannot be had is ``{"line", "problem"}``.
+
+    Raises:
+        RunFileError: a step file over a cap or of the wrong shape (named ``file:line``).
+    """
+    import json
+    import math
+
+    from .trl_runs import reward_names, step_frame
+
+    fmt, names = run.format, reward_names(run)
+    for mode, step in run.steps():
+        frame = step_frame(run, step, mode)
+        for rec in frame.to_dict("records"):
+            rid = f"{'eval-' if mode == 'eval' else ''}step{step}-row{rec['row']}"
+            line = int(rec.get("line", rec["row"] + 1))
+            where = f"{rec.get('file', run.files[(mode, step)].name)}:{line}"
+            try:
+                if typed:
+                    infos = dict(typed)
+                elif fmt.infos is not None:
+                    infos = fmt.infos(rec, names)
+                else:
+                    raise ValueError(f"{fmt.what} holds no information for its rewards: give it (--info NAME=TEXT)")
+                if fmt.rollout is not None:
+                    messages, response = fmt.rollout(rec, policy)
+                else:
+                    messages, response = json.loads(rec["messages"]), rec["completion"]
+            except (ValueError, KeyError, TypeError) as e:
+                yield {"line": line, "problem": f"id {rid!r} ({where}): {e}"}
+                continue
+            rewards = {n: float(rec[reward_column(n)]) for n in names if reward_column(n) in rec}
+            yield {
+                "id": rid,
+                "line": line,
+                "task": fmt.name,
+                "prompt": messages,
+                "response": response,
+                "infos": infos,
+                "rewards": {n: v for n, v in rewards.items() if not math.isnan(v)},
+            }
