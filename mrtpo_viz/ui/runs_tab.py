@@ -325,7 +325,7 @@ def build_runs_tab(checkpoint: gr.components.Component) -> None:
             scale=1,
         )
         descending = gr.Checkbox(False, label="descending", scale=0)
-    build_follow(state, curves, step)  # the Follow box: refreshes the curves and steps of a run being written
+    build_follow(state, curves, step, _run)  # the Follow box: refreshes the curves and steps of a run being written
     groups = gr.Dataframe(label="groups of the step", interactive=False, max_height=220)
     table = gr.Dataframe(label="completions (click one)", interactive=False, max_height=320, elem_id="run-table")
     with gr.Row():
