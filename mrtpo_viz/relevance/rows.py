@@ -19,8 +19,10 @@ a 57 MB line is never held whole), characters per text, verifiers per row, rows 
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -211,22 +213,40 @@ def _size(n: int, fmt: str = "g") -> str:
     return f"{n / 2**20:{fmt}} MiB" if n >= 2**20 else f"{n:,} bytes"
 
 
+def _open_regular(file: Path):
+    """``file`` opened for reading in binary if it is a regular file (after following links). Opened without
+    blocking, so a fifo is refused at once instead of waiting for a writer for ever (``/dev/zero``, another special
+    file, would never end)."""
+    try:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no rollouts file at {file}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ValueError(
+            f"{file.name} is not a regular file (a fifo, a device or a link to one); only regular files are read"
+        )
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
 def read_rows(path: str | os.PathLike, limits: RowLimits = RowLimits()) -> tuple[list[dict], list[Problem]]:
     """Read a rollouts JSONL file: (valid rows in file order, each with ``id`` and ``line``; problems).
 
     Raises:
-        FileNotFoundError: no such file. ValueError: the file is over ``limits.max_bytes``.
+        FileNotFoundError: no such file. ValueError: the file is over ``limits.max_bytes``, or not a regular file (a
+        fifo, a device or a link to one: refused before anything is read).
     """
     file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"no rollouts file at {file}")
-    size = file.stat().st_size
+    raw = _open_regular(file)
+    size = os.fstat(raw.fileno()).st_size
     if size > limits.max_bytes:
+        raw.close()
         raise ValueError(
             f"{file.name} is {_size(size, '.1f')}; the limit is {_size(limits.max_bytes)} (split the file)"
         )
     rows, problems, seen = [], [], set()
-    with file.open(encoding="utf-8-sig", errors="replace") as fh:  # -sig: a byte-order mark is not part of row 1
+    with io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace") as fh:  # -sig: a byte-order mark is not row 1
         for lineno, line in _lines(fh, limits.max_line_bytes):
             if line is None:
                 problems.append((lineno, f"the line is longer than {_size(limits.max_line_bytes)}"))
