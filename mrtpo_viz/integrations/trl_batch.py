@@ -27,7 +27,9 @@ from ..training.group_replay import group_relevance
 
 
 def trl_dataset(examples: Sequence[Example]):
-    """A ``datasets.Dataset`` of TRL's columns for these examples: ``prompt`` (messages), ``task``, ``id``, ``meta``."""
+    """A ``datasets.Dataset`` of TRL's columns for these examples: ``prompt`` (messages), ``task``, ``id``, ``meta``
+    and ``verifiers`` (the example's reward names: a reward it does not list gives None on its rows, as the
+    project's loop leaves it out, even where the check could score any text, e.g. IFEval's kwarg-free checks)."""
     from datasets import Dataset
 
     if not examples:
@@ -38,6 +40,7 @@ def trl_dataset(examples: Sequence[Example]):
             "task": [ex.task for ex in examples],
             "id": [ex.id for ex in examples],
             "meta": [json.dumps(ex.meta, sort_keys=True) for ex in examples],
+            "verifiers": [list(ex.verifiers) for ex in examples],
         }
     )
 

@@ -341,7 +341,9 @@ def as_trl_reward(verifier: Verifier) -> TrlReward:
 
     Each row becomes an :class:`Example` from the dataset columns (:func:`example_from_row`): ``task`` (default:
     the verifier's task), ``prompt``, ``id`` and ``meta`` (a dict or a JSON string; default: the row's other columns).
-    Returns one score per completion, NaN as None. ``__name__`` is the verifier name, which TRL logs as the reward name.
+    Returns one score per completion, NaN as None; None too on a row whose ``verifiers`` column (a list of reward
+    names, as :func:`~mrtpo_viz.integrations.trl_batch.trl_dataset` writes it) does not list this verifier. ``__name__``
+    is the verifier name, which TRL logs as the reward name.
     """
 
     def reward(prompts, completions, completion_ids=None, **columns) -> list[Optional[float]]:
@@ -350,6 +352,10 @@ def as_trl_reward(verifier: Verifier) -> TrlReward:
         scores = []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
             row = {k: v[i] for k, v in columns.items() if isinstance(v, (list, tuple)) and len(v) == len(prompts)}
+            listed = row.pop("verifiers", None)
+            if isinstance(listed, (list, tuple)) and verifier.name not in listed:
+                scores.append(None)  # the row's prompt does not ask for this
+                continue
             example = example_from_row({**row, "prompt": prompt}, verifier.task)
             s = verifier.score(_completion_text(completion), example)
             scores.append(None if math.isnan(s) else s)
