@@ -117,7 +117,7 @@ def score(args) -> int:
     names = args.verifiers.split(",") if args.verifiers else None
     kwargs = dict(out=args.out, metric=args.metric, control=args.control, info_position=args.info_position)
     if logged is not None:
-        from ..integrations.run_formats import rollout_rows
+        from ..integrations.run_view import rollout_rows
         from ..relevance.scoring import score_run_rows
 
         run = score_run_rows(policy, rollout_rows(logged, policy, typed), names, **kwargs)
@@ -155,7 +155,7 @@ def _run_folder(path: str):
     Raises:
         FileNotFoundError: a folder of no run format (the message lists what each format's files look like).
     """
-    from ..integrations.run_formats import open_run
+    from ..integrations.run_view import open_run
 
     return open_run(path) if Path(path).is_dir() else None
 

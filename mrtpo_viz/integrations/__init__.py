@@ -3,8 +3,10 @@
 - :mod:`.trl`: ``MRTPOConfig`` / ``MRTPOTrainer``, MRTPO inside TRL's ``GRPOTrainer`` (needs ``pip install
   mrtpo-viz[trl]``); :mod:`.trl_batch` (datasets, rewards, the replay of a batch) and :mod:`.trl_log` (its metrics
   and per-token files) are its parts;
-- :mod:`.trl_runs`: a TRL run's files (TRL's completions parquet, our per-token parquet) read into frames for the
-  app's Runs view, pandas only; :mod:`.run_replay`: a logged completion replayed on demand.
+- :mod:`.run_formats`: the registry of run formats, one module each (:mod:`.trl_runs`: TRL's completions parquet
+  and our per-token parquet; :mod:`.verl_runs`: verl's rollout dumps; :mod:`.prime_rl_runs`: prime-rl's token
+  exports), pandas only; :mod:`.run_view`: a run of any of them read for the app's Runs view and ``score``;
+  :mod:`.run_replay`: a logged completion replayed on demand.
 
 Nothing is imported here: ``trl`` is an optional dependency.
 """

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import run_files, trl_runs, verl_runs
+from . import run_files, run_view, trl_log, verl_runs
 from .run_files import RunFileError
 
 HEAD_BYTES = 64
@@ -38,7 +38,7 @@ MAX_FOLDER_ENTRIES = 4096
 
 
 def _only(run, key: tuple[str, int], path: Path):
-    """The run with one step: what :func:`trl_runs.reward_curves` reads for that step alone."""
+    """The run with one step: what :func:`run_view.reward_curves` reads for that step alone."""
     return dataclasses.replace(run, files={key: path})
 
 
@@ -59,7 +59,7 @@ def mark(path: Path) -> list:
 
 
 def refresh(run, names: list[str], cache: dict | None) -> tuple[pd.DataFrame, dict, list[tuple[str, int]]]:
-    """The run's reward curves (the frame :func:`trl_runs.reward_curves` gives) from ``cache`` and what is new.
+    """The run's reward curves (the frame :func:`run_view.reward_curves` gives) from ``cache`` and what is new.
 
     Args:
         run: the run as opened now (its files listed again: new steps are in it).
@@ -88,7 +88,7 @@ def refresh(run, names: list[str], cache: dict | None) -> tuple[pd.DataFrame, di
         read += entry["rows"]
         if entry["rows"]:  # a verl file created but not written yet has no point
             rows.append({"variant": mode, "seed": 0, "step": step - 1, **entry["means"]})
-    shown = [trl_runs.trl_log.reward_column(n) for n in names]
+    shown = [trl_log.reward_column(n) for n in names]
     shown += [c for c in dict.fromkeys(c for r in rows for c in r) if c.startswith("reward/") and c not in shown]
     out = pd.DataFrame(rows, columns=["variant", "seed", "step", *shown])
     if len(rows) < len(files) and read >= run_files.MAX_CURVE_ROWS:
@@ -104,7 +104,7 @@ def _read_step(run, key: tuple[str, int], path: Path, names: list[str], entry: d
     the mark taken before reading it (a change while it is read shows at the next call)."""
     if run.kind == "verl":
         return _tail_verl(path, names, entry)
-    curves = trl_runs.reward_curves(_only(run, key, path))
+    curves = run_view.reward_curves(_only(run, key, path))
     means = {c: float(curves[c].iloc[0]) for c in curves.columns if c.startswith("reward/")}
     return {"mark": now, "rows": _rows_of(run, path), "means": means}
 
@@ -164,7 +164,7 @@ def _tail_verl(path: Path, names: list[str], entry: dict | None) -> dict:
         if line.strip():
             _add(verl_runs._row(line, name, lineno), sums, name, lineno)
             count += 1
-    means = {trl_runs.trl_log.reward_column(n): (s / k if k else math.nan) for n, (s, k) in sums.items()}
+    means = {trl_log.reward_column(n): (s / k if k else math.nan) for n, (s, k) in sums.items()}
     offset = entry["offset"] + end
     head = (bytes.fromhex(entry["head"]) + new[:end])[:HEAD_BYTES].hex()
     tail = (bytes.fromhex(entry["tail"]) + new[:end])[-TAIL_BYTES:].hex()

@@ -2,15 +2,16 @@
 
 Each :class:`RunFormat` says how to find its files in a run folder, recognise one file of it, place a zip member
 of it, name the run's rewards, read one step's rows in the view's columns (:data:`VIEW_COLUMNS`) and where the
-rows' advantages come from. Everything else (the Runs tab, the upload unpacker, the CLI) asks this registry and
-never guesses a format from a file name or a column:
+rows' advantages come from. Everything else (the Runs tab, the upload unpacker, the CLI, through :mod:`.run_view`)
+asks this registry and never guesses a format from a file name or a column:
 
 - ``"mrtpo"``: :class:`~.trl.MRTPOTrainer`'s per-token log (``mrtpo/tokens_*.parquet``), :mod:`.trl_runs`;
 - ``"trl"``: TRL's ``completions/completions_*.parquet`` (GRPO, GDPO), :mod:`.trl_runs`;
 - ``"verl"``: verl's rollout dumps (``{step}.jsonl``), :mod:`.verl_runs`;
 - ``"prime-rl"``: prime-rl's per-token exports (``token_exports/step_*/rank_*.jsonl``), :mod:`.prime_rl_runs`.
 
-A folder is of the first format, in that order, that finds files in it (an MRTPO run holds TRL's files too).
+A folder is of the first format, in that order, that finds files in it (an MRTPO run holds TRL's files too);
+:mod:`.run_view` imports the format modules (each registers itself on import: this module imports none of them).
 """
 
 from __future__ import annotations
@@ -112,129 +113,7 @@ def register_format(fmt: RunFormat) -> RunFormat:
     return fmt
 
 
-BUILTIN = ("mrtpo", "trl", "verl", "prime-rl")
-"""The built-in formats, in the order a folder is tried (an MRTPO run holds TRL's files too)."""
-
-
-def _load_builtin() -> None:
-    # the format modules register themselves on import and import this module: load them on first use
-    if not all(n in RUN_FORMATS for n in BUILTIN):
-        from . import prime_rl_runs, trl_runs, verl_runs  # noqa: F401
-
-        ordered = {n: RUN_FORMATS[n] for n in BUILTIN}
-        others = {n: f for n, f in RUN_FORMATS.items() if n not in BUILTIN}
-        RUN_FORMATS.clear()
-        RUN_FORMATS.update({**ordered, **others})
-
-
-def formats() -> dict[str, RunFormat]:
-    """The registered formats (the built-in ones loaded)."""
-    _load_builtin()
-    return RUN_FORMATS
-
-
-def detect(path, base=None) -> Optional[tuple[RunFormat, dict[tuple[str, int], Path]]]:
-    """The format of a run folder or file and its step files, or None (no format recognises it)."""
-    path = Path(path)
-    base = Path(base) if base is not None else (path.parent if path.is_file() else path)
-    for fmt in formats().values():
-        found = fmt.single(path, base) if path.is_file() else fmt.find(path, base)
-        if found:
-            return fmt, found
-    return None
-
-
-def open_run(path, base=None, max_bytes: int = run_files.MAX_FILE_BYTES) -> RunFiles:
-    """A run from a folder of any registered format (or its inner folder: ``completions/``, ``mrtpo/``,
-    ``token_exports/``) or from one file of it.
-
-    Only regular files whose resolved path lies under ``base`` (default: the run folder itself) are read: a link
-    that leaves it reads as a missing file (:mod:`.run_files`); ``max_bytes`` caps one parquet file's decompressed
-    bytes.
-
-    Raises:
-        FileNotFoundError: a folder with no run files of any format. ValueError: a file of no format.
-    """
-    path = Path(path)
-    base = Path(base) if base is not None else (path.parent if path.is_file() else path)
-    found = detect(path, base)
-    if found is None and path.is_file():
-        raise ValueError(f"{shown(path)} is not a run file of any format read here ({_looks(', ')})")
-    if found is None:
-        raise FileNotFoundError(f"{path.name or 'the folder'} holds no run files: neither {_looks(' nor ')}")
-    fmt, files = found
-    root = path.parent if path.is_file() or path.name in ("completions", "mrtpo", "token_exports") else path
-    info = run_files.read_json(root / "mrtpo" / "run.json", base) if fmt.name in ("mrtpo", "trl") else {}
-    return RunFiles(root, fmt.name, files, info, base, max_bytes)
-
-
-def _looks(sep: str) -> str:
-    return sep.join(f.looks for f in formats().values())
-
-
-def upload_target(member: str) -> Optional[str]:
-    """Where a zip member goes in an unpacked upload (relative), or None: not a run file of any format."""
-    for fmt in formats().values():
-        target = fmt.member(member)
-        if target is not None:
-            return target
-    return None
-
-
-def is_step_file_name(name: str) -> bool:
-    """Whether an uploaded file of this name is read as one run file (a parquet file, or a format's step file)."""
-    return name.lower().endswith(".parquet") or any(f.file_name(name) for f in formats().values())
-
-
 def shown(path: Path) -> str:
     """A file's name as a message shows it: never its folder, at most 80 characters."""
     name = Path(path).name
     return name if len(name) <= 80 else name[:77] + "..."
-
-
-def rollout_rows(run: RunFiles, policy, typed: Optional[dict[str, str]] = None):
-    """Every row of a run, step by step, as a row to score (:func:`mrtpo_viz.relevance.scoring.score_run_rows`):
-    ``id`` (``step<S>-row<R>``, ``eval-`` first for an evaluation step), ``line`` (in its file), ``task`` (the
-    format's name), ``prompt`` (chat messages), ``response`` (text, or the exact ids where the run logged ids),
-    ``infos`` (``typed`` for every row, else what the row holds: :attr:`RunFormat.infos`) and ``rewards``; a row
-    whose information or prompt cannot be had is ``{"line", "problem"}``.
-
-    Raises:
-        RunFileError: a step file over a cap or of the wrong shape (named ``file:line``).
-    """
-    import json
-    import math
-
-    from .trl_runs import reward_names, step_frame
-
-    fmt, names = run.format, reward_names(run)
-    for mode, step in run.steps():
-        frame = step_frame(run, step, mode)
-        for rec in frame.to_dict("records"):
-            rid = f"{'eval-' if mode == 'eval' else ''}step{step}-row{rec['row']}"
-            line = int(rec.get("line", rec["row"] + 1))
-            where = f"{rec.get('file', run.files[(mode, step)].name)}:{line}"
-            try:
-                if typed:
-                    infos = dict(typed)
-                elif fmt.infos is not None:
-                    infos = fmt.infos(rec, names)
-                else:
-                    raise ValueError(f"{fmt.what} holds no information for its rewards: give it (--info NAME=TEXT)")
-                if fmt.rollout is not None:
-                    messages, response = fmt.rollout(rec, policy)
-                else:
-                    messages, response = json.loads(rec["messages"]), rec["completion"]
-            except (ValueError, KeyError, TypeError) as e:
-                yield {"line": line, "problem": f"id {rid!r} ({where}): {e}"}
-                continue
-            rewards = {n: float(rec[reward_column(n)]) for n in names if reward_column(n) in rec}
-            yield {
-                "id": rid,
-                "line": line,
-                "task": fmt.name,
-                "prompt": messages,
-                "response": response,
-                "infos": infos,
-                "rewards": {n: v for n, v in rewards.items() if not math.isnan(v)},
-            }

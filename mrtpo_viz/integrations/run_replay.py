@@ -43,7 +43,7 @@ class CompletionView:
 
 
 def logged_view(record: dict, names: Sequence[str], metric: str = "js", control: str = "none") -> CompletionView:
-    """A per-token log record (:func:`.trl_runs.completion_record`) as a token view, nothing recomputed."""
+    """A per-token log record (:func:`.run_view.completion_record`) as a token view, nothing recomputed."""
     if "token_advantages" not in record:
         raise ValueError("this completion has no per-token log (a plain TRL run): replay it with a checkpoint")
     scores = torch.tensor([list(record[trl_log.relevance_column(n)]) for n in names], dtype=torch.float32)
@@ -160,7 +160,7 @@ def replayed_view(
     """Replay one logged completion with ``policy`` and the given information; MRTPO's advantages within its step.
 
     Args:
-        frame: the step's completions (:func:`.trl_runs.step_frame`): their rewards set the statistics.
+        frame: the step's completions (:func:`.run_view.step_frame`): their rewards set the statistics.
         record: the completion (a row of ``frame``); infos: reward name -> information text.
     """
     messages = json.loads(record["messages"])

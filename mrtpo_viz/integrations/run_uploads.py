@@ -10,7 +10,7 @@ import zipfile
 from pathlib import Path
 from typing import Optional
 
-from . import run_files, run_formats
+from . import run_files, run_formats, run_view
 from .run_files import RunFileError
 
 
@@ -19,7 +19,7 @@ def extract_upload(upload, dest, max_bytes: int, max_files: int = run_files.MAX_
     :func:`open_run` opens.
 
     Only run files are taken from a zip, by their names alone: each registered format places its own
-    (:func:`.run_formats.upload_target`: ``completions/``, ``mrtpo/``, verl's ``{step}.jsonl`` at the top,
+    (:func:`.run_view.upload_target`: ``completions/``, ``mrtpo/``, verl's ``{step}.jsonl`` at the top,
     ``token_exports/step_<S>/rank_<R>.jsonl``); a member's other folders, absolute paths and ``..`` never reach the
     disk. ``max_bytes`` caps the uncompressed total (a zip bomb stops before anything is written), ``max_files``
     the run files taken.
@@ -32,7 +32,7 @@ def extract_upload(upload, dest, max_bytes: int, max_files: int = run_files.MAX_
             f"{run_formats.shown(upload)} is {size / 2**20:.1f} MiB; at most {max_bytes / 2**20:.1f} MiB are "
             "accepted here (MRTPO_MAX_UPLOAD_MB)"
         )
-    if run_formats.is_step_file_name(upload.name):
+    if run_view.is_step_file_name(upload.name):
         return upload
     if not zipfile.is_zipfile(upload):
         raise ValueError(
@@ -83,5 +83,5 @@ def _zip_reason(err: BaseException) -> str:
 
 
 def _target(dest: Path, member: str) -> Optional[Path]:
-    rel = run_formats.upload_target(member)
+    rel = run_view.upload_target(member)
     return None if rel is None else dest / rel

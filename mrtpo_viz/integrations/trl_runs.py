@@ -1,4 +1,5 @@
-"""A TRL run's files, read for the app's Runs view (pandas only; no torch, no trl).
+"""TRL and MRTPO runs, two run formats of :mod:`.run_formats` (pandas only; no torch, no trl); the Runs view
+reads every format through :mod:`.run_view`.
 
 A run is a TRL ``output_dir``: TRL's ``completions/completions_{step:05d}.parquet`` (written when
 ``log_completions=True``: ``step, prompt, completion, <one column per reward>, <log_extra columns>, advantage``) and,
@@ -9,9 +10,6 @@ opens as a run of one step.
 Known limits of TRL's own files, which the reader cannot undo: an evaluation at step ``s`` overwrites the training
 completions of step ``s``; with ``steps_per_generation > 1`` consecutive files repeat the same completions; prompts
 are grouped by runs of equal consecutive prompts (TRL logs no group index).
-
-The view functions here (:func:`step_frame`, :func:`reward_curves`, the tables) read a run of every format of
-:mod:`.run_formats` (verl's dumps: :mod:`.verl_runs`; prime-rl's exports: :mod:`.prime_rl_runs`).
 
 Frames have one row per completion, columns ``step, mode, row, group, prompt, completion, advantage``,
 ``reward/<name>`` per reward and, from a token log, its per-token columns (:mod:`.trl_log`).
@@ -27,22 +25,14 @@ import pandas as pd
 
 from . import run_files, run_formats, trl_log
 from .run_files import RunFileError
-from ..viz.numbers import sig_frame
 
 COMPLETIONS_FILE = re.compile(r"^completions_(\d{1,9})\.parquet$")
 TOKENS_FILE = re.compile(r"^(eval_)?tokens_(\d{1,9})\.parquet$")
 """Step numbers have at most 9 digits (a member named with a step beyond int64 is not a run file)."""
-SORT_KEYS = ("row", "advantage", "token advantage spread")
-"""What completions can be sorted by, besides each ``reward/<name>`` column."""
 
 
 RunFiles = run_formats.RunFiles
 reward_column = run_formats.reward_column
-
-
-def open_run(path, base=None, max_bytes: int = run_files.MAX_FILE_BYTES) -> RunFiles:
-    """A run of any registered format (:func:`.run_formats.open_run`)."""
-    return run_formats.open_run(path, base, max_bytes)
 
 
 shown = run_formats.shown
@@ -115,28 +105,29 @@ def _file_step(path: Path, base: Path) -> int:
 # ----------------------------------------------------------------------------------------------- reading
 
 
-def reward_names(run: RunFiles) -> list[str]:
-    """The rewards of the run (its format's :attr:`~.run_formats.RunFormat.reward_names`; an MRTPO run's
-    ``run.json`` lists them first), at most :data:`~.run_files.MAX_REWARDS`."""
-    listed, first = run.info.get("rewards"), shown(next(iter(run.files.values())))
-    if listed and run.kind in ("mrtpo", "trl"):
-        if not isinstance(listed, list) or not all(isinstance(n, str) and 0 < len(n) <= 200 for n in listed):
-            raise ValueError("the run's mrtpo/run.json lists its rewards wrongly: 'rewards' must be a list of names")
-        names, first = list(listed), trl_log.RUN_FILE
-    else:
-        names = run.format.reward_names(run)
-    if len(names) > run_files.MAX_REWARDS:
-        raise RunFileError(f"{first} has {len(names):,} rewards; a run here has at most {run_files.MAX_REWARDS}")
-    return names
+def _listed(run: RunFiles):
+    """The rewards ``mrtpo/run.json`` lists (None when it lists none)."""
+    listed = run.info.get("rewards")
+    if listed and (not isinstance(listed, list) or not all(isinstance(n, str) and 0 < len(n) <= 200 for n in listed)):
+        raise ValueError("the run's mrtpo/run.json lists its rewards wrongly: 'rewards' must be a list of names")
+    return list(listed) if listed else None
 
 
 def _token_log_names(run: RunFiles) -> list[str]:
+    """``run.json``'s rewards, else the token log's ``reward/*`` columns (from the first file's footer)."""
+    listed = _listed(run)
+    if listed:
+        return listed
     cols = run_files.parquet_columns(next(iter(run.files.values())), run.allowed)
     return [c.removeprefix("reward/") for c in cols if c.startswith("reward/")]
 
 
 def _completions_names(run: RunFiles) -> list[str]:
-    """TRL's numeric columns besides ``step`` and ``advantage``, from the first file's footer."""
+    """``run.json``'s rewards, else TRL's numeric columns besides ``step`` and ``advantage``, from the first file's
+    footer."""
+    listed = _listed(run)
+    if listed:
+        return listed
     schema = run_files.parquet_schema(next(iter(run.files.values())), run.allowed)
     return [f.name for f in schema if f.name not in ("step", "advantage") and _numeric(f.type)]
 
@@ -151,28 +142,15 @@ TOKEN_LOG_COLUMNS = ("row", "group", "prompt", "completion", "advantage", "token
 """The token log's columns the Runs view reads (besides ``reward/<name>``)."""
 
 
-def step_frame(run: RunFiles, step: int, mode: str = "train") -> pd.DataFrame:
-    """The completions of a (mode, step): one row per completion, in its format's order (:data:`.run_formats.
-    VIEW_COLUMNS`, ``reward/<name>`` per reward, and what else the format holds).
-
-    Raises:
-        KeyError: no such step. ValueError: the file lacks a column the view needs, or holds values of the wrong
-            kind (named).
-    """
-    if (mode, step) not in run.files:
-        raise KeyError(f"the run has no {mode} step {step}; it has {', '.join(f'{m} {s}' for m, s in run.steps())}")
-    return run.format.rows(run, run.files[(mode, step)], step, mode)
-
-
 def _token_log_rows(run: RunFiles, path: Path, step: int, mode: str) -> pd.DataFrame:
-    names = reward_names(run)
+    names = _token_log_names(run)
     frame = _nonempty(_read(run, path), path)
     _require(frame.columns, path, [*TOKEN_LOG_COLUMNS, *map(reward_column, names)])
     return _checked(frame, path, names)
 
 
 def _completions_rows(run: RunFiles, path: Path, step: int, mode: str) -> pd.DataFrame:
-    names = reward_names(run)
+    names = _completions_names(run)
     df = _nonempty(_read(run, path), path)
     _require(df.columns, path, ["prompt", "completion", "advantage", *names])
     return _checked(_from_trl(df, names, step, path), path, names)
@@ -277,91 +255,6 @@ def _groups(prompts: list[str]) -> list[int]:
         g += int(i == 0 or p != prompts[i - 1])
         out.append(g)
     return out
-
-
-def reward_curves(run: RunFiles) -> pd.DataFrame:
-    """Per (mode, step), each reward's mean over the step's completions: columns ``variant`` (the mode), ``seed``
-    (0), ``step`` (TRL's global step minus 1: the figure shows step + 1), ``reward/<name>`` (the frame
-    :func:`mrtpo_viz.viz.training.reward_curves_figure` draws). Steps are read in order until
-    :data:`~.run_files.MAX_CURVE_ROWS` rows have been; ``attrs["note"]`` then says which steps are left off."""
-    names, rows, read, steps = curve_names(run), [], 0, run.steps()
-    for mode, step in steps:
-        if read >= run_files.MAX_CURVE_ROWS:
-            break
-        if run.format.means is not None:  # without building the step's rows (read once per file version)
-            count, means = run.format.means(run, run.files[(mode, step)])
-        else:
-            df = step_frame(run, step, mode)
-            count, means = len(df), {n: float(df[reward_column(n)].mean()) for n in names}
-        read += count
-        # the figure counts steps from 0 and shows step + 1 (the live tab's frames); TRL's global steps start at 1
-        rows.append({"variant": mode, "seed": 0, "step": step - 1, **{reward_column(n): means[n] for n in names}})
-    out = pd.DataFrame(rows)
-    if len(rows) < len(steps):
-        out.attrs["note"] = (
-            f"The reward curves show the first {len(rows)} of {len(steps)} step files ({read:,} rows; they read "
-            f"at most {run_files.MAX_CURVE_ROWS:,}); every step still opens when picked."
-        )
-    return out
-
-
-def curve_names(run: RunFiles) -> list[str]:
-    """What the run's curves show per step: its format's own series (a run that logs no rewards), else its
-    rewards; each is column ``reward/<name>`` of :func:`reward_curves`."""
-    return list(run.format.curve_names) or reward_names(run)
-
-
-def groups_table(frame: pd.DataFrame, names: list[str]) -> pd.DataFrame:
-    """One row per group: its prompt, size, mean of each reward, lowest and highest advantage."""
-    agg = {
-        "prompt": ("prompt", "first"),
-        "completions": ("row", "count"),
-        **{f"mean {n}": (reward_column(n), "mean") for n in names},
-        "min advantage": ("advantage", "min"),
-        "max advantage": ("advantage", "max"),
-    }
-    return sig_frame(frame.groupby("group", sort=True).agg(**agg).reset_index())
-
-
-def _spread(frame: pd.DataFrame) -> pd.Series:
-    if "token_advantages" not in frame:
-        return pd.Series(0.0, index=frame.index)
-    return frame["token_advantages"].map(lambda v: float(max(v) - min(v)) if len(v) else 0.0)
-
-
-def completions_table(
-    frame: pd.DataFrame, names: list[str], *, group=None, text: str = "", sort_by: str = "row", descending: bool = False
-) -> pd.DataFrame:
-    """The completions to list: of one group (None: all), containing ``text`` in the prompt or completion (case
-    ignored), sorted by ``row``, ``advantage``, the token advantages' spread or a reward."""
-    keep = frame if group is None else frame[frame["group"] == int(group)]
-    if text.strip():
-        needle = text.strip().lower()
-        in_completion = keep["completion"].str.lower().str.contains(needle, regex=False)
-        hit = in_completion | keep["prompt"].str.lower().str.contains(needle, regex=False)
-        keep = keep[hit]
-    table = pd.DataFrame(
-        {
-            "row": keep["row"],
-            "group": keep["group"],
-            **{n: keep[reward_column(n)] for n in names},
-            "advantage": keep["advantage"],
-            "token advantage spread": _spread(keep),
-            "completion": keep["completion"].str.slice(0, 120),
-        }
-    )
-    key = sort_by if sort_by in table.columns and sort_by != "completion" else "row"
-    return sig_frame(table.sort_values(key, ascending=not descending, kind="stable").reset_index(drop=True))
-
-
-def completion_record(frame: pd.DataFrame, row: int) -> dict:
-    """One completion of a step frame as plain Python values (lists for the per-token columns)."""
-    hit = frame[frame["row"] == int(row)]
-    if hit.empty:
-        raise KeyError(
-            f"the step has no completion {row}; rows are {int(frame['row'].min())}..{int(frame['row'].max())}"
-        )
-    return {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in hit.iloc[0].items()}
 
 
 # ----------------------------------------------------------------------------------------------- the formats

@@ -7,8 +7,8 @@ relevance of a replay of its exact ids).
 An MRTPO run (``MRTPOTrainer``) shows what its per-token log holds; a plain TRL run (GRPO, GDPO) or a verl dump
 logged no tokens, so its completions are replayed on demand with the chosen checkpoint and the information typed
 (or found for a bundled example, or a verl row's ground truth). Reading and aggregation are
-:mod:`mrtpo_viz.integrations.trl_runs` (and :mod:`~mrtpo_viz.integrations.verl_runs`) and
-:mod:`~mrtpo_viz.integrations.run_replay`; rendering is :mod:`mrtpo_viz.viz`.
+:mod:`mrtpo_viz.integrations.run_view` and :mod:`~mrtpo_viz.integrations.run_replay`; rendering is
+:mod:`mrtpo_viz.viz`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import gradio as gr
 
 from .. import viz
-from ..integrations import run_files, run_formats, run_replay, run_uploads, trl_runs
+from ..integrations import run_files, run_formats, run_replay, run_uploads, run_view
 from ..settings import get_settings
 from ..viz.training import reward_curves_figure
 from .downloads import download_folder
@@ -34,10 +34,10 @@ from .zerogpu import gpu
 ALL = "all"
 
 
-def _run(state) -> trl_runs.RunFiles:
+def _run(state) -> run_view.RunFiles:
     if not state:
         raise ValueError("Open a run first: type its folder or upload a zip or parquet file.")
-    return trl_runs.open_run(state["path"], state["base"], _max_file_bytes())
+    return run_view.open_run(state["path"], state["base"], _max_file_bytes())
 
 
 def _max_file_bytes() -> int:
@@ -76,9 +76,9 @@ def open_run(typed: str, upload):
         base = Path(get_settings().runs_dir).resolve()
     else:
         raise ValueError("Type a run folder (relative to MRTPO_RUNS_DIR) or upload a zip or parquet file.")
-    run = trl_runs.open_run(path, base, _max_file_bytes())
-    names, steps, shown = trl_runs.reward_names(run), run.steps(), trl_runs.curve_names(run)
-    curves = trl_runs.reward_curves(run)
+    run = run_view.open_run(path, base, _max_file_bytes())
+    names, steps, shown = run_view.reward_names(run), run.steps(), run_view.curve_names(run)
+    curves = run_view.reward_curves(run)
     fig = reward_curves_figure(curves, [f"reward/{n}" for n in shown], title=run.format.curves_title)
     values = curves[[f"reward/{n}" for n in shown]].to_numpy()
     if values.size and (values.min() < 0 or values.max() > 1):  # TRL rewards need not lie in [0, 1]
@@ -99,10 +99,10 @@ def run_step(state, key):
     if not state:
         return gr.update(), gr.update()
     mode, step = _step(key)
-    frame = trl_runs.step_frame(_run(state), step, mode)
+    frame = run_view.step_frame(_run(state), step, mode)
     groups = sorted(set(frame["group"].tolist()))
     return (
-        trl_runs.groups_table(frame, state["names"]),
+        run_view.groups_table(frame, state["names"]),
         gr.update(choices=[ALL] + [str(g) for g in groups], value=ALL),
     )
 
@@ -113,9 +113,9 @@ def run_completions(state, key, group, text, sort_by, descending):
     if not state:
         return gr.update()
     mode, step = _step(key)
-    frame = trl_runs.step_frame(_run(state), step, mode)
+    frame = run_view.step_frame(_run(state), step, mode)
     group = None if group in (None, "", ALL) else _whole(group, "group")
-    return trl_runs.completions_table(
+    return run_view.completions_table(
         frame, state["names"], group=group, text=text or "", sort_by=sort_by, descending=bool(descending)
     )
 
@@ -199,7 +199,7 @@ def run_completion(state, key, row):
     lines prefilled where the prompt is a bundled example."""
     run = _run(state)
     mode, step = _step(key)
-    record = trl_runs.completion_record(trl_runs.step_frame(run, step, mode), _whole(row, "completion row"))
+    record = run_view.completion_record(run_view.step_frame(run, step, mode), _whole(row, "completion row"))
     names, fmt = state["names"], run.format
     lines = _info_lines(default_infos(record, names, fmt), names)  # what "Replay with the checkpoint" starts from
     if "token_advantages" in record:
@@ -249,8 +249,8 @@ def replay_completion(checkpoint, state, key, row, infos_text, alpha, gamma):
     """Replay a completion of a plain run with the checkpoint and the typed information."""
     run = _run(state)
     mode, step = _step(key)
-    frame = trl_runs.step_frame(run, step, mode)
-    record = trl_runs.completion_record(frame, _whole(row, "completion row"))
+    frame = run_view.step_frame(run, step, mode)
+    record = run_view.completion_record(frame, _whole(row, "completion row"))
     if run.format.rollout is not None:
         return _replay_ids(checkpoint, run.format, record, infos_text, state["names"])
     if not (infos_text or "").strip():  # nothing typed: each reward's default information
@@ -318,7 +318,7 @@ def build_runs_tab(checkpoint: gr.components.Component) -> None:
         group = gr.Dropdown([ALL], value=ALL, label="group", scale=1)
         text = gr.Textbox(label="filter by text (prompt or completion)", scale=2)
         sort_by = gr.Dropdown(
-            list(trl_runs.SORT_KEYS),
+            list(run_view.SORT_KEYS),
             value="row",
             allow_custom_value=True,
             label="sort by (or a reward's name)",

@@ -8,7 +8,7 @@ import gradio as gr
 import pandas as pd
 import pytest
 
-from mrtpo_viz.integrations import trl_runs
+from mrtpo_viz.integrations import run_view
 from mrtpo_viz.ui import runs_tab
 
 from .bounded import bounded
@@ -64,7 +64,7 @@ def test_run_json_linked_to_etc_passwd_is_not_read(runs):
     (inside / "r" / "mrtpo").mkdir()
     os.symlink("/etc/passwd", inside / "r" / "mrtpo" / "run.json")
     with bounded():
-        run = trl_runs.open_run(inside / "r", inside)
+        run = run_view.open_run(inside / "r", inside)
         state, status, _, _ = runs_tab.open_run("r", None)
     assert run.info == {} and "rewards `ok`" in status
 

@@ -11,7 +11,7 @@ import gradio as gr
 import pytest
 
 from mrtpo_viz.cli import main
-from mrtpo_viz.integrations import prime_rl_runs, run_uploads
+from mrtpo_viz.integrations import prime_rl_lines, prime_rl_runs, run_uploads
 from mrtpo_viz.ui import runs_tab
 from tests.integrations.prime_rl_fixture import sequence_record
 
@@ -100,7 +100,7 @@ def test_a_line_over_the_byte_cap_is_refused_without_reading_the_rest(tmp_path, 
 
 def test_each_cap_refuses_one_over_it_and_opens_one_at_it(tmp_path, monkeypatch):
     monkeypatch.setenv("MRTPO_RUNS_DIR", str(tmp_path))
-    n = prime_rl_runs.MAX_TOKENS
+    n = prime_rl_lines.MAX_TOKENS
     at = {**good(1), "token_ids": [1] * n, "loss_mask": [True] * n, "advantages": [0.5] * n}
     for key in list(at):
         if isinstance(at[key], list) and key not in ("token_ids", "loss_mask", "advantages"):

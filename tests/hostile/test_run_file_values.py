@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from mrtpo_viz.cli import main
-from mrtpo_viz.integrations import run_formats, run_uploads, verl_runs
+from mrtpo_viz.integrations import run_uploads, run_view, verl_runs
 from mrtpo_viz.ui import runs_tab
 
 from .bounded import bounded
@@ -112,8 +112,8 @@ def test_the_cli_reads_no_fifo_and_no_device_in_a_dump_folder(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "holds no run files" in err and "{step}.jsonl" in err, err
     (folder / "3.jsonl").write_text(GOOD)  # a regular file beside them is the one read
-    run = run_formats.open_run(folder)
-    assert [r["id"] for r in run_formats.rollout_rows(run, None)] == ["step3-row0"]
+    run = run_view.open_run(folder)
+    assert [r["id"] for r in run_view.rollout_rows(run, None)] == ["step3-row0"]
 
 
 def test_the_runs_tab_reads_no_fifo_and_no_device_in_a_dump_folder(tmp_path, monkeypatch):

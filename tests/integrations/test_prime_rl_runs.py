@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from mrtpo_viz.integrations import prime_rl_runs, run_formats, run_replay, run_uploads, trl_runs
+from mrtpo_viz.integrations import prime_rl_runs, run_replay, run_uploads, run_view
 from tests.integrations.prime_rl_fixture import PROMPTS, SYSTEM, sequence_record, write_lines, write_prime_rl_export
 
 
@@ -41,24 +41,24 @@ def hand_export(folder):
 
 
 def test_a_hand_built_export_opens_with_groups_channels_and_curves(tmp_path):
-    run = trl_runs.open_run(hand_export(tmp_path / "out"))
-    assert run.kind == "prime-rl" and run.steps() == [("train", 7)] and trl_runs.reward_names(run) == []
-    frame = trl_runs.step_frame(run, 7)
+    run = run_view.open_run(hand_export(tmp_path / "out"))
+    assert run.kind == "prime-rl" and run.steps() == [("train", 7)] and run_view.reward_names(run) == []
+    frame = run_view.step_frame(run, 7)
     assert frame["rank"].tolist() == [0, 0, 1, 1] and frame["line"].tolist() == [1, 2, 1, 2]
     assert frame["group"].tolist() == [0, 0, 1, 0]  # prompt B is the second distinct prompt
     assert frame["advantage"].tolist() == [1.5, -0.5, 2.0, 0.25]  # the mean over loss tokens
     assert frame["completion_ids"].map(list).tolist() == [[11, 12, 13], [14, 15, 16], [21, 22], [17, 18, 19]]
     assert frame["prompt"].iloc[2] == "2 prompt tokens (no env name)"
-    rec = trl_runs.completion_record(frame, 1)
+    rec = run_view.completion_record(frame, 1)
     ch = prime_rl_runs.channels(rec)
     assert list(ch) == ["rl"]  # no ce and no ref_kl stream in this sequence
     # rl weight 0 on the 5th token (response index 1): not trained by the rl channel; 0.5 on the last
     assert ch["rl"][0] == -0.5 and math.isnan(ch["rl"][1]) and ch["rl"][2] == pytest.approx(-0.25)
-    ce = prime_rl_runs.channels(trl_runs.completion_record(frame, 3))
+    ce = prime_rl_runs.channels(run_view.completion_record(frame, 3))
     assert ce["rl"].tolist() == [0.25, 0.25, 0.25] and ce["ce"][:2].tolist() == [0.1, 0.1] and math.isnan(ce["ce"][2])
     streams, masks = prime_rl_runs.logged_streams(rec)
     assert streams["entropy"] == [3.0, 4.0, 5.0] and masks["loss mask"] == [1.0, 1.0, 1.0]
-    curves = trl_runs.reward_curves(run)
+    curves = run_view.reward_curves(run)
     loss_tokens = 3 + 3 + 2 + 3
     assert curves["reward/advantage"].tolist() == pytest.approx(
         [(3 * 1.5 - 3 * 0.5 + 2 * 2.0 + 3 * 0.25) / loss_tokens]
@@ -72,18 +72,18 @@ def test_mismatch_values_follow_prime_rls_formulas(tmp_path):
     t, i = np.array(line["trainer_logprobs"]), np.array(line["inference_logprobs"])
     r = np.exp(t - i)
     assert line["mismatch_kl"] == pytest.approx((r - (t - i) - 1).tolist())
-    frame = trl_runs.step_frame(trl_runs.open_run(tmp_path / "out"), 7)
+    frame = run_view.step_frame(run_view.open_run(tmp_path / "out"), 7)
     assert frame["mismatch_kl"].iloc[0].tolist() == pytest.approx(line["mismatch_kl"][3:])
 
 
 def test_a_step_folder_a_token_exports_folder_and_one_rank_file_open(tmp_path):
     hand_export(tmp_path / "out")
     exports = tmp_path / "out" / "token_exports"
-    assert trl_runs.open_run(exports, tmp_path).steps() == [("train", 7)]
-    assert trl_runs.open_run(exports / "step_7", tmp_path).steps() == [("train", 7)]
-    one = trl_runs.open_run(exports / "step_7" / "rank_1.jsonl")
+    assert run_view.open_run(exports, tmp_path).steps() == [("train", 7)]
+    assert run_view.open_run(exports / "step_7", tmp_path).steps() == [("train", 7)]
+    one = run_view.open_run(exports / "step_7" / "rank_1.jsonl")
     assert one.kind == "prime-rl" and one.steps() == [("train", 7)]
-    assert trl_runs.step_frame(one, 7)["completion_ids"].map(list).tolist() == [[21, 22], [17, 18, 19]]
+    assert run_view.step_frame(one, 7)["completion_ids"].map(list).tolist() == [[21, 22], [17, 18, 19]]
 
 
 def test_a_zip_of_an_export_uploads_with_its_step_folders(tmp_path):
@@ -96,7 +96,7 @@ def test_a_zip_of_an_export_uploads_with_its_step_folders(tmp_path):
     path = run_uploads.extract_upload(tmp_path / "run.zip", tmp_path / "up", max_bytes=2**20)
     files = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
     assert files == ["token_exports/step_7/rank_0.jsonl", "token_exports/step_7/rank_1.jsonl"]
-    assert trl_runs.open_run(path).kind == "prime-rl"
+    assert run_view.open_run(path).kind == "prime-rl"
     single = run_uploads.extract_upload(tmp_path / "out/token_exports/step_7/rank_0.jsonl", tmp_path / "u2", 2**20)
     assert single.name == "rank_0.jsonl"
 
@@ -116,17 +116,17 @@ def fixture_export(tmp_path_factory):
 
 
 def test_the_export_replays_its_exact_ids_with_the_policy_that_wrote_it(fixture_export, bundled):
-    run = trl_runs.open_run(fixture_export)
+    run = run_view.open_run(fixture_export)
     assert run.kind == "prime-rl" and run.steps() == [("train", 1), ("train", 2)]
-    frame = trl_runs.step_frame(run, 2)
+    frame = run_view.step_frame(run, 2)
     assert frame["group"].tolist() == [0] * 4 + [1] * 4 and frame["env_name"].tolist() == ["geo"] * 4 + ["colors"] * 4
     for group, (question, _, _) in enumerate(PROMPTS):
-        record = trl_runs.completion_record(frame, 4 * group)
+        record = run_view.completion_record(frame, 4 * group)
         messages, ids = run.format.rollout(record, bundled)
         assert messages == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
         assert bundled.chat_ids(messages) == list(record["prompt_ids"])  # the decoded prompt renders to its ids
         assert ids == list(record["completion_ids"])
-    record = trl_runs.completion_record(frame, 5)
+    record = run_view.completion_record(frame, 5)
     messages, ids = run.format.rollout(record, bundled)
     rel = run_replay.replayed_relevance(bundled, messages, ids, {"answer": "red"})
     assert rel.token_ids == ids and rel.scores.shape == (1, len(ids)) and float(rel.scores.max()) > 0.0
@@ -154,4 +154,4 @@ def test_the_cli_scores_an_export_with_typed_information(fixture_export, tmp_pat
     first = json.loads((fixture_export / "token_exports/step_1/rank_0.jsonl").read_text().splitlines()[0])
     start = first["loss_mask"].index(True)
     assert records[0]["token_ids"] == first["token_ids"][start:]  # the exact exported ids, not re-tokenized text
-    assert run_formats.open_run(fixture_export).kind == "prime-rl"
+    assert run_view.open_run(fixture_export).kind == "prime-rl"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from mrtpo_viz.integrations import run_formats, trl_runs, verl_runs
+from mrtpo_viz.integrations import run_view, verl_runs
 from tests.integrations.verl_fixture import dump_generations
 
 CHATML = "user\nName a color.\nassistant\n"
@@ -48,15 +48,15 @@ def test_grpo_advantages_match_verls_own_function_for_groups_of_one_two_and_thre
 def test_a_dump_with_a_prompt_of_one_rollout_gets_verls_advantage(tmp_path, core_algos):
     other = "user\nWhat is 2+2?\nassistant\n"
     dump_generations(5, [CHATML, CHATML, other], ["red", "blue", "4"], [None] * 3, [1.0, 0.0, 0.8], {}, str(tmp_path))
-    frame = trl_runs.step_frame(trl_runs.open_run(tmp_path), 5)
+    frame = run_view.step_frame(run_view.open_run(tmp_path), 5)
     want = verl_grpo(core_algos, [1.0, 0.0, 0.8], [0, 0, 1])
     assert frame["advantage"].tolist() == pytest.approx(want, abs=1e-6)
     assert frame["advantage"].iloc[2] == pytest.approx(0.8, abs=1e-5)  # was 0 before: verl keeps the score
 
 
 def test_every_builtin_format_is_registered_in_detection_order():
-    assert list(run_formats.formats())[:4] == ["mrtpo", "trl", "verl", "prime-rl"]
-    for fmt in run_formats.formats().values():
+    assert list(run_view.formats())[:4] == ["mrtpo", "trl", "verl", "prime-rl"]
+    for fmt in run_view.formats().values():
         assert fmt.title and fmt.advantage and fmt.looks
 
 
@@ -75,7 +75,7 @@ def test_every_builtin_format_is_registered_in_detection_order():
     ],
 )
 def test_a_zip_member_is_placed_by_the_format_that_claims_it(member, target):
-    assert run_formats.upload_target(member) == target
+    assert run_view.upload_target(member) == target
 
 
 def test_a_folder_is_the_first_format_that_finds_files_in_it(tmp_path):
@@ -85,15 +85,15 @@ def test_a_folder_is_the_first_format_that_finds_files_in_it(tmp_path):
     pd.DataFrame({"prompt": ["p"], "completion": ["c"], "advantage": [0.5], "r": [1.0]}).to_parquet(
         tmp_path / "completions" / "completions_00001.parquet"
     )
-    assert run_formats.open_run(tmp_path).kind == "trl"
+    assert run_view.open_run(tmp_path).kind == "trl"
     pd.DataFrame({"token_advantages": [[0.1]]}).to_parquet(tmp_path / "mrtpo" / "tokens_00001.parquet")
-    assert run_formats.open_run(tmp_path).kind == "mrtpo"
-    assert run_formats.open_run(tmp_path / "completions", tmp_path).kind == "mrtpo"  # its inner folder: the run
+    assert run_view.open_run(tmp_path).kind == "mrtpo"
+    assert run_view.open_run(tmp_path / "completions", tmp_path).kind == "mrtpo"  # its inner folder: the run
     dump_generations(2, [CHATML], ["red"], [None], [1.0], {}, str(tmp_path / "v"))
-    assert run_formats.open_run(tmp_path / "v").kind == "verl"
+    assert run_view.open_run(tmp_path / "v").kind == "verl"
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match=r"holds no run files: neither mrtpo/.* nor .*token_exports"):
-        run_formats.open_run(tmp_path / "empty")
+        run_view.open_run(tmp_path / "empty")
 
 
 def test_a_run_is_scored_through_the_same_path_and_caps_as_a_rollouts_file(tmp_path):
@@ -108,8 +108,8 @@ def test_a_run_is_scored_through_the_same_path_and_caps_as_a_rollouts_file(tmp_p
     policy = load_policy(str(BUNDLED_POLICY_DIR))
     outputs = ["red", "red " * 60, "blue"]
     dump_generations(1, [CHATML] * 3, outputs, ["red"] * 3, [1.0, 0.5, 0.0], {}, str(tmp_path / "v"))
-    run = run_formats.open_run(tmp_path / "v")
-    rows = list(run_formats.rollout_rows(run, policy))
+    run = run_view.open_run(tmp_path / "v")
+    rows = list(run_view.rollout_rows(run, policy))
     assert [r["id"] for r in rows] == ["step1-row0", "step1-row1", "step1-row2"]
     assert rows[1]["infos"] == {"score": "red"} and rows[1]["rewards"] == {"score": 0.5}
 

@@ -7,15 +7,15 @@ import shutil
 import pytest
 import torch
 
-from mrtpo_viz.integrations import run_replay, trl_log, trl_runs
+from mrtpo_viz.integrations import run_replay, run_view, trl_log
 from mrtpo_viz.tasks import get_verifier, load_examples
 
 NAMES = ["tool_call.format", "tool_call.correctness"]
 
 
 def test_the_logged_view_is_the_log(trl_example_run):
-    frame = trl_runs.step_frame(trl_runs.open_run(trl_example_run[1]), 1)
-    record = trl_runs.completion_record(frame, 3)
+    frame = run_view.step_frame(run_view.open_run(trl_example_run[1]), 1)
+    record = run_view.completion_record(frame, 3)
     view = run_replay.logged_view(record, NAMES)
     T = len(record["tokens"])
     assert view.source == "logged" and view.relevance.scores.shape == (2, T)
@@ -37,21 +37,21 @@ def test_a_plain_run_is_replayed_on_demand(trl_example_run, tmp_path):
     from mrtpo_viz.policy import load_policy
 
     shutil.copytree(trl_example_run[1] / "completions", tmp_path / "plain" / "completions")
-    plain = trl_runs.open_run(tmp_path / "plain")
-    assert plain.kind == "trl" and trl_runs.reward_names(plain) == NAMES
-    frame = trl_runs.step_frame(plain, 1)
-    logged = trl_runs.step_frame(trl_runs.open_run(trl_example_run[1]), 1)
+    plain = run_view.open_run(tmp_path / "plain")
+    assert plain.kind == "trl" and run_view.reward_names(plain) == NAMES
+    frame = run_view.step_frame(plain, 1)
+    logged = run_view.step_frame(run_view.open_run(trl_example_run[1]), 1)
     policy = load_policy("tiny-mrtpo", device="cpu", dtype="float32")
     checked = 0
     for row in range(len(frame)):
-        record = trl_runs.completion_record(frame, row)
+        record = run_view.completion_record(frame, row)
         infos = run_replay.guess_infos(json.loads(record["messages"]), NAMES)
         assert set(infos) == set(NAMES) and infos["tool_call.correctness"].startswith("The correct call is")
         view = run_replay.replayed_view(policy, frame, record, NAMES, infos)
         br = view.breakdown
         assert br.gdpo == pytest.approx(record["advantage"], abs=1e-5)  # ours vs TRL's GDPO (float32)
         assert float(br.mrtpo.mean()) == pytest.approx(br.gdpo, abs=1e-5)
-        log = trl_runs.completion_record(logged, row)
+        log = run_view.completion_record(logged, row)
         if (
             view.relevance.token_ids == log["completion_ids"][: len(view.relevance.token_ids)]
             and len(view.relevance.token_ids) == len(log["completion_ids"]) - 1

@@ -8,7 +8,7 @@ import zipfile
 import pandas as pd
 import pytest
 
-from mrtpo_viz.integrations import run_uploads, trl_log, trl_runs
+from mrtpo_viz.integrations import run_uploads, run_view, trl_log
 
 NAMES = ["fmt", "ok"]
 
@@ -44,52 +44,52 @@ def plain_run(tmp_path):
 
 
 def test_a_plain_trl_run_opens_from_its_completions(plain_run):
-    run = trl_runs.open_run(plain_run)
+    run = run_view.open_run(plain_run)
     assert run.kind == "trl" and run.steps() == [("train", 1), ("train", 2)]
-    assert trl_runs.reward_names(run) == NAMES  # the list-valued extra column is not a reward
-    frame = trl_runs.step_frame(run, 2)
+    assert run_view.reward_names(run) == NAMES  # the list-valued extra column is not a reward
+    frame = run_view.step_frame(run, 2)
     assert frame["group"].tolist() == [0, 0, 1, 1] and frame["row"].tolist() == [0, 1, 2, 3]
     assert frame["prompt"].tolist() == PROMPTS and frame["completion"][1] == "answer 1"
     assert json.loads(frame["messages"][0]) == [{"role": "user", "content": "a"}]
-    curves = trl_runs.reward_curves(run)
+    curves = run_view.reward_curves(run)
     assert curves["reward/fmt"].tolist() == [0.75, 0.75]
     assert curves["reward/ok"].tolist() == pytest.approx([1 / 3, 1 / 3])  # NaN (None) left out
-    groups = trl_runs.groups_table(frame, NAMES)
+    groups = run_view.groups_table(frame, NAMES)
     assert groups["mean fmt"].tolist() == [0.5, 1.0] and groups["max advantage"].tolist() == [0.7, 0.3]
 
 
 def test_completions_filter_and_sort(plain_run):
-    frame = trl_runs.step_frame(trl_runs.open_run(plain_run), 1)
-    t = trl_runs.completions_table(frame, NAMES, sort_by="advantage", descending=True)
+    frame = run_view.step_frame(run_view.open_run(plain_run), 1)
+    t = run_view.completions_table(frame, NAMES, sort_by="advantage", descending=True)
     assert t["row"].tolist() == [0, 2, 3, 1]
-    assert trl_runs.completions_table(frame, NAMES, group=1)["row"].tolist() == [2, 3]
-    assert trl_runs.completions_table(frame, NAMES, text="ANSWER 3")["row"].tolist() == [3]
-    assert trl_runs.completions_table(frame, NAMES, sort_by="fmt")["row"].tolist() == [1, 0, 2, 3]  # stable
-    assert trl_runs.completions_table(frame, NAMES, sort_by="nonsense")["row"].tolist() == [0, 1, 2, 3]
-    assert trl_runs.completion_record(frame, 2)["prompt"] == "b"
+    assert run_view.completions_table(frame, NAMES, group=1)["row"].tolist() == [2, 3]
+    assert run_view.completions_table(frame, NAMES, text="ANSWER 3")["row"].tolist() == [3]
+    assert run_view.completions_table(frame, NAMES, sort_by="fmt")["row"].tolist() == [1, 0, 2, 3]  # stable
+    assert run_view.completions_table(frame, NAMES, sort_by="nonsense")["row"].tolist() == [0, 1, 2, 3]
+    assert run_view.completion_record(frame, 2)["prompt"] == "b"
     with pytest.raises(KeyError, match="no completion 9"):
-        trl_runs.completion_record(frame, 9)
+        run_view.completion_record(frame, 9)
 
 
 def test_plain_text_prompts_and_a_single_file(tmp_path):
     trl_file(tmp_path, 3, REWARDS, PROMPTS, [0.0] * 4, conversational=False)
-    run = trl_runs.open_run(tmp_path / "completions_00003.parquet")
+    run = run_view.open_run(tmp_path / "completions_00003.parquet")
     assert run.steps() == [("train", 3)]
-    frame = trl_runs.step_frame(run, 3)
+    frame = run_view.step_frame(run, 3)
     assert frame["completion"][0] == "answer 0" and frame["prompt"][2] == "b"
     with pytest.raises(KeyError, match="no train step 4"):
-        trl_runs.step_frame(run, 4)
+        run_view.step_frame(run, 4)
 
 
 def test_not_a_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="holds no run files"):
-        trl_runs.open_run(tmp_path)
+        run_view.open_run(tmp_path)
     (tmp_path / "x.parquet").write_bytes(b"PAR1 not really")
     with pytest.raises(ValueError, match="not a readable parquet"):
-        trl_runs.open_run(tmp_path / "x.parquet")
+        run_view.open_run(tmp_path / "x.parquet")
     pd.DataFrame({"a": [1]}).to_parquet(tmp_path / "y.parquet")
     with pytest.raises(ValueError, match="y.parquet is not a run file of any format read here"):
-        trl_runs.open_run(tmp_path / "y.parquet")
+        run_view.open_run(tmp_path / "y.parquet")
 
 
 # ----------------------------------------------------------------------------------------------- uploads
@@ -116,7 +116,7 @@ def test_a_zip_upload_takes_run_files_only_and_never_leaves_its_folder(plain_run
         "mrtpo/tokens_00009.parquet",
     ]
     assert not (tmp_path / "evil").exists() and not list(tmp_path.parent.glob("evil"))
-    run = trl_runs.open_run(got)
+    run = run_view.open_run(got)
     assert [s for m, s in run.steps()] == [9]  # a token log (even a broken one) makes it an MRTPO run
     assert run.info == {"rewards": NAMES}
 
@@ -145,11 +145,11 @@ def test_upload_limits(tmp_path):
 
 def test_the_example_run_opens_with_its_token_log(trl_example_run):
     _, folder = trl_example_run
-    run = trl_runs.open_run(folder)
+    run = run_view.open_run(folder)
     names = ["tool_call.format", "tool_call.correctness"]
     assert run.kind == "mrtpo" and run.steps() == [("train", 1), ("train", 2)]
-    assert trl_runs.reward_names(run) == names and run.info["alpha"] == 1.0
-    frame = trl_runs.step_frame(run, 2)
+    assert run_view.reward_names(run) == names and run.info["alpha"] == 1.0
+    frame = run_view.step_frame(run, 2)
     trl = pd.read_parquet(folder / "completions" / "completions_00002.parquet")
     assert len(frame) == len(trl) == 8
     # the token log and TRL's own file hold the same completions, rewards and (sequence) advantages
@@ -159,6 +159,6 @@ def test_the_example_run_opens_with_its_token_log(trl_example_run):
     assert frame["advantage"].tolist() == pytest.approx(trl["advantage"].tolist(), abs=1e-6)
     means = frame["token_advantages"].map(lambda v: float(v.mean()))
     assert (means - frame["advantage"]).abs().max() <= 1e-5  # the token mean is TRL's sequence advantage
-    spread = trl_runs.completions_table(frame, names, sort_by="token advantage spread", descending=True)
+    spread = run_view.completions_table(frame, names, sort_by="token advantage spread", descending=True)
     assert spread["token advantage spread"].iloc[0] > 0.1  # MRTPO's advantages vary along a completion
-    assert trl_runs.reward_curves(run)["step"].tolist() == [0, 1]  # TRL steps 1, 2 (the figure shows step + 1)
+    assert run_view.reward_curves(run)["step"].tolist() == [0, 1]  # TRL steps 1, 2 (the figure shows step + 1)

@@ -9,7 +9,7 @@ import statistics
 import pytest
 import torch
 
-from mrtpo_viz.integrations import run_replay, run_uploads, trl_runs, verl_runs
+from mrtpo_viz.integrations import run_replay, run_uploads, run_view, verl_runs
 from tests.integrations.verl_fixture import PROMPTS, SYSTEM, dump_generations, write_verl_dump
 
 CHATML_A = "system\nAnswer briefly.\nuser\nWhat is 2+2?\nassistant\n"
@@ -38,10 +38,10 @@ def hand_dump(folder):
 
 
 def test_a_hand_built_dump_opens_with_groups_rewards_and_grpo_advantages(tmp_path):
-    run = trl_runs.open_run(hand_dump(tmp_path / "dump"))
+    run = run_view.open_run(hand_dump(tmp_path / "dump"))
     assert run.kind == "verl" and run.steps() == [("train", 3)]
-    assert trl_runs.reward_names(run) == ["acc", "fmt"]  # pred is text; input/output/gts/score/step are verl's own
-    frame = trl_runs.step_frame(run, 3)
+    assert run_view.reward_names(run) == ["acc", "fmt"]  # pred is text; input/output/gts/score/step are verl's own
+    frame = run_view.step_frame(run, 3)
     assert frame["row"].tolist() == [0, 2, 4, 1, 3, 5] and frame["group"].tolist() == [0, 0, 0, 1, 1, 1]
     assert frame["reward/acc"].tolist() == [1.0, 0.0, 1.0, 0.0, 0.0, 1.0]
     assert math.isnan(frame["reward/fmt"].iloc[5])  # null: not scored
@@ -54,25 +54,25 @@ def test_a_hand_built_dump_opens_with_groups_rewards_and_grpo_advantages(tmp_pat
     want = [(s - statistics.mean(scores)) / (statistics.stdev(scores) + 1e-6) for s in scores]
     assert frame["advantage"].tolist()[:3] == pytest.approx(want, abs=1e-12)
     assert frame["advantage"].tolist()[3:] == pytest.approx([-0.57735, -0.57735, 1.1547], abs=1e-5)
-    curves = trl_runs.reward_curves(run)
+    curves = run_view.reward_curves(run)
     assert curves["reward/acc"].tolist() == [0.5] and curves["reward/fmt"].tolist() == [0.6]
-    groups = trl_runs.groups_table(frame, ["acc", "fmt"])
+    groups = run_view.groups_table(frame, ["acc", "fmt"])
     # the groups table is for display: 3 significant digits (viz.numbers.sig_frame), so 2/3 reads 0.667
     assert groups["mean acc"].tolist() == pytest.approx([2 / 3, 1 / 3], abs=5e-4)
 
 
 def test_only_score_is_a_reward_without_extra_keys_and_bad_lines_are_named(tmp_path):
     dump_generations(1, [CHATML_B, CHATML_B], ["a", "b"], [None, None], [1.0, 0.0], {}, str(tmp_path / "d"))
-    run = trl_runs.open_run(tmp_path / "d" / "1.jsonl")  # one file opens as a run of one step
-    assert trl_runs.reward_names(run) == ["score"]
-    assert trl_runs.step_frame(run, 1)["advantage"].tolist() == pytest.approx([0.7071063, -0.7071063], abs=1e-6)
+    run = run_view.open_run(tmp_path / "d" / "1.jsonl")  # one file opens as a run of one step
+    assert run_view.reward_names(run) == ["score"]
+    assert run_view.step_frame(run, 1)["advantage"].tolist() == pytest.approx([0.7071063, -0.7071063], abs=1e-6)
     (tmp_path / "d" / "2.jsonl").write_text('{"input": "x", "output": "y"}\nnot json\n')
     with pytest.raises(ValueError, match=r"2\.jsonl:2: not JSON"):
-        trl_runs.step_frame(trl_runs.open_run(tmp_path / "d"), 2)
+        run_view.step_frame(run_view.open_run(tmp_path / "d"), 2)
     (tmp_path / "e").mkdir()
     (tmp_path / "e" / "notes.jsonl").write_text("{}\n")
     with pytest.raises(FileNotFoundError, match="rollout_data_dir"):
-        trl_runs.open_run(tmp_path / "e")
+        run_view.open_run(tmp_path / "e")
 
 
 def test_chat_messages_recover_chatml_and_keep_other_text_whole():
@@ -92,7 +92,7 @@ def test_a_zip_of_a_dump_uploads(tmp_path):
         zf.writestr("../../evil.jsonl", "{}")  # neither a step file nor a way out of the folder
     path = run_uploads.extract_upload(tmp_path / "run.zip", tmp_path / "up", max_bytes=2**20)
     assert sorted(p.name for p in path.rglob("*") if p.is_file()) == ["3.jsonl"]
-    assert trl_runs.open_run(path).steps() == [("train", 3)]
+    assert run_view.open_run(path).steps() == [("train", 3)]
 
 
 @pytest.fixture(scope="module")
@@ -110,13 +110,13 @@ def fixture_dump(tmp_path_factory):
 
 
 def test_the_verl_style_dump_replays_with_the_policy_that_wrote_it(fixture_dump, bundled):
-    run = trl_runs.open_run(fixture_dump)
-    names = trl_runs.reward_names(run)
+    run = run_view.open_run(fixture_dump)
+    names = run_view.reward_names(run)
     assert run.steps() == [("train", 1), ("train", 2)] and names == ["acc", "format", "overlap"]
-    frame = trl_runs.step_frame(run, 2)
+    frame = run_view.step_frame(run, 2)
     assert frame["group"].tolist() == [0] * 4 + [1] * 4
     for group, (question, truth) in enumerate(PROMPTS):
-        record = trl_runs.completion_record(frame, 4 * group)
+        record = run_view.completion_record(frame, 4 * group)
         messages = json.loads(record["messages"])
         assert messages == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
         # the recovered messages render to the very prompt the dump holds
@@ -126,7 +126,7 @@ def test_the_verl_style_dump_replays_with_the_policy_that_wrote_it(fixture_dump,
             == json.loads((fixture_dump / "2.jsonl").read_text().splitlines()[4 * group])["input"]
         )
         assert run_replay.record_infos(record, names, run.format) == {n: truth for n in names}
-    record = trl_runs.completion_record(frame, 5)
+    record = run_view.completion_record(frame, 5)
     view = run_replay.replayed_view(bundled, frame, record, names, run_replay.record_infos(record, names, run.format))
     K, T = view.relevance.scores.shape
     assert K == 3 and T == len(view.relevance.tokens) > 0

@@ -58,7 +58,7 @@ def traces(page, plot: str) -> list[str]:
 
 
 def test_the_runs_tab_opens_a_prime_rl_export_and_shows_logged_values_beside_relevance(page, runs_dir, tmp_path):
-    from mrtpo_viz.integrations import run_replay, trl_runs
+    from mrtpo_viz.integrations import run_replay, run_view
     from mrtpo_viz.policy import load_policy
     from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
@@ -76,9 +76,9 @@ def test_the_runs_tab_opens_a_prime_rl_export_and_shows_logged_values_beside_rel
     page.locator("#run-row input").fill(str(row))
     page.locator("#run-show").click()
     page.wait_for_function("() => document.querySelector('#run-note').innerText.includes('token ids, no text')")
-    run = trl_runs.open_run(runs_dir / "prime-run")
-    frame = trl_runs.step_frame(run, 2)
-    record = trl_runs.completion_record(frame, row)
+    run = run_view.open_run(runs_dir / "prime-run")
+    frame = run_view.step_frame(run, 2)
+    record = run_view.completion_record(frame, row)
     T = len(record["completion_ids"])
     page.locator("#run-bars .js-plotly-plot").first.wait_for()
     page.wait_for_function("() => document.querySelector('#run-bars .js-plotly-plot').data.length >= 6")

@@ -7,7 +7,7 @@ import json
 import gradio as gr
 import pytest
 
-from mrtpo_viz.integrations import run_files, trl_runs, verl_runs
+from mrtpo_viz.integrations import run_files, run_view, verl_runs
 from mrtpo_viz.ui import runs_follow, runs_tab
 from tests.integrations.test_trl_runs import PROMPTS, REWARDS, trl_file
 
@@ -72,7 +72,7 @@ def test_a_growing_verl_dump_is_followed_line_by_line(runs, monkeypatch):
     followed, fig, _, _ = follow(state, followed)
     assert parsed == [("2.jsonl", 2)] and curve(fig) == ([1, 2], [0.75, 0.5])
     # the same means as a whole read of the finished run
-    whole = trl_runs.reward_curves(trl_runs.open_run(runs / "dump"))
+    whole = run_view.reward_curves(run_view.open_run(runs / "dump"))
     assert whole["reward/acc"].tolist() == [0.75, 0.5] and curve(fig, 1)[1] == whole["reward/fmt"].tolist()
 
     # a rewritten file (same name, other first line) is read again from its start
@@ -90,8 +90,8 @@ def test_a_trl_run_gets_its_new_steps_and_keeps_the_old_ones_unread(tmp_path, mo
     followed, fig, _, _ = follow(state, None)
     assert curve(fig) == ([1], [0.75])
     read = []
-    real_curves = trl_runs.reward_curves
-    monkeypatch.setattr(trl_runs, "reward_curves", lambda run: read.append(run.steps()) or real_curves(run))
+    real_curves = run_view.reward_curves
+    monkeypatch.setattr(run_view, "reward_curves", lambda run: read.append(run.steps()) or real_curves(run))
     trl_file(folder, 2, [[0.0, 1.0]] * 4, PROMPTS, [0.0] * 4)
     followed, fig, picker, note = follow(state, followed)
     assert read == [[("train", 2)]]  # step 1 was not read again

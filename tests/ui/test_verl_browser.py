@@ -52,7 +52,7 @@ def page(runs_dir, tmp_path_factory):
 
 
 def test_the_runs_tab_opens_a_verl_dump_and_replays_a_completions_tokens(page, runs_dir, tmp_path):
-    from mrtpo_viz.integrations import run_replay, trl_runs
+    from mrtpo_viz.integrations import run_replay, run_view
     from mrtpo_viz.policy import load_policy
     from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
 
@@ -71,9 +71,9 @@ def test_the_runs_tab_opens_a_verl_dump_and_replays_a_completions_tokens(page, r
     page.locator("#run-row input").fill(str(row))
     page.locator("#run-show").click()
     page.wait_for_function("() => document.querySelector('#run-note').innerText.includes('ground truth')")
-    run = trl_runs.open_run(runs_dir / "verl-rollouts")
-    frame = trl_runs.step_frame(run, 2)
-    record = trl_runs.completion_record(frame, row)
+    run = run_view.open_run(runs_dir / "verl-rollouts")
+    frame = run_view.step_frame(run, 2)
+    record = run_view.completion_record(frame, row)
     names = ["acc", "format", "overlap"]
     assert record["gts"] == "red"
     page.locator("#run-replay").click()
