@@ -1,0 +1,97 @@
+"""The real-model arm's code path (studies/real) on the bundled policy: its prompt pools, the pilot's pass-rate
+rule, two training steps of each arm with the greedy held-out evaluation, and the plan's run order. The real model
+itself trains only by hand (``python studies/real/real.py run``)."""
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+STUDY = Path(__file__).resolve().parents[1] / "studies" / "real"
+sys.path.insert(0, str(STUDY))
+
+import _real_runs as runs  # noqa: E402
+import _real_task as task  # noqa: E402
+import real  # noqa: E402
+
+
+def test_pools_have_two_or_three_allowed_constraints_and_the_heldout_set_is_disjoint():
+    kinds = ["forbidden_words", "keyword", "no_comma", "ends_with", "title", "word_count"]
+    train = task.draw_pool("train", 40, kinds)
+    heldout = task.draw_pool("heldout", 20, kinds, exclude=train)
+    assert len(train) == 40 and len(heldout) == 20
+    for ex in train + heldout:
+        ks = [task.kind(v) for v in ex.verifiers]
+        assert 2 <= len(ks) <= 3 and set(ks) <= set(kinds)
+    assert not {e.prompt for e in train} & {e.prompt for e in heldout}
+    assert [e.prompt for e in task.draw_pool("train", 40, kinds)] == [e.prompt for e in train]  # deterministic
+    assert task.draw_pool("train", 10, kinds)[0].prompt == train[0].prompt  # a longer pool starts the same
+
+
+def test_pass_rates_and_the_kept_kinds():
+    samples = [
+        {"kinds": ["a", "b"], "passed": [1, 0]},
+        {"kinds": ["a", "c"], "passed": [1, 1]},
+        {"kinds": ["b", "c"], "passed": [0, 0]},
+    ] * 6
+    rates = task.pass_rates(samples)
+    assert rates == {
+        "a": {"n": 12, "passed": 12, "rate": 1.0},
+        "b": {"n": 12, "passed": 0, "rate": 0.0},
+        "c": {"n": 12, "passed": 6, "rate": 0.5},
+    }
+    assert task.kept_kinds(rates) == ["c"]
+    assert task.kept_kinds(rates, min_n=13) == []
+
+
+def test_the_pilot_summary_reads_truncation_and_rates_off_prefixes():
+    line = {
+        "i": 0,
+        "kinds": ["no_comma"],
+        "cpu_s": 2.0,
+        "samples": [
+            {"length": 300, "passed": {str(b): [int(b >= 192)] for b in real.BUDGETS}},
+            {"length": 100, "passed": {str(b): [1] for b in real.BUDGETS}},
+        ],
+    }
+    out = real.pilot_summary([line] * 12)
+    assert out["budgets"]["128"]["truncated"] == 0.5 and out["budgets"]["256"]["truncated"] == 0.5
+    assert out["budgets"]["128"]["rates"]["no_comma"]["rate"] == 0.5
+    assert out["budgets"]["192"]["rates"]["no_comma"]["rate"] == 1.0
+    assert out["budgets"]["128"]["kept"] == ["no_comma"] and out["budgets"]["192"]["kept"] == []
+
+
+@pytest.mark.parametrize("method", ["gdpo", "mrtpo"])
+def test_two_steps_of_each_arm_on_the_bundled_policy(method):
+    kinds = ["forbidden_words", "keyword", "no_comma", "ends_with", "title", "word_count", "postscript"]
+    train = task.draw_pool("train", 8, kinds)
+    heldout = task.draw_pool("heldout", 6, kinds, exclude=train)
+    settings = {"steps": 2, "prompts_per_step": 2, "group_size": 2, "max_new_tokens": 24, "temperature": 0.7}
+    rec = runs.train_one(method, 5, 1e-3, settings, train, heldout, eval_at=[1, 2], model="tiny-mrtpo", log=str)
+    assert [r["step"] for r in rec["rows"]] == [0, 1] and rec["diverged"] is None
+    for row in rec["rows"]:
+        assert set(row["rewards"]) <= {f"ifeval.{k}" for k in kinds} and row["rewards"]
+        assert all(0.0 <= v <= 1.0 for v in row["rewards"].values())
+        assert 0.0 <= row["truncated"] <= 1.0 and math.isfinite(row["grad_norm"])
+    pairs = sum(len(e.verifiers) for e in heldout)
+    for at in ("1", "2"):
+        h = rec["heldout"][at]
+        assert h["pairs"] == pairs and 0.0 <= h["pass_rate"] <= 1.0
+        assert set(h["by_kind"]) <= set(kinds)
+
+
+def test_heldout_pass_is_the_same_batched_or_one_by_one():
+    from mrtpo_viz.policy import load_policy
+
+    policy = load_policy("tiny-mrtpo")
+    heldout = task.draw_pool("heldout", 8)
+    one = runs.heldout_pass(policy, heldout, 32, batch=1)
+    batched = runs.heldout_pass(policy, heldout, 32, batch=8)
+    assert one == batched  # left padding with its attention mask leaves greedy decoding unchanged
+    assert one["pairs"] == sum(len(e.verifiers) for e in heldout)
+
+
+def test_the_schedule_is_seed_major_pairs():
+    plan = {"seeds": [300, 301], "arms": {"gdpo": {}, "mrtpo": {}}}
+    assert real.schedule(plan) == [("gdpo", 300), ("mrtpo", 300), ("gdpo", 301), ("mrtpo", 301)]
