@@ -95,3 +95,51 @@ def test_heldout_pass_is_the_same_batched_or_one_by_one():
 def test_the_schedule_is_seed_major_pairs():
     plan = {"seeds": [300, 301], "arms": {"gdpo": {}, "mrtpo": {}}}
     assert real.schedule(plan) == [("gdpo", 300), ("mrtpo", 300), ("gdpo", 301), ("mrtpo", 301)]
+
+
+def _record(method, seed, last, half, rewards):
+    rows = [{"mean_reward": r, "truncated": 0.01, "cpu_s": 10.0 + (method == "mrtpo"), "rows": None} for r in rewards]
+    held = {"1": {"pass_rate": half, "truncated": 0.0, "by_kind": {"a": half}}}
+    held["2"] = {"pass_rate": last, "truncated": 0.05, "by_kind": {"a": last}}
+    return {"method": method, "seed": seed, "rows": rows, "heldout": held, "wall_s": 60.0, "cpu_s": 3600.0}
+
+
+def test_the_report_pairs_by_seed_and_tests_one_sided_as_scipy_does():
+    import numpy as np
+    from scipy import stats as scipy_stats
+
+    import _real_report
+
+    stats = real._stats()
+    plan = {
+        "seeds": [1, 2, 3, 4],
+        "arms": {"gdpo": {}, "mrtpo": {}},
+        "settings": {"steps": 2},
+        "primary": {"minimum_detectable": {"value": 0.05}},
+    }
+    gd = [0.50, 0.40, 0.45, 0.52]
+    mr = [0.56, 0.41, 0.50, 0.51]
+    records = [_record("gdpo", s, x, 0.4, [0.2, 0.4]) for s, x in zip(plan["seeds"], gd)]
+    records += [_record("mrtpo", s, x, 0.42, [0.3, 0.5]) for s, x in zip(plan["seeds"], mr)]
+    s = _real_report.summarize(plan, records, stats, start={"pass_rate": 0.3, "by_kind": {"a": 0.3}})
+    d = np.array(mr) - np.array(gd)
+    assert s["primary"]["mean"] == pytest.approx(d.mean())
+    ref = scipy_stats.ttest_rel(mr, gd, alternative="greater")
+    assert s["primary"]["p_greater"] == pytest.approx(ref.pvalue, rel=1e-9)
+    assert s["established"] == bool(ref.pvalue < 0.05)
+    assert s["auc"]["mean"] == pytest.approx(0.1)  # (0.3 + 0.5) / 2 - (0.2 + 0.4) / 2, every seed
+    assert s["heldout_half"]["mean"] == pytest.approx(0.02)
+    assert s["arms"]["mrtpo"]["cpu_s_per_step"] == 11.0 and s["cpu_h"] == pytest.approx(8.0)
+    md = _real_report.markdown(
+        plan
+        | {
+            "lr": 1e-5,
+            "task": {"heldout_prompts": 96},
+            "settings": {"steps": 2, "prompts_per_step": 2, "group_size": 4, "temperature": 0.7, "max_new_tokens": 256},
+        },
+        s,
+    )
+    assert f"{d.mean():+.3f}" in md and "not established" in md
+    one_missing = [r for r in records if not (r["method"] == "mrtpo" and r["seed"] == 4)]
+    s3 = _real_report.summarize(plan, one_missing, stats)
+    assert s3["seeds"] == [1, 2, 3] and s3["missing"] == ["mrtpo-s4"] and s3["established"] is False

@@ -159,6 +159,50 @@ def cmd_pilot_lr(args) -> int:
     return 0
 
 
+RELEVANCE = RESULTS / "relevance.json"
+
+
+def cmd_relevance(args) -> int:
+    """Where the start policy's raw JS relevance puts each constraint's mass on its own responses: per constraint
+    type, the mean share of MRTPO's token weights on the constraint's decision spans against the spans' share of
+    the tokens (uniform, GDPO). One sample per training-pool prompt at the training temperature and budget."""
+    import numpy as np
+    import torch
+
+    from mrtpo_viz import load_policy, replay
+    from mrtpo_viz.viz.credit_compare import compare_credits
+
+    torch.set_num_threads(args.threads)
+    plan = _plan()
+    train, _ = plan_examples(plan)
+    s = plan["settings"]
+    policy = load_policy(task.MODEL)
+    shares: dict = {}
+    c0 = time.process_time()
+    for i, ex in enumerate(train[: args.prompts]):
+        (c,) = policy.generate_group(
+            ex, 1, max_new_tokens=s["max_new_tokens"], temperature=s["temperature"], seed=700_000 + i
+        )
+        rel = replay(policy, ex, c.text, list(ex.verifiers))
+        for v in rel.verifiers:
+            comp = compare_credits(rel, v, ["mrtpo"])
+            if comp.uniform_share:
+                shares.setdefault(task.kind(v), []).append((comp.span_share[0], comp.uniform_share))
+    table = {
+        k: {
+            "pairs": len(v),
+            "mass_on_spans": round(float(np.mean([m for m, _ in v])), 4),
+            "uniform": round(float(np.mean([u for _, u in v])), 4),
+            "ratio": round(float(np.mean([m for m, _ in v]) / np.mean([u for _, u in v])), 3),
+        }
+        for k, v in sorted(shares.items())
+    }
+    out = {"prompts": args.prompts, "cpu_s": round(time.process_time() - c0, 1), "cpu": _cpu(), "by_kind": table}
+    RELEVANCE.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+    return 0
+
+
 STEP_COST = RESULTS / "step_cost.json"
 
 
@@ -388,6 +432,12 @@ def cmd_run(args) -> int:
     todo = todo[k::n]
     train, heldout = plan_examples(plan)
     RUNS.mkdir(parents=True, exist_ok=True)
+    if not START.is_file():  # the start policy on the held-out set: a baseline, not a comparison of arms
+        from mrtpo_viz.policy import load_policy
+
+        c = time.process_time()
+        rec = runs.heldout_pass(load_policy(task.MODEL), heldout, plan["settings"]["max_new_tokens"])
+        START.write_text(json.dumps(dict(rec, cpu_s=round(time.process_time() - c, 1)), indent=1) + "\n")
     for method, seed in todo:
         path = run_path(method, seed)
         if path.is_file() and not (args.method or args.seed is not None):
@@ -407,6 +457,25 @@ def cmd_run(args) -> int:
         path.write_text(json.dumps(rec, indent=1) + "\n")
         print(f"wrote {path.relative_to(ROOT)}", flush=True)
     return 0
+
+
+START = RESULTS / "start.json"
+
+
+def cmd_report(args) -> int:
+    """The plan's one look: only once every run of the plan is there."""
+    import _real_report
+
+    plan = _plan()
+    records = [json.loads(f.read_text()) for f in sorted(RUNS.glob("*.json"))]
+    missing = [f"{m}-s{s}" for m, s in schedule(plan) if not run_path(m, s).is_file()]
+    if missing:
+        print(f"{len(records)} of {len(schedule(plan))} runs done; the report waits for: {', '.join(missing)}")
+        return 1
+    start = json.loads(START.read_text()) if START.is_file() else None
+    s = _real_report.write(plan, records, _stats(), start, RESULTS)
+    print((RESULTS / "report.md").read_text())
+    return 0 if s else 1
 
 
 def main(argv=None) -> int:
@@ -433,6 +502,12 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int)
     p.add_argument("--threads", type=int, default=1)
     p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("report", help="the one look, once every run is done")
+    p.set_defaults(fn=cmd_report)
+    p = sub.add_parser("relevance", help="the start policy's JS mass on each constraint's decision spans")
+    p.add_argument("--prompts", type=int, default=48)
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(fn=cmd_relevance)
     p = sub.add_parser("step-cost", help="CPU per step: the project's loop against MRTPOTrainer (TRL)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--steps", type=int, default=2)
