@@ -181,7 +181,7 @@ def _signature(path: Path, base: Path) -> tuple:
     return tuple(out)
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=2)  # a step's arrays can reach a few hundred MB: keep the last two
 def _frame(path: Path, base: Path, step: int, signature: tuple) -> pd.DataFrame:
     return _build_frame(read_step(path, base), step)
 

@@ -92,6 +92,8 @@ class RunFormat:
     infos: Optional[Callable[[dict, list[str]], dict[str, str]]] = None
     """(a row, reward names) -> each reward's information for a replay, from what the row holds (a ValueError
     says why there is none); None: the run holds none (it is typed)."""
+    infos_found: str = "found for this bundled prompt"
+    """Where :attr:`infos` found a row's information (said beside the prefilled lines)."""
     rollout: Optional[Callable[[dict, object], tuple[list[dict], object]]] = None
     """(a row, the policy) -> (chat messages, response text or token ids) to replay; None: the row's ``messages``
     (JSON) and ``completion``."""

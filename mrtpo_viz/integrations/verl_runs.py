@@ -345,6 +345,7 @@ FORMAT = run_formats.register_format(
         looks="{step}.jsonl (verl's trainer.rollout_data_dir)",
         means=_means,
         infos=record_infos,
+        infos_found="from the row's ground truth (gts)",
         file_name=lambda name: bool(STEP_FILE.match(name)),
     )
 )

@@ -211,7 +211,7 @@ def run_completion(state, key, row):
         infos = run_replay.record_infos(record, names, fmt)
     except (TypeError, ValueError, RecursionError):  # a hand-made file's messages: replay with typed information
         infos = {}
-    found = "from the row's ground truth (gts)" if fmt.name == "verl" else "found for this bundled prompt"
+    found = fmt.infos_found
     note = (
         f"Information {found}: check it and press Replay."
         if infos

@@ -125,3 +125,34 @@ def test_a_run_is_scored_through_the_same_path_and_caps_as_a_rollouts_file(tmp_p
     assert f"at most {short + 5:,} per row" in progress.problems[1][1]
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["id"] == "step1-row0" and record["task"] == "verl" and record["rewards"] == {"score": 1.0}
+
+
+def test_score_reads_a_trl_run_folder_as_a_trl_run(tmp_path, capsys):
+    """The CLI asks the registry: a TRL output_dir is scored as TRL's completions (a bundled prompt's verifiers give
+    the information), not taken for a verl dump."""
+    import json
+
+    from mrtpo_viz.cli import main
+    from mrtpo_viz.tasks import load_examples
+    from mrtpo_viz.tasks.bundled_data import BUNDLED_POLICY_DIR
+
+    ex = load_examples("tool_calling", split="test")[0]
+    (tmp_path / "run" / "completions").mkdir(parents=True)
+    frame = pd.DataFrame(
+        {
+            "step": [1, 1],
+            "prompt": [ex.messages(), [{"role": "user", "content": "not a bundled prompt"}]],
+            "completion": [ex.reference, "no"],
+            "tool_call.format": [1.0, 0.0],
+            "advantage": [0.7, -0.7],
+        }
+    )
+    frame.to_parquet(tmp_path / "run" / "completions" / "completions_00001.parquet")
+    out = tmp_path / "o.jsonl"
+    args = ["score", str(tmp_path / "run"), "--out", str(out), "--checkpoint", str(BUNDLED_POLICY_DIR)]
+    assert main(args) == 0
+    said = capsys.readouterr().out
+    assert "scored 1 rollouts" in said and "step1-row1" in said and "give --info" in said
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["id"] == "step1-row0" and record["task"] == "trl" and record["verifiers"] == ["tool_call.format"]
+    assert record["rewards"] == {"tool_call.format": 1.0}
