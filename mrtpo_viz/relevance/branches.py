@@ -93,13 +93,13 @@ def split_branches(tokenizer, texts: Sequence[str], response_ids: list[int]) -> 
     common = os.path.commonprefix(list(texts))
     limit = min(len(common), min(len(t) for t in texts) - 1)
     whole = _encode(tokenizer, texts[0])
-    cut = 0
+    cut, prefix_ids, first = 0, [], whole
     for c in reversed(_cut_candidates(common, limit, tokenizer.all_special_tokens)):
-        if _encode(tokenizer, texts[0][:c]) + _encode(tokenizer, texts[0][c:]) == whole:
-            cut = c
+        head, rest = _encode(tokenizer, texts[0][:c]), _encode(tokenizer, texts[0][c:])
+        if head + rest == whole:
+            cut, prefix_ids, first = c, head, rest  # texts[0][:c] is the common prefix: its ids are kept
             break
-    prefix_ids = _encode(tokenizer, common[:cut])
-    suffixes = [_encode(tokenizer, t[cut:]) for t in texts]
+    suffixes = [first] + [_encode(tokenizer, t[cut:]) for t in texts[1:]]
     if any(not s for s in suffixes):
         raise ValueError("a replay branch has an empty prompt: nothing predicts the first response token")
     return Branches(prefix_ids, suffixes, list(response_ids))

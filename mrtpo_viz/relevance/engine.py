@@ -15,12 +15,13 @@ from collections.abc import Sequence
 
 import torch
 
-from ..divergence import chunked_metric, get_metric, token_stats
+from ..divergence import chunked_metric, get_metric
 from ..names import check_choice, CONTROLS as CONTROL_NAMES, INFO_POSITIONS
 from ..guards import unpaired_surrogate
 from ..policy import Policy, as_messages
 from ..policy.specials import restore
 from ..tasks import Example, Verifier, get_verifier
+from .columns import ReplayColumns, replay_columns
 from .branches import Branches, branch_logits, shared_branches, split_branches, tokenize_response
 from .contexts import DEFAULT_INFO_TEMPLATE, with_info
 from .controls import CONTROL_SPECS, Control, ControlInput
@@ -274,14 +275,17 @@ def replay_variants(
     logits = branch_logits(policy.model, br, policy.pad_id, policy.device)  # (B, T, V)
     timings["forward"] = time.perf_counter() - clock
     example = example_or_prompt if isinstance(example_or_prompt, Example) else None
+    clock = time.perf_counter()
+    cols = main_columns(br, logits[: K + 1], tuple(dict.fromkeys(m for m, _ in variants)), chunk_size, topk)
+    shared = time.perf_counter() - clock  # every variant's metric and columns come from this one pass
     out = {}
     for metric, c in variants:
         plan, clock = plans[c], time.perf_counter()
         row = extra_rows.get(c)
         extra_logits = None if row is None else logits[row : row + K]  # views, not copies: (K, T, V)
-        rel = _relevance(policy, br, logits[: K + 1], extra_logits, plan, metric, chunk_size, topk)
+        rel = _relevance(policy, br, logits[: K + 1], extra_logits, plan, metric, chunk_size, topk, cols)
         rel.info_position = info_position
-        own = {**timings, "metric": time.perf_counter() - clock}
+        own = {**timings, "metric": shared + time.perf_counter() - clock}
         clock = time.perf_counter()
         if example is not None and not out:
             _add_verdicts(rel, plan.verifiers, example)
@@ -294,22 +298,31 @@ def replay_variants(
     return out
 
 
-def _relevance(policy, br: Branches, logits, extra_k, plan: ReplayPlan, metric, chunk_size, topk) -> Relevance:
+def main_columns(br: Branches, logits, metrics: tuple[str, ...], chunk_size, topk) -> ReplayColumns:
+    """The metrics of the K with-information rows against the without row and the per-token columns of all K + 1,
+    from the (K + 1, T, V) logits [without, with_1..K] in one chunked pass."""
+    ids = torch.tensor(br.response_ids, device=logits.device)  # (T,)
+    return replay_columns(logits, ids, metrics, topk=topk, chunk_size=chunk_size)
+
+
+def _relevance(
+    policy, br: Branches, logits, extra_k, plan: ReplayPlan, metric, chunk_size, topk, cols=None
+) -> Relevance:
     """Metrics and per-token columns from the (K + 1, T, V) logits [without, with_1..K] and the control's (K, T, V)
-    extra branches' logits (None without extra branches)."""
+    extra branches' logits (None without extra branches); ``cols``: :func:`main_columns` of these logits when a
+    caller already has them."""
     vs, info_list, ctrl = plan.verifiers, plan.infos, plan.control
-    K, T = len(vs), len(br.response_ids)
-    without, with_k = logits[:1], logits[1 : K + 1]  # (1, T, V), (K, T, V)
-    raw = chunked_metric(with_k, without, metric, chunk_size)  # (K, T)
+    if cols is None or metric not in cols.metrics:
+        cols = main_columns(br, logits, (metric,), chunk_size, topk)
+    raw = cols.metrics[metric].clone()  # (K, T); its own copy: variants share cols
     with_vs_extra = extra_vs_without = None
     if extra_k is not None:
+        with_k, without = logits[1:], logits[:1]  # (K, T, V), (1, T, V)
         with_vs_extra = chunked_metric(with_k, extra_k, metric, chunk_size)  # (K, T)
         extra_vs_without = chunked_metric(extra_k, without, metric, chunk_size)  # (K, T)
     scores = ctrl.combine(raw, with_vs_extra, extra_vs_without)
-    ids = torch.tensor(br.response_ids, device=logits.device).expand(K + 1, T)  # (K + 1, T)
-    stats = token_stats(logits[: K + 1], ids, topk=topk, chunk_size=chunk_size)
     tokens, offsets, text = display_tokens(policy.tokenizer, br.response_ids)
-    top = decode_top(policy.tokenizer, stats.top_ids, stats.top_probs)  # (K + 1) x T x topk
+    top = decode_top(policy.tokenizer, cols.top_ids, cols.top_probs)  # (K + 1) x T x topk
     return Relevance(
         tokens=tokens,
         token_ids=list(br.response_ids),
@@ -321,9 +334,9 @@ def _relevance(policy, br: Branches, logits, extra_k, plan: ReplayPlan, metric, 
         response=text,
         offsets=offsets,
         infos={v.name: i for v, i in zip(vs, info_list)},
-        logp_without=stats.logprob[0],
-        logp_with=stats.logprob[1:],
-        entropy=stats.entropy[0],
+        logp_without=cols.logprob[0],
+        logp_with=cols.logprob[1:],
+        entropy=cols.entropy,
         top_without=top[0],
         top_with=top[1:],
     )
