@@ -23,6 +23,10 @@ def runs_dir(tmp_path_factory):
     torch.set_num_threads(1)
     runs = tmp_path_factory.mktemp("runs")
     write_prime_rl_export(runs / "prime-run")
+    bad = runs / "prime-bad" / "token_exports" / "step_3"
+    bad.mkdir(parents=True)
+    good = (runs / "prime-run" / "token_exports" / "step_1" / "rank_0.jsonl").read_text().splitlines()[0]
+    (bad / "rank_0.jsonl").write_text(good + "\n" + good.replace('"entropy":[0.0,', '"entropy":["high",', 1) + "\n")
     return runs
 
 
@@ -107,3 +111,16 @@ def test_the_runs_tab_opens_a_prime_rl_export_and_shows_logged_values_beside_rel
     assert "replayed with the checkpoint" in page.locator("#run-note").inner_text()
     page.screenshot(path=str(tmp_path / "runs_prime_rl.png"), full_page=True)
     assert (tmp_path / "runs_prime_rl.png").stat().st_size > 30_000
+
+
+def test_a_bad_export_is_a_message_in_place_naming_its_file_and_line(page):
+    from tests.ui.browser import error_state
+
+    page.get_by_role("tab", name="Runs").click()
+    page.locator("#run-path textarea, #run-path input").first.fill("prime-bad")
+    page.locator("#run-open").click()
+    page.wait_for_function("() => document.querySelector('#run-status').innerText.includes('rank_0.jsonl:2')")
+    said = page.locator("#run-status").inner_text()
+    assert "rank_0.jsonl:2: 'entropy' item 1 must be a number (or null), got text" in said, said
+    page.wait_for_timeout(700)  # an error state would arrive with the request's end
+    assert error_state(page) == []
