@@ -18,7 +18,6 @@ The cache is plain data (a dict of lists and numbers), so a Gradio ``State`` can
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 from pathlib import Path
@@ -35,11 +34,6 @@ TAIL_BYTES = 256
 with the same prompt: its responses differ)."""
 MAX_FOLDER_ENTRIES = 4096
 """Entries of one step folder (prime-rl: one file per rank) looked at for its mark."""
-
-
-def _only(run, key: tuple[str, int], path: Path):
-    """The run with one step: what :func:`run_view.reward_curves` reads for that step alone."""
-    return dataclasses.replace(run, files={key: path})
 
 
 def mark(path: Path) -> list:
@@ -63,7 +57,8 @@ def refresh(run, names: list[str], cache: dict | None) -> tuple[pd.DataFrame, di
 
     Args:
         run: the run as opened now (its files listed again: new steps are in it).
-        names: the run's rewards (the curves' ``reward/<name>`` columns; as it was opened).
+        names: the run's rewards as it was opened: the curves' ``reward/<name>`` columns, unless its format draws
+            series of its own (``RunFormat.curve_names``).
         cache: what the last call returned (None: nothing read yet).
 
     Returns:
@@ -73,6 +68,7 @@ def refresh(run, names: list[str], cache: dict | None) -> tuple[pd.DataFrame, di
     Raises:
         RunFileError: a file over a cap or with a bad line (named ``file:line``).
     """
+    names = list(run.format.curve_names) or names  # a format's own series where it logs no rewards
     old = (cache or {}).get("steps", {})
     steps, rows, read, changed = {}, [], 0, []
     files = {k: run.files[k] for k in run.steps()}
@@ -88,9 +84,7 @@ def refresh(run, names: list[str], cache: dict | None) -> tuple[pd.DataFrame, di
         read += entry["rows"]
         if entry["rows"]:  # a verl file created but not written yet has no point
             rows.append({"variant": mode, "seed": 0, "step": step - 1, **entry["means"]})
-    shown = [trl_log.reward_column(n) for n in names]
-    shown += [c for c in dict.fromkeys(c for r in rows for c in r) if c.startswith("reward/") and c not in shown]
-    out = pd.DataFrame(rows, columns=["variant", "seed", "step", *shown])
+    out = pd.DataFrame(rows, columns=["variant", "seed", "step", *map(trl_log.reward_column, names)])
     if len(rows) < len(files) and read >= run_files.MAX_CURVE_ROWS:
         out.attrs["note"] = (
             f"The reward curves show the first {len(rows)} of {len(files)} step files ({read:,} rows; they read at "
@@ -104,20 +98,8 @@ def _read_step(run, key: tuple[str, int], path: Path, names: list[str], entry: d
     the mark taken before reading it (a change while it is read shows at the next call)."""
     if run.kind == "verl":
         return _tail_verl(path, names, entry)
-    curves = run_view.reward_curves(_only(run, key, path))
-    means = {c: float(curves[c].iloc[0]) for c in curves.columns if c.startswith("reward/")}
-    return {"mark": now, "rows": _rows_of(run, path), "means": means}
-
-
-def _rows_of(run, path: Path) -> int:
-    """Rows of a parquet step file from its footer (the curves' row cap counts them); a step folder (prime-rl)
-    counts none."""
-    if path.is_dir():
-        return 0
-    import pyarrow.parquet as pq
-
-    real = run_files.safe_file(path, run.allowed)
-    return int(pq.ParquetFile(real).metadata.num_rows) if real is not None else 0
+    count, means = run_view.step_means(run, *key, names)
+    return {"mark": now, "rows": count, "means": {trl_log.reward_column(n): means[n] for n in names}}
 
 
 # ----------------------------------------------------------------------------------------------- verl, line by line

@@ -117,11 +117,7 @@ def reward_curves(run: RunFiles) -> pd.DataFrame:
     for mode, step in steps:
         if read >= run_files.MAX_CURVE_ROWS:
             break
-        if run.format.means is not None:  # without building the step's rows (read once per file version)
-            count, means = run.format.means(run, run.files[(mode, step)])
-        else:
-            df = step_frame(run, step, mode)
-            count, means = len(df), {n: float(df[reward_column(n)].mean()) for n in names}
+        count, means = step_means(run, mode, step, names)
         read += count
         # the figure counts steps from 0 and shows step + 1 (the live tab's frames); TRL's global steps start at 1
         rows.append({"variant": mode, "seed": 0, "step": step - 1, **{reward_column(n): means[n] for n in names}})
@@ -132,6 +128,14 @@ def reward_curves(run: RunFiles) -> pd.DataFrame:
             f"at most {run_files.MAX_CURVE_ROWS:,}); every step still opens when picked."
         )
     return out
+
+
+def step_means(run: RunFiles, mode: str, step: int, names: list[str]) -> tuple[int, dict[str, float]]:
+    """One step's rows and the mean of each of its curves (``names``: :func:`curve_names`)."""
+    if run.format.means is not None:  # without building the step's rows (read once per file version)
+        return run.format.means(run, run.files[(mode, step)])
+    df = step_frame(run, step, mode)
+    return len(df), {n: float(df[reward_column(n)].mean()) for n in names}
 
 
 def curve_names(run: RunFiles) -> list[str]:

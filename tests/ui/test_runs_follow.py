@@ -90,11 +90,11 @@ def test_a_trl_run_gets_its_new_steps_and_keeps_the_old_ones_unread(tmp_path, mo
     followed, fig, _, _ = follow(state, None)
     assert curve(fig) == ([1], [0.75])
     read = []
-    real_curves = run_view.reward_curves
-    monkeypatch.setattr(run_view, "reward_curves", lambda run: read.append(run.steps()) or real_curves(run))
+    real_means = run_view.step_means
+    monkeypatch.setattr(run_view, "step_means", lambda run, *key: read.append(key[:2]) or real_means(run, *key))
     trl_file(folder, 2, [[0.0, 1.0]] * 4, PROMPTS, [0.0] * 4)
     followed, fig, picker, note = follow(state, followed)
-    assert read == [[("train", 2)]]  # step 1 was not read again
+    assert read == [("train", 2)]  # step 1 was not read again
     assert curve(fig) == ([1, 2], [0.75, 0.0]) and curve(fig, 1) == ([1, 2], [pytest.approx(1 / 3), 1.0])
     assert [c[1] for c in picker["choices"]] == ["train:1", "train:2"] and "read just now: step 2." in note
 
@@ -143,3 +143,36 @@ def test_no_run_open_and_a_new_run_start_over(runs, tmp_path):
     other, *_ = runs_tab.open_run("other", None)
     _, fig, picker, _ = follow(other, followed)  # the other run's cache is not this one's
     assert curve(fig) == ([4], [0.5]) and picker["choices"] == [("step 4", "train:4")]
+
+
+def prime_rl_step(folder, step: int, rank: int, entropies: list[list[float]]) -> None:
+    """One rank file of a prime-rl step: a sequence per entry (a 2-token prompt, then its response's entropies)."""
+    from tests.integrations.prime_rl_fixture import sequence_record, write_lines
+
+    records = []
+    for line, ent in enumerate(entropies):
+        T = 2 + len(ent)
+        logp = [-1.0] * T
+        records.append(sequence_record(step, rank, line, [5, 6], [7] * len(ent), 0.5, logp, [0.0, 0.0, *ent], "env"))
+    write_lines(folder, step, rank, records)
+
+
+def test_a_prime_rl_run_gets_new_step_folders_and_ranks(tmp_path, monkeypatch):
+    monkeypatch.setenv("MRTPO_RUNS_DIR", str(tmp_path))
+    prime_rl_step(tmp_path / "prime", 1, 0, [[1.0, 2.0], [3.0]])
+    state, *_ = runs_tab.open_run("prime", None)
+    followed, fig, _, _ = follow(state, None)
+    entropy = 1  # the panels: advantage, entropy, mismatch_kl (the means over loss tokens)
+    assert curve(fig, entropy) == ([1], [2.0])
+    prime_rl_step(tmp_path / "prime", 2, 0, [[4.0]])
+    followed, fig, picker, _ = follow(state, followed)
+    assert curve(fig, entropy) == ([1, 2], [2.0, 4.0]) and [c[1] for c in picker["choices"]] == ["train:1", "train:2"]
+    prime_rl_step(tmp_path / "prime", 2, 1, [[6.0, 8.0]])  # another rank of step 2 flushes
+    followed, fig, _, note = follow(state, followed)
+    assert curve(fig, entropy) == ([1, 2], [2.0, 6.0]) and "read just now: step 2." in note
+    whole = run_view.reward_curves(run_view.open_run(tmp_path / "prime"))
+    assert whole["reward/entropy"].tolist() == [2.0, 6.0]
+    # the curves' row cap counts a step folder's sequences
+    monkeypatch.setattr(run_files, "MAX_CURVE_ROWS", 2)
+    _, fig, _, note = follow(state, None)
+    assert curve(fig, entropy) == ([1], [2.0]) and "the first 1 of 2 step files (2 rows" in note
