@@ -159,6 +159,8 @@ def test_a_trl_run_logs_per_token_tables_to_wandb_offline(tmp_path):
         WANDB_DIR=str(wandb_dir),
         WANDB_PROJECT="mrtpo-test",
         WANDB_SILENT="true",
+        # its cache, staging, config and data folders too: nothing is written outside the test's folder
+        **{f"WANDB_{k}_DIR": str(wandb_dir / k.lower()) for k in ("CACHE", "ARTIFACT", "CONFIG", "DATA")},
     )
     (run_dir,) = (wandb_dir / "wandb").glob("offline-run-*")
     (run_file,) = run_dir.glob("run-*.wandb")
