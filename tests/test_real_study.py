@@ -13,6 +13,7 @@ sys.path.insert(0, str(STUDY))
 
 import _real_runs as runs  # noqa: E402
 import _real_task as task  # noqa: E402
+import _real_pilot as pilot  # noqa: E402
 import real  # noqa: E402
 
 
@@ -51,11 +52,11 @@ def test_the_pilot_summary_reads_truncation_and_rates_off_prefixes():
         "kinds": ["no_comma"],
         "cpu_s": 2.0,
         "samples": [
-            {"length": 300, "passed": {str(b): [int(b >= 192)] for b in real.BUDGETS}},
-            {"length": 100, "passed": {str(b): [1] for b in real.BUDGETS}},
+            {"length": 300, "passed": {str(b): [int(b >= 192)] for b in pilot.BUDGETS}},
+            {"length": 100, "passed": {str(b): [1] for b in pilot.BUDGETS}},
         ],
     }
-    out = real.pilot_summary([line] * 12)
+    out = pilot.pilot_summary([line] * 12)
     assert out["budgets"]["128"]["truncated"] == 0.5 and out["budgets"]["256"]["truncated"] == 0.5
     assert out["budgets"]["128"]["rates"]["no_comma"]["rate"] == 0.5
     assert out["budgets"]["192"]["rates"]["no_comma"]["rate"] == 1.0
