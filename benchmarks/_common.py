@@ -82,6 +82,13 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}), {gpu}, torch {torch.__version__}, {n} thread{'s' * (n != 1)}"
 
 
+def cpu_description() -> str:
+    """The CPU's model, vector flags (bfloat16 speed depends on them) and cores, for a results file."""
+    from mrtpo_viz.policy.precision import describe_cpu
+
+    return f"{describe_cpu()}; {os.cpu_count()} cores"
+
+
 def load_average() -> str:
     """The 1-minute load average (how busy the shared machine was), e.g. ``"3.1"``."""
     try:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import torch
 
 from ..serving import turns
-from ..policy.kvcache import expand_cache, forward
+from ..policy.kvcache import cropped_cache, expand_cache, forward
 from ..guards import unpaired_surrogate
 from ..policy.specials import encode
 from ..policy.padding import right_pad
@@ -174,6 +174,26 @@ def branch_logits(model, br: Branches, pad_id: int, device) -> torch.Tensor:
     """Prefix once + suffixes in one batch: (B, T, V) logits predicting the response tokens (one model job)."""
     with turns.model_job():
         return suffix_logits(model, br, prefix_cache(model, br.prefix_ids, device), pad_id, device)
+
+
+@torch.no_grad()
+def split_logits(model, br: Branches, pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The logits of :func:`branch_logits` as ``(row 0 (1, T, V), rows 1.. (B - 1, T, V))``, with fewer positions.
+
+    Row 0 (a replay's branch without information: the shortest prompt) runs whole in the prefix pass, whose cache,
+    cropped to the shared prefix, then serves the other B - 1 suffixes in one batch. Padded to the longest suffix in
+    the batch, row 0 wasted the length of an information block (~40 of ~160 positions for a 100-token response);
+    run whole, it wastes none, and the forward count stays two. The same numbers up to float rounding (a position's
+    logits do not depend on the batch, the cached keys do not depend on what follows them).
+    """
+    P, T = len(br.prefix_ids), len(br.response_ids)
+    first = br.prefix_ids + br.suffix_ids[0] + br.response_ids
+    keep = torch.arange(T, device=device) + (P + len(br.suffix_ids[0]) - 1)  # (T,): positions predicting the response
+    with turns.model_job():
+        logits0, cache = forward(model, torch.tensor([first], device=device), logits_to_keep=keep)  # (1, T, V)
+        rest = Branches(br.prefix_ids, br.suffix_ids[1:], br.response_ids)
+        prefix = cropped_cache(cache, P) if P else None
+        return logits0, suffix_logits(model, rest, prefix, pad_id, device)
 
 
 @torch.no_grad()

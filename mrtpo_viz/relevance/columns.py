@@ -64,44 +64,51 @@ def topk_last(x: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def replay_columns(
-    logits: torch.Tensor,
+    without: torch.Tensor,
+    with_k: torch.Tensor,
     token_ids: torch.Tensor,
     metrics: tuple[str, ...] = ("js",),
     topk: int = 5,
     chunk_size: int | None = None,
 ) -> ReplayColumns:
-    """Every metric of rows ``1..K`` against row 0, and each row's token log-prob and top-k, row 0's entropy.
+    """Every metric of the K rows of ``with_k`` against ``without``, and each row's token log-prob and top-k (rows
+    ``[without, with_1..K]``), the entropy of ``without``.
 
     Args:
-        logits: ``(B, T, V)``, row 0 the reference (a replay's branch without information).
+        without: ``(1, T, V)`` logits of the reference (a replay's branch without information).
+        with_k: ``(K, T, V)`` logits of the rows compared with it (the two come from separate forwards: no copy
+            into one tensor).
         token_ids: ``(T,)`` the token at each position (the same in every row), ids in ``[0, V)``.
         metrics: names in ``names.METRICS`` (``js`` has its own pass here; the others go through their function).
         topk: top tokens kept per position (capped at ``V``).
         chunk_size: rows of ``V`` per chunk, counted over the B rows (default:
             :data:`mrtpo_viz.divergence.CHUNK_ELEMENTS` worth).
     Returns:
-        :class:`ReplayColumns`, equal to ``chunked_metric(logits[1:], logits[:1], m)`` and ``token_stats`` of each row
-        up to float rounding.
+        :class:`ReplayColumns`, equal to ``chunked_metric(with_k, without, m)`` and ``token_stats`` of each row up to
+        float rounding.
     """
-    B, T, V = logits.shape
+    (_, T, V), K = without.shape, with_k.shape[0]
+    B = K + 1
+    if with_k.shape[1:] != (T, V) or without.shape[0] != 1:
+        raise ValueError(f"logits (1, T, V) and (K, T, V) needed, got {tuple(without.shape)}, {tuple(with_k.shape)}")
     if token_ids.shape != (T,):
-        raise ValueError(f"token_ids {tuple(token_ids.shape)} must be ({T},) for logits {tuple(logits.shape)}")
+        raise ValueError(f"token_ids {tuple(token_ids.shape)} must be ({T},) for logits {tuple(without.shape)}")
     if T and (int(token_ids.min()) < 0 or int(token_ids.max()) >= V):
         raise ValueError(f"token ids must lie in [0, {V})")
     fns = {m: get_metric(m) for m in metrics}
     k, ids = min(topk, V), token_ids.long()
     c = max(1, min(T, _rows_per_chunk(V, chunk_size) // B))  # positions per chunk
-    new = functools.partial(
-        torch.empty, dtype=torch.float64 if logits.dtype == torch.float64 else torch.float32, device=logits.device
-    )
+    double = torch.float64 in (without.dtype, with_k.dtype)
+    new = functools.partial(torch.empty, dtype=torch.float64 if double else torch.float32, device=without.device)
     work = new(5, B, c, V)  # allocated once: no fresh pages per chunk
     out = {m: new(B - 1, T) for m in fns}
     logprob, entropy, top_probs = new(B, T), new(T), new(B, T, k)
-    top_ids = torch.empty(B, T, k, dtype=torch.long, device=logits.device)
+    top_ids = torch.empty(B, T, k, dtype=torch.long, device=without.device)
     for s in range(0, T, c):
         n = min(c, T - s)
         logp, p, x, g, m = (w[:, :n] for w in work)  # (B, n, V) each
-        _softmax_(_as_float(logits[:, s : s + n]), logp, p)
+        _softmax_(_as_float(without[:, s : s + n]), logp[:1], p[:1])
+        _softmax_(_as_float(with_k[:, s : s + n]), logp[1:], p[1:])
         for name, fn in fns.items():
             if fn is js_distance:
                 js = js_bits(logp[1:], p[1:], logp[:1], p[:1], out=(x[1:], g[1:], m[1:]))  # (K, n)

@@ -22,7 +22,7 @@ from ..policy import Policy, as_messages
 from ..policy.specials import restore
 from ..tasks import Example, Verifier, get_verifier
 from .columns import ReplayColumns, replay_columns
-from .branches import Branches, branch_logits, shared_branches, split_branches, tokenize_response
+from .branches import Branches, shared_branches, split_branches, split_logits, tokenize_response
 from .contexts import DEFAULT_INFO_TEMPLATE, with_info
 from .controls import CONTROL_SPECS, Control, ControlInput
 from .results import Relevance
@@ -272,18 +272,18 @@ def replay_variants(
     br = base if len(prompts) == base.B else shared_branches(prompts, base.response_ids)
     timings["tokenize"], clock = time.perf_counter() - clock, time.perf_counter()
 
-    logits = branch_logits(policy.model, br, policy.pad_id, policy.device)  # (B, T, V)
+    without, others = split_logits(policy.model, br, policy.pad_id, policy.device)  # (1, T, V), (B - 1, T, V)
     timings["forward"] = time.perf_counter() - clock
     example = example_or_prompt if isinstance(example_or_prompt, Example) else None
     clock = time.perf_counter()
-    cols = main_columns(br, logits[: K + 1], tuple(dict.fromkeys(m for m, _ in variants)), chunk_size, topk)
+    cols = main_columns(br, (without, others[:K]), tuple(dict.fromkeys(m for m, _ in variants)), chunk_size, topk)
     shared = time.perf_counter() - clock  # every variant's metric and columns come from this one pass
     out = {}
     for metric, c in variants:
         plan, clock = plans[c], time.perf_counter()
         row = extra_rows.get(c)
-        extra_logits = None if row is None else logits[row : row + K]  # views, not copies: (K, T, V)
-        rel = _relevance(policy, br, logits[: K + 1], extra_logits, plan, metric, chunk_size, topk, cols)
+        extra_logits = None if row is None else others[row - 1 : row - 1 + K]  # views, not copies: (K, T, V)
+        rel = _relevance(policy, br, (without, others[:K]), extra_logits, plan, metric, chunk_size, topk, cols)
         rel.info_position = info_position
         own = {**timings, "metric": shared + time.perf_counter() - clock}
         clock = time.perf_counter()
@@ -300,24 +300,26 @@ def replay_variants(
 
 def main_columns(br: Branches, logits, metrics: tuple[str, ...], chunk_size, topk) -> ReplayColumns:
     """The metrics of the K with-information rows against the without row and the per-token columns of all K + 1,
-    from the (K + 1, T, V) logits [without, with_1..K] in one chunked pass."""
-    ids = torch.tensor(br.response_ids, device=logits.device)  # (T,)
-    return replay_columns(logits, ids, metrics, topk=topk, chunk_size=chunk_size)
+    from the logits [without, with_1..K] (one (K + 1, T, V) tensor, or the pair (1, T, V), (K, T, V)) in one
+    chunked pass."""
+    without, with_k = (logits[:1], logits[1:]) if isinstance(logits, torch.Tensor) else logits
+    ids = torch.tensor(br.response_ids, device=without.device)  # (T,)
+    return replay_columns(without, with_k, ids, metrics, topk=topk, chunk_size=chunk_size)
 
 
 def _relevance(
     policy, br: Branches, logits, extra_k, plan: ReplayPlan, metric, chunk_size, topk, cols=None
 ) -> Relevance:
-    """Metrics and per-token columns from the (K + 1, T, V) logits [without, with_1..K] and the control's (K, T, V)
-    extra branches' logits (None without extra branches); ``cols``: :func:`main_columns` of these logits when a
-    caller already has them."""
+    """Metrics and per-token columns from the logits [without, with_1..K] (a (K + 1, T, V) tensor or the pair
+    (1, T, V), (K, T, V)) and the control's (K, T, V) extra branches' logits (None without extra branches); ``cols``:
+    :func:`main_columns` of these logits when a caller already has them."""
     vs, info_list, ctrl = plan.verifiers, plan.infos, plan.control
     if cols is None or metric not in cols.metrics:
         cols = main_columns(br, logits, (metric,), chunk_size, topk)
     raw = cols.metrics[metric].clone()  # (K, T); its own copy: variants share cols
     with_vs_extra = extra_vs_without = None
     if extra_k is not None:
-        with_k, without = logits[1:], logits[:1]  # (K, T, V), (1, T, V)
+        without, with_k = (logits[:1], logits[1:]) if isinstance(logits, torch.Tensor) else logits
         with_vs_extra = chunked_metric(with_k, extra_k, metric, chunk_size)  # (K, T)
         extra_vs_without = chunked_metric(extra_k, without, metric, chunk_size)  # (K, T)
     scores = ctrl.combine(raw, with_vs_extra, extra_vs_without)

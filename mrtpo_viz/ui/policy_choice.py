@@ -1,7 +1,7 @@
 """The checkpoint a request uses: the choices offered, loading under the operator's rules, a status line.
 
 Nothing here loads a model at import time; ``get_policy`` loads on first use (``load_policy`` caches per
-process)."""
+process) and warms the policy for the replay once (:mod:`mrtpo_viz.relevance.warm`)."""
 
 from __future__ import annotations
 
@@ -43,10 +43,23 @@ def get_policy(checkpoint: str | None):
     checkpoint = (checkpoint or "").strip()
     if not checkpoint:
         raise ValueError("No checkpoint given: pick the bundled policy or type a local folder or hub id.")
-    from .zerogpu import startup_device
+    from .zerogpu import on_zerogpu, startup_device
 
     # one message for every unusable typed path; on ZeroGPU the weights live on CUDA (None: the library's default)
-    return load_allowed_policy(checkpoint, public=True, device=startup_device())
+    policy = load_allowed_policy(checkpoint, public=True, device=startup_device())
+    if not on_zerogpu():  # there each model call runs in a GPU worker of its own: nothing here would stay warm
+        _warm(policy)
+    return policy
+
+
+def _warm(policy) -> None:
+    """The replay's one-time work right after loading (once per policy), so that no replay pays it."""
+    from ..relevance.warm import warm_policy
+
+    try:
+        warm_policy(policy)
+    except Exception:  # noqa: BLE001 -- warming only saves time; the request's own replay reports what is wrong
+        pass
 
 
 def load_status(checkpoint: str | None) -> str:

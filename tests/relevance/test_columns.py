@@ -7,6 +7,7 @@ import torch
 
 from mrtpo_viz.divergence import chunked_metric, js_distance, token_stats
 from mrtpo_viz.relevance import tokens
+from mrtpo_viz.relevance.branches import split_logits
 from mrtpo_viz.relevance.columns import replay_columns, topk_last
 
 torch.set_num_threads(1)
@@ -23,7 +24,7 @@ def _logits(B, T, V, seed):
 @pytest.mark.parametrize(("B", "T", "V", "chunk_size"), [(4, 13, 50, None), (4, 13, 50, 5), (2, 9, 9000, None)])
 def test_columns_equal_the_separate_functions(B, T, V, chunk_size):
     logits, ids = _logits(B, T, V, seed=B + T + V)
-    cols = replay_columns(logits, ids, ("js", "tvd"), topk=5, chunk_size=chunk_size)
+    cols = replay_columns(logits[:1], logits[1:], ids, ("js", "tvd"), topk=5, chunk_size=chunk_size)
     # float32 tolerances: one softmax here vs torch's log_softmax there differ by a few ulps of log-probs ~10
     for m in ("js", "tvd"):
         assert torch.allclose(cols.metrics[m], chunked_metric(logits[1:], logits[:1], m), atol=2e-6)
@@ -37,8 +38,8 @@ def test_columns_equal_the_separate_functions(B, T, V, chunk_size):
 
 def test_columns_are_closer_to_float64_than_the_separate_functions():
     logits, ids = _logits(4, 20, 20000, seed=3)
-    exact = replay_columns(logits.double(), ids).metrics["js"]
-    ours = replay_columns(logits, ids).metrics["js"]
+    exact = replay_columns(logits[:1].double(), logits[1:].double(), ids).metrics["js"]
+    ours = replay_columns(logits[:1], logits[1:], ids).metrics["js"]
     theirs = chunked_metric(logits[1:], logits[:1], "js")
     assert (ours - exact).abs().max() <= (theirs - exact).abs().max() + 1e-7
     assert (ours - exact).abs().max() < 1e-6
@@ -47,16 +48,34 @@ def test_columns_are_closer_to_float64_than_the_separate_functions():
 def test_columns_equal_rows_give_exactly_zero():
     logits, ids = _logits(3, 6, 40, seed=4)
     logits[2] = logits[0]
-    cols = replay_columns(logits, ids, ("js",))
+    cols = replay_columns(logits[:1], logits[1:], ids, ("js",))
     assert torch.all(cols.metrics["js"][1] == 0.0) and torch.all(cols.metrics["js"][0] > 0.0)
     assert torch.equal(js_distance(logits[0].log_softmax(-1), logits[0].log_softmax(-1)), torch.zeros(6))
 
 
 def test_columns_empty_response_and_bad_ids():
-    cols = replay_columns(torch.zeros(3, 0, 10), torch.zeros(0, dtype=torch.long))
+    cols = replay_columns(torch.zeros(1, 0, 10), torch.zeros(2, 0, 10), torch.zeros(0, dtype=torch.long))
     assert cols.metrics["js"].shape == (2, 0) and cols.top_ids.shape == (3, 0, 5)
     with pytest.raises(ValueError, match="token ids"):
-        replay_columns(torch.zeros(2, 2, 4), torch.tensor([0, 4]))
+        replay_columns(torch.zeros(1, 2, 4), torch.zeros(1, 2, 4), torch.tensor([0, 4]))
+
+
+def test_split_logits_equal_the_padded_batch_and_the_full_recomputation(tiny_policy):
+    """Row 0 whole in the prefix pass, the rest over its cropped cache: the logits of the padded batch."""
+    from mrtpo_viz.relevance.branches import branch_logits, reference_logits, split_branches, tokenize_response
+
+    tok = tiny_policy.tokenizer
+    texts = [
+        tiny_policy.render_marked([{"role": "user", "content": "Name a city." + extra}])
+        for extra in ("", " Info: it is in France, the capital.", " Info: short.")
+    ]
+    br = split_branches(tok, texts, tokenize_response(tok, " Paris is the capital of France."))
+    assert br.prefix_ids and len({len(x) for x in br.suffix_ids}) == 3  # a shared prefix, three suffix lengths
+    without, others = split_logits(tiny_policy.model, br, tiny_policy.pad_id, "cpu")
+    batch = branch_logits(tiny_policy.model, br, tiny_policy.pad_id, "cpu")
+    # float32 logits of another batch shape and sequence length differ by rounding only (~1e-5 at logits ~10)
+    assert torch.allclose(torch.cat([without, others]), batch, atol=1e-4)
+    assert torch.allclose(torch.cat([without, others]), reference_logits(tiny_policy.model, br, "cpu"), atol=1e-4)
 
 
 def test_topk_by_blocks_equals_torch_topk():
