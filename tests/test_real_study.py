@@ -144,3 +144,19 @@ def test_the_report_pairs_by_seed_and_tests_one_sided_as_scipy_does():
     one_missing = [r for r in records if not (r["method"] == "mrtpo" and r["seed"] == 4)]
     s3 = _real_report.summarize(plan, one_missing, stats)
     assert s3["seeds"] == [1, 2, 3] and s3["missing"] == ["mrtpo-s4"] and s3["established"] is False
+
+
+def test_the_learning_rate_rule_takes_the_largest_stable_rate():
+    def run(lr, end, diverged=None, method="gdpo"):
+        return {
+            "method": method,
+            "lr": lr,
+            "settings": {"steps": 10},
+            "heldout": {"10": {"pass_rate": end}},
+            "diverged": diverged,
+        }
+
+    assert pilot.choose_rate(0.40, [run(1e-5, 0.41), run(3e-5, 0.39), run(1e-4, 0.30)]) == 3e-5
+    assert pilot.choose_rate(0.40, [run(1e-5, 0.41), run(3e-5, 0.45), run(3e-5, 0.37)]) == 1e-5  # every seed
+    assert pilot.choose_rate(0.40, [run(1e-4, 0.5, diverged={"step": 3})]) is None
+    assert pilot.choose_rate(0.40, [run(1e-4, 0.5, method="mrtpo"), run(1e-5, 0.40)]) == 1e-5  # GDPO decides

@@ -102,6 +102,25 @@ PILOT_LR_SETTINGS = {"steps": 10, "prompts_per_step": 2, "group_size": 4, "tempe
 """The learning-rate pilot's runs: GDPO on pilot seeds (900, 901), 10 steps, on the training pool, evaluated
 greedily on 48 pilot-pool prompts (never the main held-out set) before and after."""
 PILOT_LR_EVAL = 48
+PILOT_LR_RATES = (1e-5, 3e-5, 1e-4)
+"""The candidate rates (AdamW; the earlier SmolLM2 arm barely moved in 16 steps at 1e-5)."""
+LR_TOLERANCE = 0.02
+"""How far below the start policy's pilot evaluation pass rate a rate may leave GDPO and still count as stable."""
+
+
+def choose_rate(start: float, runs: list[dict]) -> float | None:
+    """The rule, fixed before the learning-rate pilot ran: the largest candidate rate at which every GDPO pilot
+    run (pilot seeds) finished without diverging and left the pilot evaluation pass rate no more than
+    :data:`LR_TOLERANCE` below the start policy's; None when no rate qualifies."""
+    ok = {}
+    for r in runs:
+        if r["method"] != "gdpo" or r["lr"] not in PILOT_LR_RATES:
+            continue
+        end = r["heldout"].get(str(r["settings"]["steps"]), {}).get("pass_rate")
+        good = not r.get("diverged") and end is not None and end >= start - LR_TOLERANCE
+        ok[r["lr"]] = ok.get(r["lr"], True) and good
+    stable = [lr for lr, good in ok.items() if good]
+    return max(stable) if stable else None
 
 
 def pilot_examples(kinds: list[str], budget: int):

@@ -36,6 +36,7 @@ from _real_pilot import (  # noqa: E402
     PILOT_SUMMARY,
     STEP_COST,
     _cpu,
+    choose_rate,
     cmd_pilot,
     cmd_pilot_lr,
     cmd_step_cost,
@@ -112,6 +113,9 @@ def cmd_plan(args) -> int:
     kinds = pilot["budgets"][b]["kept"]
     lr_runs = [json.loads(f.read_text()) for f in sorted(PILOT_LR.glob(f"*-b{b}.json"))]
     start = json.loads((PILOT_LR / f"start-b{b}.json").read_text())
+    chosen = choose_rate(start["pass_rate"], lr_runs)
+    if chosen is None or chosen != args.lr:
+        raise SystemExit(f"the pilot's rule gives lr {chosen}, not {args.lr:g}")
     at_rate = [r for r in lr_runs if r["method"] == "gdpo" and r["lr"] == args.lr]
     end = [r["heldout"][str(r["settings"]["steps"])]["pass_rate"] for r in at_rate]
     sd = float(__import__("numpy").std(end, ddof=1)) if len(end) > 1 else float("nan")
@@ -149,8 +153,10 @@ def cmd_plan(args) -> int:
             "mrtpo": {"method": "mrtpo", "metric": "js", "control": "none", "alpha": 1.0, "gamma": 1.0},
         },
         "lr": args.lr,
-        "lr_rule": "the largest pilot rate at which GDPO (pilot seeds 900, 901; 10 steps) kept its pilot "
-        "evaluation pass rate within 0.02 of the start policy's and never diverged; one rate for both arms",
+        "budget_choice": args.budget_note,
+        "lr_rule": "_real_pilot.choose_rate: the largest of 1e-5, 3e-5, 1e-4 at which every GDPO pilot run (pilot "
+        "seeds, 10 steps) never diverged and ended no more than 0.02 below the start policy's pilot evaluation "
+        "pass rate; one rate for both arms",
         "seeds": list(SEEDS),
         "extension": "none: 8 seeds per arm, fixed in advance",
         "primary": {
@@ -288,6 +294,7 @@ def main(argv=None) -> int:
     p.add_argument("--max-new-tokens", type=int, required=True)
     p.add_argument("--lr", type=float, required=True)
     p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--budget-note", required=True, help="why this max_new_tokens (recorded in the plan)")
     p.set_defaults(fn=cmd_plan)
     p = sub.add_parser("run", help="the plan's runs (resumable; --shard K/N) or one (--method --seed)")
     p.add_argument("--shard", default="0/1")
