@@ -334,7 +334,7 @@ def write_md(rows: list[dict], path: Path, notes: list[str] = ()) -> None:
         )
     lines += [
         "",
-        "Targets (issue 46): replay (metric and columns included) within 1.10x of the floor at ~100 tokens, K = 3; "
+        "Targets: replay (metric and columns included) within 1.10x of the floor at ~100 tokens, K = 3; "
         "never slower than naive (naive / replay >= 1).",
         "",
     ]

@@ -19,7 +19,10 @@ until the heatmap is drawn (the replay's outputs: token view, heatmap, verdicts,
 the advantage bars are drawn as well (the chained advantages step). Gradio's event stream is not compressed, so
 these are the bytes on the wire. ``server_cpu_median_s``: CPU seconds of the app's process during the flow.
 
-The first replay (policy load, warm-up) is not counted. Target: the heatmap within 1.0 s of the click.
+The page's first load loads the app's default checkpoint (and warms it: ``mrtpo_viz.relevance.warm``); the first
+replay after that load is timed on its own (``first_replay_s``: the one-time work a replay could still pay) and not
+counted in the medians. Target: the heatmap within 1.0 s of the click. ``--threads 1,2`` runs the app at each thread
+count in turn; ``--flows replay`` skips the generate flow.
 ``--checkpoint`` (a folder or a known model's name such as ``smollm2-135m-instruct``) becomes the app's default
 checkpoint (``MRTPO_CHECKPOINT``); the default is the bundled policy.
 
@@ -213,11 +216,12 @@ def time_generate_replay(page, got: Received, pid: int) -> tuple[float, float, f
 FLOWS = {"replay": time_replay, "generate+replay": time_generate_replay}
 
 
-def measure_flows(url: str, response: str, repeats: int, pid: int) -> dict[str, list[tuple]]:
-    """Per flow, ``repeats`` (in-page s, driver s, CPU s, bytes, bytes) tuples, each on a freshly loaded page."""
+def measure_flows(url: str, response: str, repeats: int, pid: int, flows=FLOWS) -> dict[str, list[tuple]]:
+    """Per flow, ``repeats`` (in-page s, driver s, CPU s, bytes, bytes) tuples, each on a freshly loaded page, and
+    ``"first replay"``: the first replay after the page's load of the checkpoint."""
     from playwright.sync_api import sync_playwright
 
-    times = {name: [] for name in FLOWS}
+    times = {name: [] for name in flows}
     with tempfile.TemporaryDirectory(prefix="mrtpo_chromium_") as profile, sync_playwright() as pw:
         browser = pw.chromium.launch_persistent_context(
             profile,
@@ -230,9 +234,12 @@ def measure_flows(url: str, response: str, repeats: int, pid: int) -> dict[str, 
             page = browser.new_page()
             got = Received(page)
             prepare_page(page, url, response)
-            time_replay(page, got, pid)  # warm-up: loads the policy, first forward
+            page.wait_for_function(  # the page's load of the default checkpoint (and its warm-up) is done
+                "() => document.body.innerText.includes('Loaded ')", timeout=TIMEOUT_MS
+            )
+            times["first replay"] = [time_replay(page, got, pid)]  # the first replay after loading
             for i in range(repeats):
-                for name, flow in FLOWS.items():
+                for name, flow in flows.items():
                     prepare_page(page, url, response)
                     times[name].append(flow(page, got, pid))
                     print(name, i, [round(x, 3) for x in times[name][-1]], flush=True)
@@ -273,7 +280,9 @@ def token_view_kb(checkpoint: str, response: str) -> tuple[float, int]:
     return round(payload_bytes(relevance_payload(rel)) / 1024, 1), rel.T
 
 
-def run(quick: bool = True, repeats: int = 5, checkpoint: str | None = None, threads: int = 1) -> list[dict]:
+def run(
+    quick: bool = True, repeats: int = 5, checkpoint: str | None = None, threads: int = 1, flows=FLOWS
+) -> list[dict]:
     """Median and p95 seconds per flow (quick: 3 repeats), on ``checkpoint`` (default: the app's default)."""
     from mrtpo_viz.settings import default_checkpoint
 
@@ -284,15 +293,18 @@ def run(quick: bool = True, repeats: int = 5, checkpoint: str | None = None, thr
     app = launch_app(port, checkpoint, threads)
     try:
         response = response_text(checkpoint)
-        times = measure_flows(f"http://127.0.0.1:{port}/", response, 3 if quick else repeats, app.pid)
+        times = measure_flows(f"http://127.0.0.1:{port}/", response, 3 if quick else repeats, app.pid, flows)
     finally:
         app.terminate()
         app.wait(timeout=30)
     view_kb, T = token_view_kb(checkpoint, response)
+    first = times.pop("first replay")[0]
     return [
         {
             "model": _common.model_label(checkpoint),
+            "threads": threads,
             **summary(name, runs),
+            "first_replay_s": round(first[0], 3) if name == "replay" else None,
             "token_view_kb": view_kb if name == "replay" else None,
         }
         for name, runs in times.items()
@@ -301,7 +313,8 @@ def run(quick: bool = True, repeats: int = 5, checkpoint: str | None = None, thr
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", default="1", help="torch threads of the app; comma-separated: each in turn")
+    ap.add_argument("--flows", default=",".join(FLOWS), help=f"flows to time (of {', '.join(FLOWS)})")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--quick", action="store_true", help="3 repeats")
     ap.add_argument(
@@ -311,22 +324,27 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--out", default=str(RESULTS / "ui_latency"))
     args = ap.parse_args(argv)
-    set_threads(args.threads)
+    thread_counts = [int(t) for t in str(args.threads).split(",")]
+    set_threads(thread_counts[0])
+    flows = {name: FLOWS[name] for name in args.flows.split(",")}
     load_start = _common.load_average()
     rows = [
         r
+        for t in thread_counts
         for c in (args.checkpoint or "").split(",")
-        for r in run(quick=args.quick, repeats=args.repeats, checkpoint=c or None, threads=args.threads)
+        for r in run(quick=args.quick, repeats=args.repeats, checkpoint=c or None, threads=t, flows=flows)
     ]
     models = ", ".join(dict.fromkeys(f"`{r['model']}`" for r in rows))
     note = [
         f"`{_common.command('ui_latency.py', sys.argv[1:])}`; {_common.machine()} (the app's model "
-        f"calls); load average {load_start} at the start and {_common.load_average()} at the end; policy "
-        f"{models}; headless Debian chromium through playwright on the same machine.",
+        f"calls; `threads` per row); {_common.cpu_description()}; load average {load_start} at the start and "
+        f"{_common.load_average()} at the end; policy {models}; headless Debian chromium through playwright on "
+        "the same machine.",
         "",
         f"Seconds from the click until the heatmap is painted, measured in the page (`performance.now()`: "
         f"the click event on the button to the animation frame after the heatmap layer appeared); "
-        f"{RESPONSE_TOKENS}-token response, K = {K} verifiers; the first replay (policy load) not counted; the "
+        f"{RESPONSE_TOKENS}-token response, K = {K} verifiers; the first replay after the page loaded the policy "
+        "not counted (`first_replay_s`: that replay alone); the "
         "app in its own process (`python -m mrtpo_viz serve`). `generate+replay`: click Generate (up to 128 "
         "new tokens), wait for it, click Replay, until the heatmap is painted. `driver_median_s`: the same span "
         "seen from playwright (its click's actionability checks, round trips and polling included: what a test "
