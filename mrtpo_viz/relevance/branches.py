@@ -191,8 +191,15 @@ def split_logits(model, br: Branches, pad_id: int, device) -> tuple[torch.Tensor
     keep = torch.arange(T, device=device) + (P + len(br.suffix_ids[0]) - 1)  # (T,): positions predicting the response
     with turns.model_job():
         logits0, cache = forward(model, torch.tensor([first], device=device), logits_to_keep=keep)  # (1, T, V)
+        if tuple(logits0.shape[:2]) != (1, T):
+            raise RuntimeError(f"{type(model).__name__} ignored logits_to_keep: got logits {tuple(logits0.shape)}")
         rest = Branches(br.prefix_ids, br.suffix_ids[1:], br.response_ids)
-        prefix = cropped_cache(cache, P) if P else None
+        if not P:
+            prefix = None
+        elif all(int(layer.keys.shape[-2]) == len(first) for layer in cache.layers):
+            prefix = cropped_cache(cache, P)
+        else:  # a sliding-window layer kept only the last positions: the prefix's keys are gone, run it alone
+            prefix = prefix_cache(model, br.prefix_ids, device)
         return logits0, suffix_logits(model, rest, prefix, pad_id, device)
 
 
