@@ -117,3 +117,15 @@ def test_decode_top_rounds_like_python(tiny_policy):
     assert [p for row in top for pos in row for _, p in pos] == [round(p, 6) for p in probs.reshape(-1).tolist()]
     assert top[1][7][2][0] == tiny_policy.tokenizer.decode([int(ids[1, 7, 2])])
     assert tokens.warm_vocab(tiny_policy.tokenizer) == len(tiny_policy.tokenizer)
+
+
+def test_warm_policy_runs_once_per_policy(tiny_policy):
+    from mrtpo_viz.policy import Policy
+    from mrtpo_viz.relevance.warm import is_warm, warm_policy
+
+    fresh = Policy(tiny_policy.model, tiny_policy.tokenizer, "fresh", tiny_policy.device, tiny_policy.dtype)
+    assert not is_warm(fresh)
+    assert warm_policy(fresh) > 0.0 and is_warm(fresh)
+    assert warm_policy(fresh) == 0.0  # the second call does nothing
+    assert len(tokens._vocab_text(fresh.tokenizer)) == len(fresh.tokenizer)  # every token's text is known
+    assert "max_token_chars" in vars(fresh)  # the vocabulary scan is done (a cached property)
