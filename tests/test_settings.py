@@ -190,3 +190,28 @@ def test_the_settings_table_is_generated_from_the_settings():
         "| `MRTPO_ALLOWED_CHECKPOINTS` | comma list | (unset) | hub ids and folders that may load; empty admits "
         "any checkpoint. |" in table
     )
+
+
+def test_bf16_replay_is_off_by_default_and_needs_a_native_cpu(monkeypatch):
+    import mrtpo_viz.policy.precision as precision
+    from mrtpo_viz.settings import replay_dtype
+
+    assert get_settings({}).bf16_replay is False
+    on = get_settings({"MRTPO_BF16_REPLAY": "1"})
+    assert replay_dtype(get_settings({}), "cpu") is None
+    monkeypatch.setattr(precision, "native_bf16", lambda: False)
+    assert replay_dtype(on, "cpu") is None  # emulated bfloat16 is slower: float32 stays
+    monkeypatch.setattr(precision, "native_bf16", lambda: True)
+    assert replay_dtype(on, "cpu") == "bfloat16" and replay_dtype(on, None) == "bfloat16"
+    assert replay_dtype(on, "cuda") is None  # the GPU keeps the library's own default
+
+
+def test_the_model_line_says_when_the_replay_runs_in_bfloat16(tiny_policy):
+    import torch
+
+    from mrtpo_viz.policy import Policy
+    from mrtpo_viz.ui.policy_choice import precision_note
+
+    assert precision_note(tiny_policy) == ""
+    bf16 = Policy(tiny_policy.model, tiny_policy.tokenizer, "x", torch.device("cpu"), torch.bfloat16)
+    assert "reduced precision" in precision_note(bf16) and "85%" in precision_note(bf16)

@@ -68,7 +68,19 @@ def load_status(checkpoint: str | None) -> str:
         policy = get_policy(checkpoint)
     except Exception as err:  # the status line is the error report here
         return f"**Checkpoint not loaded:** {_message(err)}"
-    return f"**Loaded** {shown(checkpoint)}: {policy.describe()}"
+    return f"**Loaded** {shown(checkpoint)}: {policy.describe()}{precision_note(policy)}"
+
+
+def precision_note(policy) -> str:
+    """What the model line adds when the replay runs in reduced precision (``MRTPO_BF16_REPLAY``)."""
+    import torch
+
+    if policy.dtype != torch.bfloat16 or policy.device.type != "cpu":
+        return ""
+    return (
+        " (reduced precision, the operator's choice: relevance within ~0.05 of float32's at the 99th percentile, "
+        "the same top 3 tokens in ~85% of cases on SmolLM2-135M)"
+    )
 
 
 def picked_status(checkpoint: Optional[str]) -> str:
