@@ -17,5 +17,5 @@ def test_the_wheel_replays_runs_the_readme_snippet_and_serves_outside_the_checko
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "ok  mrtpo-viz bench says it needs a checkout" in out.stdout
-    assert "ok  mrtpo-viz serve: **Loaded** `tiny-mrtpo`" in out.stdout
+    assert "ok  mrtpo-viz serve: **Loaded** <code>tiny-mrtpo</code>: 1.3M params" in out.stdout
     assert "the wheel works outside the checkout" in out.stdout
