@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 
@@ -176,6 +176,21 @@ def branch_logits(model, br: Branches, pad_id: int, device) -> torch.Tensor:
         return suffix_logits(model, br, prefix_cache(model, br.prefix_ids, device), pad_id, device)
 
 
+def _first_pass(model, br: Branches, device) -> tuple[torch.Tensor, object]:
+    """Row 0 whole: its (1, T, V) logits and the cache of the shared prefix for the other rows (None: no prefix)."""
+    P, T = len(br.prefix_ids), len(br.response_ids)
+    first = br.prefix_ids + br.suffix_ids[0] + br.response_ids
+    keep = torch.arange(T, device=device) + (P + len(br.suffix_ids[0]) - 1)  # (T,): positions predicting the response
+    logits0, cache = forward(model, torch.tensor([first], device=device), logits_to_keep=keep)  # (1, T, V)
+    if tuple(logits0.shape[:2]) != (1, T):
+        raise RuntimeError(f"{type(model).__name__} ignored logits_to_keep: got logits {tuple(logits0.shape)}")
+    if not P:
+        return logits0, None
+    if all(int(layer.keys.shape[-2]) == len(first) for layer in cache.layers):
+        return logits0, cropped_cache(cache, P)
+    return logits0, prefix_cache(model, br.prefix_ids, device)  # a sliding-window layer dropped the prefix's keys
+
+
 @torch.no_grad()
 def split_logits(model, br: Branches, pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     """The logits of :func:`branch_logits` as ``(row 0 (1, T, V), rows 1.. (B - 1, T, V))``, with fewer positions.
@@ -186,21 +201,39 @@ def split_logits(model, br: Branches, pad_id: int, device) -> tuple[torch.Tensor
     run whole, it wastes none, and the forward count stays two. The same numbers up to float rounding (a position's
     logits do not depend on the batch, the cached keys do not depend on what follows them).
     """
-    P, T = len(br.prefix_ids), len(br.response_ids)
-    first = br.prefix_ids + br.suffix_ids[0] + br.response_ids
-    keep = torch.arange(T, device=device) + (P + len(br.suffix_ids[0]) - 1)  # (T,): positions predicting the response
     with turns.model_job():
-        logits0, cache = forward(model, torch.tensor([first], device=device), logits_to_keep=keep)  # (1, T, V)
-        if tuple(logits0.shape[:2]) != (1, T):
-            raise RuntimeError(f"{type(model).__name__} ignored logits_to_keep: got logits {tuple(logits0.shape)}")
+        logits0, prefix = _first_pass(model, br, device)
         rest = Branches(br.prefix_ids, br.suffix_ids[1:], br.response_ids)
-        if not P:
-            prefix = None
-        elif all(int(layer.keys.shape[-2]) == len(first) for layer in cache.layers):
-            prefix = cropped_cache(cache, P)
-        else:  # a sliding-window layer kept only the last positions: the prefix's keys are gone, run it alone
-            prefix = prefix_cache(model, br.prefix_ids, device)
         return logits0, suffix_logits(model, rest, prefix, pad_id, device)
+
+
+@torch.no_grad()
+def split_logits_each(model, br: Branches, pad_id: int, device, each: int | None = None) -> Iterator[torch.Tensor]:
+    """The logits of :func:`split_logits`, as they are ready: row 0's ``(1, T, V)`` first, then rows ``1..each``
+    one forward each ``(1, T, V)`` (default: every row), then the rows after ``each`` in one batch ``(n, T, V)``.
+
+    Each row's forward runs over the same cropped prefix cache (expanded views: the cache is never appended to), so
+    a caller can show a row as soon as it is done (the app's progressive heatmap). A row alone needs no padding;
+    on one CPU core a forward of one row of ~150 positions is as matmul-efficient as the batch. The numbers equal
+    :func:`split_logits`'s up to float rounding. Each forward is its own model job: nothing is held across a yield
+    (the consumer may resume this generator on another thread, or never).
+    """
+    each = br.B - 1 if each is None else min(each, br.B - 1)
+    with turns.model_job():
+        logits0, prefix = _first_pass(model, br, device)
+    yield logits0
+    for b in range(1, each + 1):
+        with turns.model_job():
+            row = suffix_logits(
+                model, Branches(br.prefix_ids, [br.suffix_ids[b]], br.response_ids), prefix, pad_id, device
+            )
+        yield row
+    if each + 1 < br.B:
+        with turns.model_job():
+            rest = suffix_logits(
+                model, Branches(br.prefix_ids, br.suffix_ids[each + 1 :], br.response_ids), prefix, pad_id, device
+            )
+        yield rest
 
 
 @torch.no_grad()

@@ -130,3 +130,23 @@ def _softmax_(logits: torch.Tensor, logp: torch.Tensor, p: torch.Tensor) -> None
     total = p.sum(-1, keepdim=True)
     p.div_(total)
     logp.sub_(total.log_())
+
+
+def stack_columns(parts: list[ReplayColumns]) -> ReplayColumns:
+    """One replay's columns from per-row ones: ``parts[k]`` are :func:`replay_columns` of the same reference row
+    against row k + 1 alone (K = 1 each), as a progressive replay computes them row by row. The reference row's
+    columns (its log-prob, top-k, entropy) come from ``parts[0]``: every part computed the same ones."""
+    if not parts:
+        raise ValueError("give the columns of at least one row")
+    first = parts[0]
+
+    def rows(get) -> torch.Tensor:
+        return torch.cat([get(first)[:1]] + [get(p)[1:] for p in parts])
+
+    return ReplayColumns(
+        {m: torch.cat([p.metrics[m] for p in parts]) for m in first.metrics},
+        rows(lambda c: c.logprob),
+        first.entropy,
+        rows(lambda c: c.top_ids),
+        rows(lambda c: c.top_probs),
+    )

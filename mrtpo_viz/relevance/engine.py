@@ -2,8 +2,10 @@
 
 ``d[k, t] = metric(pi(. | x + c_k, y_<t), pi(. | x, y_<t))`` (our reading of the paper: JS distance, base 2), where
 ``c_k`` is verifier ``k``'s information inserted into the prompt ``x`` by :func:`.contexts.with_info`.
-All K + 1 branches (plus a control's branches, :mod:`.controls`) run as one batch over a shared prefix cache
-(:mod:`.branches`); the response ids are identical in every branch.
+All K + 1 branches (plus a control's branches, :mod:`.controls`) run over a shared prefix cache (:mod:`.branches`):
+the K with-information suffixes as one batch, or, in a progressive replay (:func:`replay_steps`, the app's Replay on
+a slow model), one forward each, each verifier's row shown as it is done (:mod:`.progressive`). The response ids are
+identical in every branch.
 """
 
 from __future__ import annotations
@@ -11,22 +13,22 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from typing import Optional, Union
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 
-from ..divergence import chunked_metric, get_metric
+from ..divergence import get_metric
 from ..names import check_choice, CONTROLS as CONTROL_NAMES, INFO_POSITIONS
 from ..guards import unpaired_surrogate
 from ..policy import Policy, as_messages
 from ..policy.specials import restore
 from ..tasks import Example, Verifier, get_verifier
-from .columns import ReplayColumns, replay_columns
-from .branches import Branches, shared_branches, split_branches, split_logits, tokenize_response
+from .branches import Branches, shared_branches, split_branches, tokenize_response
 from .contexts import DEFAULT_INFO_TEMPLATE, with_info
 from .controls import CONTROL_SPECS, Control, ControlInput
+from .progressive import ReplayStep, run_steps, verifier_call
+from .progressive import add_verdicts as _add_verdicts, relevance_of as _relevance  # noqa: F401 -- ab_split's names
 from .results import Relevance
-from .tokens import decode_top, display_tokens
 
 
 def resolve_verifiers(verifiers: Sequence[Union[str, Verifier]]) -> list[Verifier]:
@@ -49,7 +51,7 @@ def resolve_infos(verifiers: list[Verifier], example: Optional[Example], infos: 
         if v.name in infos:
             out.append(str(infos[v.name]))
         elif example is not None:
-            out.append(_verifier_call(v, "give its information", v.info, example))
+            out.append(verifier_call(v, "give its information", v.info, example))
         else:
             raise ValueError(f"no information for verifier {v.name!r}: give an Example or infos={{name: text}}")
     return out
@@ -92,6 +94,7 @@ class ReplayPlan:
     texts: list[str]
     """The rendered prompt text of each branch (as typed: where a user typed a special, the ids are not this text's
     plain tokenization but :func:`mrtpo_viz.policy.specials.encode`'s, with the typed special as text)."""
+    info_position: str = "user_end"
 
 
 def plan_replay(
@@ -127,7 +130,8 @@ def plan_replay(
     texts = [policy.render_marked(m) for m in messages]  # typed specials marked: they stay text
     branches = split_branches(policy.tokenizer, texts, resp_ids)
     check_context(policy, branches)
-    return ReplayPlan(branches, vs, info_list, extra, ctrl, [restore(policy.tokenizer, t) for t in texts])
+    texts = [restore(policy.tokenizer, t) for t in texts]
+    return ReplayPlan(branches, vs, info_list, extra, ctrl, texts, info_position)
 
 
 def check_texts(messages: list[dict], infos: dict[str, str], template: str) -> None:
@@ -235,11 +239,53 @@ def replay_variants(
 ) -> dict[tuple[str, str], Relevance]:
     """Several ``(metric, control)`` replays of one response from ONE batched forward: the without and with
     branches run once for all of them, and each control's extra branches once (:func:`replay` is the case of one).
-    Keywords as in :func:`replay`.
+    Keywords as in :func:`replay`. The last step of :func:`replay_steps` (one-shot).
 
     Returns:
         ``(metric, control) -> Relevance``, each equal to its own ``replay(..., metric=metric, control=control)`` up
         to the float rounding of a batch of another size (a branch's logits do not depend on the other branches).
+    """
+    *_, last = replay_steps(
+        policy,
+        example_or_prompt,
+        response,
+        verifiers,
+        variants,
+        infos=infos,
+        info_position=info_position,
+        template=template,
+        chunk_size=chunk_size,
+        topk=topk,
+        pool=pool,
+    )
+    return last.results
+
+
+def replay_steps(
+    policy: Policy,
+    example_or_prompt,
+    response,
+    verifiers: Sequence[Union[str, Verifier]],
+    variants: Sequence[tuple[str, str]] = (("js", "none"),),
+    *,
+    infos: Optional[dict[str, str]] = None,
+    info_position: str = "user_end",
+    template: str = DEFAULT_INFO_TEMPLATE,
+    chunk_size: Optional[int] = None,
+    topk: int = 5,
+    pool: Optional[Sequence[Example]] = None,
+    progressive: Optional[bool] = False,
+) -> Iterator[ReplayStep]:
+    """Replay ``response`` (arguments as :func:`replay_variants`), yielding :class:`.progressive.ReplayStep` s:
+    the replay that :func:`replay_variants` and :func:`replay` run to its last step, and the app step by step.
+
+    Args:
+        progressive: True: a step with no rows before any forward, then one step per verifier (rows 1, ..., K),
+            then the last step (K + 2 steps); False: only the last step; None: True where
+            :func:`.progressive.estimate_seconds` reaches :data:`.progressive.PROGRESSIVE_FROM_S`.
+    Yields:
+        Steps; the last one's ``results`` are ``(metric, control) -> Relevance``, equal (to float rounding: a row
+        run alone or in a padded batch rounds differently, ~1e-6) whichever way the forwards ran.
     """
     timings, clock = {}, time.perf_counter()
     variants = list(dict.fromkeys((m, c) for m, c in variants))
@@ -247,18 +293,9 @@ def replay_variants(
         raise ValueError("give at least one (metric, control) variant")
     for metric, _ in variants:
         get_metric(metric)
+    kw = dict(infos=infos, info_position=info_position, template=template, pool=pool)
     plans = {
-        c: plan_replay(
-            policy,
-            example_or_prompt,
-            response,
-            verifiers,
-            infos=infos,
-            info_position=info_position,
-            control=c,
-            template=template,
-            pool=pool,
-        )
+        c: plan_replay(policy, example_or_prompt, response, verifiers, control=c, **kw)
         for c in dict.fromkeys(c for _, c in variants)
     }
     first = next(iter(plans.values()))
@@ -270,98 +307,7 @@ def replay_variants(
             extra_rows[c] = len(prompts)
             prompts += [plan.branches.prefix_ids + plan.branches.suffix_ids[b] for b in range(K + 1, 2 * K + 1)]
     br = base if len(prompts) == base.B else shared_branches(prompts, base.response_ids)
-    timings["tokenize"], clock = time.perf_counter() - clock, time.perf_counter()
-
-    without, others = split_logits(policy.model, br, policy.pad_id, policy.device)  # (1, T, V), (B - 1, T, V)
-    timings["forward"] = time.perf_counter() - clock
-    example = example_or_prompt if isinstance(example_or_prompt, Example) else None
-    clock = time.perf_counter()
-    cols = main_columns(br, (without, others[:K]), tuple(dict.fromkeys(m for m, _ in variants)), chunk_size, topk)
-    shared = time.perf_counter() - clock  # every variant's metric and columns come from this one pass
-    out = {}
-    for metric, c in variants:
-        plan, clock = plans[c], time.perf_counter()
-        row = extra_rows.get(c)
-        extra_logits = None if row is None else others[row - 1 : row - 1 + K]  # views, not copies: (K, T, V)
-        rel = _relevance(policy, br, (without, others[:K]), extra_logits, plan, metric, chunk_size, topk, cols)
-        rel.info_position = info_position
-        own = {**timings, "metric": shared + time.perf_counter() - clock}
-        clock = time.perf_counter()
-        if example is not None and not out:
-            _add_verdicts(rel, plan.verifiers, example)
-        elif example is not None:  # the same response and verifiers: the first variant's verdicts, not re-run
-            done = next(iter(out.values()))
-            rel.rewards, rel.reasons, rel.spans = dict(done.rewards), dict(done.reasons), dict(done.spans)
-            rel.example_id = done.example_id
-        rel.timings = {**own, "verify": time.perf_counter() - clock}
-        out[(metric, c)] = rel
-    return out
-
-
-def main_columns(br: Branches, logits, metrics: tuple[str, ...], chunk_size, topk) -> ReplayColumns:
-    """The metrics of the K with-information rows against the without row and the per-token columns of all K + 1,
-    from the logits [without, with_1..K] (one (K + 1, T, V) tensor, or the pair (1, T, V), (K, T, V)) in one
-    chunked pass."""
-    without, with_k = (logits[:1], logits[1:]) if isinstance(logits, torch.Tensor) else logits
-    ids = torch.tensor(br.response_ids, device=without.device)  # (T,)
-    return replay_columns(without, with_k, ids, metrics, topk=topk, chunk_size=chunk_size)
-
-
-def _relevance(
-    policy, br: Branches, logits, extra_k, plan: ReplayPlan, metric, chunk_size, topk, cols=None
-) -> Relevance:
-    """Metrics and per-token columns from the logits [without, with_1..K] (a (K + 1, T, V) tensor or the pair
-    (1, T, V), (K, T, V)) and the control's (K, T, V) extra branches' logits (None without extra branches); ``cols``:
-    :func:`main_columns` of these logits when a caller already has them."""
-    vs, info_list, ctrl = plan.verifiers, plan.infos, plan.control
-    if cols is None or metric not in cols.metrics:
-        cols = main_columns(br, logits, (metric,), chunk_size, topk)
-    raw = cols.metrics[metric].clone()  # (K, T); its own copy: variants share cols
-    with_vs_extra = extra_vs_without = None
-    if extra_k is not None:
-        without, with_k = (logits[:1], logits[1:]) if isinstance(logits, torch.Tensor) else logits
-        with_vs_extra = chunked_metric(with_k, extra_k, metric, chunk_size)  # (K, T)
-        extra_vs_without = chunked_metric(extra_k, without, metric, chunk_size)  # (K, T)
-    scores = ctrl.combine(raw, with_vs_extra, extra_vs_without)
-    tokens, offsets, text = display_tokens(policy.tokenizer, br.response_ids)
-    top = decode_top(policy.tokenizer, cols.top_ids, cols.top_probs)  # (K + 1) x T x topk
-    return Relevance(
-        tokens=tokens,
-        token_ids=list(br.response_ids),
-        verifiers=[v.name for v in vs],
-        scores=scores,
-        raw_scores=raw,
-        metric=metric,
-        control=ctrl.name,
-        response=text,
-        offsets=offsets,
-        infos={v.name: i for v, i in zip(vs, info_list)},
-        logp_without=cols.logprob[0],
-        logp_with=cols.logprob[1:],
-        entropy=cols.entropy,
-        top_without=top[0],
-        top_with=top[1:],
+    timings["tokenize"] = time.perf_counter() - clock
+    yield from run_steps(
+        policy, br, plans, variants, extra_rows, example_or_prompt, progressive, (chunk_size, topk), timings
     )
-
-
-def _verifier_call(v: Verifier, doing: str, fn, *args):
-    """``fn(*args)`` of verifier ``v``; an example whose meta does not fit it (a list where it reads an object, a
-    number where it reads text) becomes a ValueError that names the verifier instead of raw Python text."""
-    try:
-        return fn(*args)
-    except (ValueError, KeyError, FileNotFoundError):
-        raise
-    except (TypeError, AttributeError, IndexError, RecursionError) as e:
-        raise ValueError(
-            f"verifier {v.name!r} cannot {doing} for this example: its meta does not have the fields "
-            f"and types {v.name} reads ({type(e).__name__}: {str(e)[:160]})"
-        ) from None
-
-
-def _add_verdicts(rel: Relevance, vs: list[Verifier], example: Example) -> None:
-    for v in vs:
-        verdict = _verifier_call(v, "score the response", v.check, rel.response, example)
-        rel.rewards[v.name] = float(verdict.score)
-        rel.reasons[v.name] = verdict.reason
-        rel.spans[v.name] = _verifier_call(v, "find its relevant spans", v.relevant_spans, rel.response, example)
-    rel.example_id = example.id

@@ -36,7 +36,7 @@ from .relevance_tab import (
     generate,
     info_boxes,
     pick_example,
-    replay_response,
+    replay_live,
     reselect_info_boxes,
     sample_group,
     task_examples,
@@ -328,7 +328,7 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
     replayed = (
         c["replay_btn"]
         .click(
-            fair(replay_response),
+            fair(replay_live),  # a generator: rows appear one by one where the replay is slow
             [
                 checkpoint,
                 task,

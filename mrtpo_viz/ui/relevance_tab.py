@@ -35,7 +35,8 @@ from .errors import readable
 from .example_picker import FREE_PROMPT, example_choices, first_example, get_example, prompt_text, with_prompt
 from .input_limits import MAX_VERIFIERS, check_text, check_token_count, limits
 from .policy_choice import get_policy
-from .token_component import advantages_json, view_value
+from .replay_progress import final_outputs, progress_outputs
+from .token_component import advantages_json
 from .zerogpu import gpu
 
 RELEVANCE_SOURCES = ("controlled", "raw")
@@ -197,34 +198,6 @@ def downloads(rel):
     return gr.update(value=str(csv), interactive=True), gr.update(value=str(js), interactive=True)
 
 
-def default_group(rel) -> pd.DataFrame:
-    """A group of four: the replayed response (its real rewards) and three contrasting ones, so every reward varies."""
-    K = rel.K
-    rows = [
-        [rel.rewards.get(n, 0.0) for n in rel.verifiers],
-        [0.0] * K,
-        [1.0] * K,
-        [float(k % 2 == 0) for k in range(K)],
-    ]
-    frame = pd.DataFrame(rows, columns=rel.verifiers)
-    frame.insert(0, "response", ["replayed", "2", "3", "4"])
-    return frame
-
-
-def _status(rel, policy, needs: dict) -> str:
-    text = (
-        f"Replayed {rel.T} tokens with `{policy.name}` against {', '.join(f'`{n}`' for n in rel.verifiers)} "
-        f"({rel.metric}, control {rel.control})."
-    )
-    if needs:
-        text += (
-            " **Needs input** (not scored, not replayed): "
-            + "; ".join(f"`{n}` ({', '.join(m)})" for n, m in needs.items())
-            + "."
-        )
-    return text
-
-
 @gpu("replay")
 @readable
 def replay_response(
@@ -232,8 +205,57 @@ def replay_response(
 ):
     """Replay the response with and without each ready verifier's information; render the token view, heatmaps,
     verdicts. ``customs``: the session's custom verifiers (a state, not an API parameter); ``texts``: the
-    ``MAX_VERIFIERS`` information boxes, then their argument fields (optional)."""
-    from ..relevance import replay
+    ``MAX_VERIFIERS`` information boxes, then their argument fields (optional). One shot: the outputs of the last
+    step of :func:`replay_live`."""
+    *_, last = replay_updates(
+        checkpoint, task, index, prompt, response, verifiers, position, metric, control, template, customs, *texts
+    )
+    return last
+
+
+@gpu("replay")
+@readable
+def replay_live(
+    checkpoint, task, index, prompt, response, verifiers, position, metric, control, template, customs, *texts
+):
+    """The Replay button and ``/replay``: :func:`replay_response`'s outputs, and before them, where the replay is
+    slow (:func:`mrtpo_viz.relevance.progressive.estimate_seconds`), the tokens without colour, then each verifier's
+    row as soon as it is replayed (:mod:`.replay_progress`). Its last yield is exactly :func:`replay_response`'s."""
+    yield from replay_updates(
+        checkpoint,
+        task,
+        index,
+        prompt,
+        response,
+        verifiers,
+        position,
+        metric,
+        control,
+        template,
+        customs,
+        *texts,
+        progressive=None,
+    )
+
+
+def replay_updates(
+    checkpoint,
+    task,
+    index,
+    prompt,
+    response,
+    verifiers,
+    position,
+    metric,
+    control,
+    template,
+    customs,
+    *texts,
+    progressive=False,
+):
+    """The replay's outputs, step by step (a generator; ``progressive`` as
+    :func:`mrtpo_viz.relevance.engine.replay_steps`): a partial update per step before the last, then the results."""
+    from ..relevance.engine import replay_steps
 
     ex = with_prompt(get_example(task, index), prompt)
     response = check_text("response", response, limits().max_chars)
@@ -251,33 +273,21 @@ def replay_response(
     infos = {n: infos[n] for n in ready}
     policy = get_policy(checkpoint)
     check_token_count(policy, prompt_text(ex), response, *infos.values())
-    rel = replay(
+    steps = replay_steps(
         policy,
         ex,
         response,
         [resolve(n, customs) for n in ready],
+        [(metric, control)],
         infos=infos,
-        metric=metric,
         info_position=position,
-        control=control,
         template=template or DEFAULT_INFO_TEMPLATE,
+        progressive=progressive,
     )
-    show_raw = rel.control != "none"
-    # the raw views are only rendered when they differ from the controlled ones (control != none)
-    raw_view = gr.update(
-        value=view_value(viz.relevance_payload(rel, raw=True)) if show_raw else None, visible=show_raw, adv=None
-    )
-    raw_heat = gr.update(value=viz.relevance_heatmap(rel, raw=True) if show_raw else None, visible=show_raw)
-    return (
-        rel,
-        gr.update(value=view_value(viz.relevance_payload(rel)), adv=None),
-        raw_view,
-        viz.relevance_heatmap(rel),
-        raw_heat,
-        pd.DataFrame(viz.verdict_rows(rel, needs), columns=VERDICT_HEADERS),
-        default_group(rel),
-        _status(rel, policy, needs),
-    )
+    for step in steps:
+        if step.results is None:
+            yield progress_outputs(step, policy.name, metric, control)
+    yield final_outputs(step.relevance, policy.name, needs)
 
 
 def _group_rewards(frame: pd.DataFrame, verifiers: list[str]):

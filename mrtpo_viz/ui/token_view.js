@@ -20,6 +20,7 @@ function rgb(x) {
   const i = Math.min(Math.floor(x), STOPS.length - 2), f = x - i, a = STOPS[i], b = STOPS[i + 1];
   return [0, 1, 2].map((j) => Math.round(a[j] + f * (b[j] - a[j])));
 }
+const paint = (x) => (x === null || x === undefined ? null : rgb(x / (d.vmax > 0 ? d.vmax : 1)));  // null: not yet
 const css = (c) => `rgb(${c[0]},${c[1]},${c[2]})`;
 const ink = (c) => (0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2] > 140 ? '#000' : '#fff');
 function visible(s) {
@@ -112,10 +113,10 @@ function render() {
     const line = el('div', 'tv-toks'), spans = new Array(T);
     line.setAttribute('role', 'row');
     for (let t = 0; t < T; t++) {
-      const s = el('span', 'tv-tok mrtpo-tok', shown[t]), c = rgb(d.scores[k][t] / vmax);
-      s.style.background = css(c);
-      s.style.color = ink(c);
-      s.dataset.k = k; s.dataset.t = t; s.dataset.score = d.scores[k][t];
+      const s = el('span', 'tv-tok mrtpo-tok', shown[t]), score = d.scores[k][t];
+      if (score === null || score === undefined) s.classList.add('tv-pending');  // not replayed yet: no colour
+      else { const c = rgb(score / vmax); s.style.background = css(c); s.style.color = ink(c); s.dataset.score = score; }
+      s.dataset.k = k; s.dataset.t = t;
       s.tabIndex = -1;
       s.setAttribute('role', 'gridcell');
       if (inSpan[k][t]) s.classList.add('tv-span');
@@ -146,8 +147,8 @@ function show(k, t, isPinned) {
   const K = d.verifiers.length, tok = d.tokens[t];
   panel.className = 'tv-panel';
   const head = el('div', 'tv-p-head');
-  const chip = el('span', 'tv-p-tok', visible(tok)), c = rgb(d.scores[k][t] / (d.vmax > 0 ? d.vmax : 1));
-  chip.style.background = css(c); chip.style.color = ink(c);
+  const chip = el('span', 'tv-p-tok', visible(tok)), c = paint(d.scores[k][t]);
+  if (c) { chip.style.background = css(c); chip.style.color = ink(c); }
   head.append(el('span', null, `token ${t}`), chip);
   if (d.ids) head.append(el('span', 'tv-sub', `id ${d.ids[t]}`));
   head.append(el('span', 'tv-sub', `${JSON.stringify(tok)}`));
@@ -175,7 +176,8 @@ function show(k, t, isPinned) {
   table.appendChild(hr);
   for (let j = 0; j < K; j++) {
     const tr = el('tr'), sw = el('span', 'tv-sw'), name = el('td', 'tv-name');
-    sw.style.background = css(rgb(d.scores[j][t] / (d.vmax > 0 ? d.vmax : 1)));
+    const cj = paint(d.scores[j][t]);
+    if (cj) sw.style.background = css(cj);
     name.append(sw);
     for (const piece of d.verifiers[j].split(/(?<=[._])/)) name.append(document.createTextNode(piece), el('wbr'));  // break only after . and _
     if (j === k) name.style.fontWeight = '700';

@@ -17,6 +17,7 @@ from .figures import (
     mean_relevance_bars,
     placeholder_figure,
     relevance_heatmap,
+    step_heatmap,
     token_axis,
 )
 from .numbers import fmt_sig, round_sig
@@ -31,7 +32,7 @@ from .summaries import (
     weight_markdown,
 )
 from .text import format_table
-from .token_view import frame_payload, payload_bytes, relevance_payload, token_view_payload
+from .token_view import frame_payload, payload_bytes, relevance_payload, step_payload, token_view_payload
 
 __all__ = [
     "AdvantageBreakdown",
@@ -56,6 +57,8 @@ __all__ = [
     "relevance_payload",
     "rollout_summary",
     "round_sig",
+    "step_heatmap",
+    "step_payload",
     "token_axis",
     "token_view_payload",
     "top_tokens",

@@ -192,6 +192,18 @@ def relevance_payload(
     )
 
 
+def step_payload(step, metric: str, title: Optional[str] = None) -> dict:
+    """The payload of a replay in progress (a :class:`mrtpo_viz.relevance.progressive.ReplayStep`): every token, one
+    row per verifier; the rows replayed so far coloured by their raw ``metric``, the others without colour
+    (``null`` scores)."""
+    T = len(step.tokens)
+    rows = step.rows.tolist() + [[None] * T] * (step.K - step.done)
+    label = f"{'raw ' if step.done else ''}{metric}"
+    return token_view_payload(
+        step.tokens, step.verifiers, rows, token_ids=step.token_ids, metric=metric, label=label, title=title
+    )
+
+
 def frame_payload(frame, title: Optional[str] = None) -> dict:
     """The payload of one scored rollout from its rows of the per-token table (``Relevance.to_frame`` columns:
     ``position``, ``token``, ``token_id``, ``verifier``, ``score``, ``logp_with``, ``logp_without``, ``entropy``,

@@ -132,13 +132,13 @@ def test_empty_response_is_a_readable_error(tiny_policy, response):
 
 def test_response_longer_than_the_context_window_is_refused_before_any_forward(tiny_policy, monkeypatch):
     limit = tiny_policy.model.config.max_position_embeddings  # 4096
-    monkeypatch.setattr("mrtpo_viz.relevance.engine.split_logits", lambda *a, **k: pytest.fail("a forward ran"))
+    monkeypatch.setattr("mrtpo_viz.relevance.progressive.split_logits", lambda *a, **k: pytest.fail("a forward ran"))
     with pytest.raises(ValueError, match=f"more than the model's context window of {limit:,} tokens"):
         _replay(tiny_policy, "Say something.", "a b " * limit)
 
 
 def test_100k_character_information_is_refused_by_the_context_window(tiny_policy, monkeypatch):
-    monkeypatch.setattr("mrtpo_viz.relevance.engine.split_logits", lambda *a, **k: pytest.fail("a forward ran"))
+    monkeypatch.setattr("mrtpo_viz.relevance.progressive.split_logits", lambda *a, **k: pytest.fail("a forward ran"))
     with pytest.raises(ValueError, match="shorten the response or the information"):
         _replay(tiny_policy, "Say something.", "hello", info="no commas please " * 6_000)
 

@@ -99,6 +99,7 @@ def test_the_app_wraps_every_handler_that_runs_the_model():
         "mrtpo_viz.ui.ab_split_tab.compare_split": "replay",
         "mrtpo_viz.ui.ab_tab.compare": "replay",
         "mrtpo_viz.ui.relevance_tab.generate": "replay",
+        "mrtpo_viz.ui.relevance_tab.replay_live": "replay",
         "mrtpo_viz.ui.relevance_tab.replay_response": "replay",
         "mrtpo_viz.ui.relevance_tab.sample_group": "replay",
         "mrtpo_viz.ui.rollouts_tab.score_file": "score",
