@@ -111,7 +111,7 @@ def cmd_plan(args) -> int:
     pilot = json.loads(PILOT_SUMMARY.read_text())
     b = str(args.max_new_tokens)
     kinds = pilot["budgets"][b]["kept"]
-    lr_runs = [json.loads(f.read_text()) for f in sorted(PILOT_LR.glob(f"*-b{b}.json"))]
+    lr_runs = [json.loads(f.read_text()) for f in sorted(PILOT_LR.glob(f"*-lr*-b{b}.json"))]
     start = json.loads((PILOT_LR / f"start-b{b}.json").read_text())
     chosen = choose_rate(start["pass_rate"], lr_runs)
     if chosen is None or chosen != args.lr:
