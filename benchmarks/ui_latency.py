@@ -4,8 +4,10 @@ bytes the page receives for that replay.
 The app runs as its own process (``python -m mrtpo_viz serve``, one torch thread), as a user runs it; Debian
 chromium, driven by playwright from this process, opens it in a fresh profile. Each repeat reloads the page (no
 heatmap on screen), picks the instruction-following task (its test example 5 has three verifiers: K = 3), types a
-response of 128 tokens of the policy's tokenizer, clicks **Replay** and waits until plotly has drawn the heatmap
-(``#relevance-heatmap .js-plotly-plot .main-svg`` with its heatmap layer). ``generate+replay`` clicks **Generate**
+response of 128 tokens of the policy's tokenizer, clicks **Replay** and waits until plotly has drawn the final
+heatmap (``#relevance-heatmap .js-plotly-plot .main-svg`` with its heatmap layer, the status line saying "Replayed":
+a progressive replay draws partial heatmaps first); the replay flow also records the first token shown and the first
+coloured token (a progressive replay's tokens-first step and first row). ``generate+replay`` clicks **Generate**
 (up to 128 new tokens), waits for its status line, then clicks **Replay**; its time covers both.
 
 Times are taken IN THE PAGE (``performance.now()``): from the click event on the button (a capture listener, the
@@ -123,22 +125,40 @@ CLOCK = """(selector) => {
   for (const el of document.querySelectorAll('#replay-btn, #generate-btn'))
     el.addEventListener('click', () => { if (t.click === undefined) t.click = performance.now(); },
                         {capture: true, once: true});
+  const status = () => (document.querySelector('#relevance-status') || {}).innerText || '';
   new MutationObserver((_, obs) => {
-    if (t.click !== undefined && document.querySelector(selector)) {
+    if (t.click === undefined) return;
+    const now = performance.now();
+    if (t.tokens === undefined && document.querySelector('#relevance-tokens .tv-tok')) t.tokens = now;
+    if (t.row === undefined && document.querySelector('#relevance-tokens .tv-tok[data-score]')) t.row = now;
+    if (document.querySelector(selector) && /^Replayed \\d+ tokens/.test(status())) {
       obs.disconnect();
       requestAnimationFrame(() => { t.painted = performance.now(); });
     }
-  }).observe(document.body, {subtree: true, childList: true});
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
 }"""
-"""Installed in the page before a flow: the first click on Replay or Generate, then the frame that paints the
-heatmap layer (``window.__mrtpoT``, milliseconds of ``performance.now()``)."""
+"""Installed in the page before a flow: the first click on Replay or Generate, the first token of the token view
+(``tokens``), the first coloured token (``row``: a progressive replay's first verifier row, else the result), then
+the frame that paints the final heatmap (the heatmap layer with the status line saying "Replayed": a progressive
+replay draws a partial heatmap before it) (``window.__mrtpoT``, milliseconds of ``performance.now()``)."""
+
+
+FINAL = """(selector) => document.querySelector(selector) !== null
+  && /^Replayed \\d+ tokens/.test((document.querySelector('#relevance-status') || {}).innerText || '')"""
+"""The final heatmap is on the page (a progressive replay draws partial ones first)."""
 
 
 def page_seconds(page) -> float:
-    """The in-page span CLOCK measured: click -> heatmap painted."""
+    """The in-page span CLOCK measured: click -> final heatmap painted."""
     page.wait_for_function("() => window.__mrtpoT && window.__mrtpoT.painted !== undefined", timeout=TIMEOUT_MS)
     t = page.evaluate("() => window.__mrtpoT")
     return (t["painted"] - t["click"]) / 1000
+
+
+def page_marks(page) -> tuple[float, float]:
+    """Click -> the first token shown, and click -> the first coloured token (seconds; after :func:`page_seconds`)."""
+    t = page.evaluate("() => window.__mrtpoT")
+    return tuple((t.get(k, t["painted"]) - t["click"]) / 1000 for k in ("tokens", "row"))
 
 
 def prepare_page(page, url: str, response: str) -> None:
@@ -186,18 +206,19 @@ class Received:
         self.total = 0
 
 
-def time_replay(page, got: Received, pid: int) -> tuple[float, float, float, int, int]:
-    """(in-page s, driver s, the app's CPU s, bytes until the heatmap, bytes until the bars) from the click on
-    Replay."""
+def time_replay(page, got: Received, pid: int) -> tuple[float, float, float, int, int, float, float]:
+    """(in-page s, driver s, the app's CPU s, bytes until the heatmap, bytes until the bars, in-page s to the first
+    token shown, to the first coloured token) from the click on Replay."""
     start, cpu = time.perf_counter(), cpu_seconds(pid)
     got.start()
     page.click("#replay-btn")
-    page.wait_for_selector(HEATMAP, timeout=TIMEOUT_MS)
+    page.wait_for_function(FINAL, arg=HEATMAP, timeout=TIMEOUT_MS)
     driver, cpu, to_heatmap = time.perf_counter() - start, cpu_seconds(pid) - cpu, got.total
     in_page = page_seconds(page)
+    tokens, row = page_marks(page)
     page.locator(BARS).first.wait_for(timeout=TIMEOUT_MS)
     page.wait_for_timeout(300)  # the last frames of the chained step
-    return in_page, driver, cpu, to_heatmap, got.total
+    return in_page, driver, cpu, to_heatmap, got.total, tokens, row
 
 
 def time_generate_replay(page, got: Received, pid: int) -> tuple[float, float, float, int, int]:
@@ -208,7 +229,7 @@ def time_generate_replay(page, got: Received, pid: int) -> tuple[float, float, f
     page.get_by_text("Generated ").first.wait_for(timeout=TIMEOUT_MS)
     page.wait_for_function("() => !document.querySelector('#replay-btn').disabled", timeout=TIMEOUT_MS)
     page.click("#replay-btn")
-    page.wait_for_selector(HEATMAP, timeout=TIMEOUT_MS)
+    page.wait_for_function(FINAL, arg=HEATMAP, timeout=TIMEOUT_MS)
     driver, cpu = time.perf_counter() - start, cpu_seconds(pid) - cpu
     return page_seconds(page), driver, cpu, got.total, got.total
 
@@ -262,6 +283,8 @@ def summary(name: str, runs: list[tuple]) -> dict:
         "server_cpu_median_s": round(median([r[2] for r in runs]), 3),
         "kb_to_heatmap": round(median([r[3] for r in runs]) / 1024, 1),
         "kb_with_advantages": round(median([r[4] for r in runs]) / 1024, 1) if name == "replay" else None,
+        "tokens_median_s": round(median([r[5] for r in runs]), 3) if name == "replay" else None,
+        "first_row_median_s": round(median([r[6] for r in runs]), 3) if name == "replay" else None,
         "target_s": TARGET_S if name == "replay" else None,
         "met": (median(walls) <= TARGET_S) if name == "replay" else None,
     }
@@ -341,8 +364,11 @@ def main(argv=None) -> int:
         f"{_common.load_average()} at the end; policy {models}; headless Debian chromium through playwright on "
         "the same machine.",
         "",
-        f"Seconds from the click until the heatmap is painted, measured in the page (`performance.now()`: "
-        f"the click event on the button to the animation frame after the heatmap layer appeared); "
+        f"Seconds from the click until the final heatmap is painted, measured in the page (`performance.now()`: "
+        f"the click event on the button to the animation frame after the heatmap layer appeared with the status "
+        f"line saying Replayed); `tokens_median_s` / `first_row_median_s`: to the first token shown and the first "
+        f"coloured token (a progressive replay's tokens-first step and first verifier row; the result itself where "
+        f"the replay is one-shot); "
         f"{RESPONSE_TOKENS}-token response, K = {K} verifiers; the first replay after the page loaded the policy "
         "not counted (`first_replay_s`: that replay alone); the "
         "app in its own process (`python -m mrtpo_viz serve`). `generate+replay`: click Generate (up to 128 "

@@ -35,7 +35,7 @@ from .errors import readable
 from .example_picker import FREE_PROMPT, example_choices, first_example, get_example, prompt_text, with_prompt
 from .input_limits import MAX_VERIFIERS, check_text, check_token_count, limits
 from .policy_choice import get_policy
-from .replay_progress import final_outputs, progress_outputs
+from .replay_progress import final_outputs, last_row_before_result, progress_outputs
 from .token_component import advantages_json
 from .zerogpu import gpu
 
@@ -285,7 +285,7 @@ def replay_updates(
         progressive=progressive,
     )
     for step in steps:
-        if step.results is None:
+        if step.results is None and not last_row_before_result(step, control):
             yield progress_outputs(step, policy.name, metric, control)
     yield final_outputs(step.relevance, policy.name, needs)
 

@@ -69,11 +69,20 @@ def final_outputs(rel, policy_name: str, needs: dict) -> tuple:
     )
 
 
+def last_row_before_result(step, control: str) -> bool:
+    """Whether a step is the last verifier's row with the result right behind it (only the columns and verdicts
+    left, ~0.1 s for SmolLM2): not shown, which spares the page a redraw of the token view and the heatmap. A
+    control with extra branches (``placebo``, ``corrupted``, ``wrong_hint``) still runs them after it: shown."""
+    from ..relevance.controls import get_control
+
+    return step.done == step.K and get_control(control).extra_infos is None
+
+
 def progress_title(step, policy_name: str) -> str:
     """What a step says: which verifier is being replayed, of how many, or that the scoring is left."""
     if step.done < step.K:
         return f"Replaying verifier {step.done + 1} of {step.K} (`{step.verifiers[step.done]}`) with `{policy_name}`…"
-    return f"Replayed {step.K} of {step.K} verifiers with `{policy_name}`; scoring…"
+    return f"All {step.K} verifiers replayed with `{policy_name}`; scoring…"  # "Replayed ...": the result's
 
 
 def progress_outputs(step, policy_name: str, metric: str, control: str) -> tuple:

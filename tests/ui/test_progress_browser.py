@@ -1,7 +1,7 @@
 """A progressive replay in a real browser (playwright driving Debian's chromium): the tokens appear without colour,
 then verifier 1's row coloured while verifier 2 is replayed, then the finished result, with no element in Gradio's
 error state at any point. The replay is made slow on the bundled policy: every replay goes row by row (the threshold
-set to 0) and each row's forward waits 1.5 s first. A screenshot of the partial state is kept in the test's folder.
+set to 0) and each row's forward waits 3 s first. A screenshot of the partial state is kept in the test's folder.
 
 Skipped when /usr/bin/chromium is missing, unless MRTPO_REQUIRE_BROWSER=1 (CI), where that is a failure.
 """
@@ -14,7 +14,7 @@ from mrtpo_viz.relevance import progressive
 from tests.ui.browser import browser_page, error_state, served_app, wait_for_text
 
 pytestmark = pytest.mark.browser
-ROW_WAIT_S = 1.5
+ROW_WAIT_S = 3.0
 
 
 @pytest.fixture(scope="module")
@@ -55,15 +55,14 @@ def _row_states(page) -> list[dict]:
 
 def test_rows_appear_one_by_one_and_the_result_replaces_them(page, tmp_path):
     page.locator("#replay-btn").click()
-    said = wait_for_text(page, "#relevance-status", r"Replaying verifier 1 of 2")
-    assert "tool_call.format" in said
+    wait_for_text(page, "#relevance-status", r"Replaying verifier 1 of 2 \(tool_call\.format\)")
     page.wait_for_function(f"() => document.querySelectorAll('{ROWS} .tv-tok.tv-pending').length > 0")
     rows = _row_states(page)
     T = rows[0]["pending"]
     assert len(rows) == 2 and T > 5 and rows == [{"scored": 0, "pending": T, "coloured": 0}] * 2  # tokens, no colour
     assert error_state(page) == []
 
-    wait_for_text(page, "#relevance-status", r"Replaying verifier 2 of 2")
+    wait_for_text(page, "#relevance-status", r"Replaying verifier 2 of 2 \(tool_call\.correctness\)")
     page.wait_for_function(f"() => document.querySelector('{ROWS} .tv-tok[data-score]') !== null")
     rows = _row_states(page)
     assert rows == [{"scored": T, "pending": 0, "coloured": T}, {"scored": 0, "pending": T, "coloured": 0}]

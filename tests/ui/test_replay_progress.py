@@ -48,11 +48,12 @@ def test_bundled_policy_replays_in_one_yield():
     assert len(out) == 1 and out[0][0].K == 3 and out[0][7].startswith("Replayed ")
 
 
-@pytest.mark.parametrize("control", ["none", "others"])
+@pytest.mark.parametrize("control", ["none", "others", "placebo"])
 def test_a_slow_replay_shows_tokens_then_rows_then_the_one_shot_outputs(monkeypatch, control):
     monkeypatch.setattr(progressive, "PROGRESSIVE_FROM_S", 0.0)
     out = list(rt.replay_live(*inputs(control=control)))
-    assert len(out) == 3 + 2  # tokens only, rows 1, 2, 3, the result
+    # tokens only, rows 1, 2, (3: only where a control's extra branches still run after it), the result
+    assert len(out) == (5 if control == "placebo" else 4)
     first, last = out[0], out[-1]
     # (a) the tokens, no colour: every score null, the state emptied, the status naming verifier 1 of 3
     assert first[0] is None
@@ -65,7 +66,7 @@ def test_a_slow_replay_shows_tokens_then_rows_then_the_one_shot_outputs(monkeypa
     assert "Replaying verifier 1 of 3" in first[3].layout.title.text
     assert list(first[5].columns) == list(rt.VERDICT_HEADERS) and first[5].empty  # the old verdicts cleared
     # (b) each verifier's row as it is done: the raw metric, the rows after it still null
-    for done in (1, 2, 3):
+    for done in range(1, len(out) - 1):
         scores = payload(out[done][1])["scores"]
         assert all(v is not None for row in scores[:done] for v in row)
         assert all(v is None for row in scores[done:] for v in row)
@@ -73,7 +74,8 @@ def test_a_slow_replay_shows_tokens_then_rows_then_the_one_shot_outputs(monkeypa
             [pytest.approx(v, abs=2e-3) for v in row] for row in last[0].raw_scores[:done].tolist()
         ]
         assert out[done][0] == {"__type__": "update"}  # the state stays empty until the end
-    assert out[1][7].startswith("Replaying verifier 2 of 3") and out[3][7].startswith("Replayed 3 of 3 verifiers")
+    assert out[1][7].startswith("Replaying verifier 2 of 3") and out[2][7].startswith("Replaying verifier 3 of 3")
+    assert out[-2][7].startswith("All 3 verifiers replayed") == (control == "placebo")
     assert ("control comes at the end" in out[1][7]) == (control != "none")
     # (c) the last yield is the one-shot handler's outputs
     once = rt.replay_response(*inputs(control=control))
@@ -126,6 +128,6 @@ def test_the_replay_endpoint_returns_the_final_outputs(client):
     job = client.submit(*inputs(api=True, **case), api_name="/replay")
     job.result()
     steps = job.outputs()
-    assert len(steps) == 4 and steps[0][6].startswith("Replaying verifier 1 of 2")
+    assert len(steps) == 3 and steps[0][6].startswith("Replaying verifier 1 of 2")  # tokens, row 1, the result
     assert all(v is None for row in payload(steps[0][0])["scores"] for v in row)
     assert steps[-1][6] == final[6]
