@@ -61,13 +61,13 @@ def entropy_weights(K: int, mask, entropy=None, alpha: float = 1.0, **_) -> torc
     """GTPO-style ``w = 1 + alpha * (H_t / mean_t H - 1)`` (mean 1 over a response; uniform where ``mean_t H`` ~ 0),
     the same row for every reward. Args: entropy ``(N, G, T)`` nats; mask ``(N, G, T)``. Returns ``(N, G, K, T)``."""
     if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"beta must lie in [0, 1], got {alpha}")
+        raise ValueError(f"alpha must lie in [0, 1], got {alpha}")
     H = torch.as_tensor(entropy)
     dtype = H.dtype if H.dtype == torch.float64 else torch.float32
     m = _check_mask(mask, *torch.as_tensor(mask).shape[:2], dtype)  # (N, G, T)
-    H = H.to(dtype).nan_to_num(nan=0.0).clamp_min(0.0) * m  # (N, G, T)
-    if H.shape != m.shape:
+    if H.shape != m.shape:  # checked before the product, which would broadcast a (N, G, 1) entropy silently
         raise ValueError(f"entropy must be (N, G, T) = {tuple(m.shape)}, got {tuple(H.shape)}")
+    H = H.to(dtype).nan_to_num(nan=0.0).clamp_min(0.0) * m  # (N, G, T)
     mean_h = H.sum(-1, keepdim=True) / m.sum(-1, keepdim=True).clamp_min(1.0)  # (N, G, 1)
     ratio = torch.where(mean_h > ZERO_RELEVANCE, H / mean_h.clamp_min(ZERO_RELEVANCE), 1.0)  # (N, G, T)
     return (m * (1.0 + alpha * (ratio - 1.0)))[:, :, None, :].expand(-1, -1, K, -1)  # (N, G, K, T)

@@ -88,9 +88,10 @@ def entropy_token_advantages(
     adv = gdpo_advantages(rewards, weights, eps)[1]  # (N, G)
     N, G = adv.shape
     m = _check_mask(mask, N, G, adv.dtype)  # (N, G, T)
-    H = torch.as_tensor(entropy, dtype=adv.dtype).nan_to_num(nan=0.0).clamp_min(0.0) * m  # (N, G, T)
-    if H.shape != m.shape:
+    H = torch.as_tensor(entropy, dtype=adv.dtype)
+    if H.shape != m.shape:  # checked before the product, which would broadcast a (N, G, 1) entropy silently
         raise ValueError(f"entropy must be (N, G, T) = {tuple(m.shape)}, got {tuple(H.shape)}")
+    H = H.nan_to_num(nan=0.0).clamp_min(0.0) * m  # (N, G, T)
     mean_h = H.sum(-1, keepdim=True) / m.sum(-1, keepdim=True).clamp_min(1.0)  # (N, G, 1)
     ratio = torch.where(mean_h > ZERO_RELEVANCE, H / mean_h.clamp_min(ZERO_RELEVANCE), 1.0)  # (N, G, T)
     return m * adv[..., None] * (1.0 + beta * (ratio - 1.0))
