@@ -160,3 +160,26 @@ def test_the_learning_rate_rule_takes_the_largest_stable_rate():
     assert pilot.choose_rate(0.40, [run(1e-5, 0.41), run(3e-5, 0.45), run(3e-5, 0.37)]) == 1e-5  # every seed
     assert pilot.choose_rate(0.40, [run(1e-4, 0.5, diverged={"step": 3})]) is None
     assert pilot.choose_rate(0.40, [run(1e-4, 0.5, method="mrtpo"), run(1e-5, 0.40)]) == 1e-5  # GDPO decides
+
+
+def test_the_committed_plan_follows_from_the_committed_pilots():
+    """The plan's rate and minimum detectable difference recomputed from the pilot files it names; the start
+    policy's file beside the rate pilot's runs is not a run."""
+    import json
+
+    plan = json.loads(real.PLAN.read_text())
+    budget = str(plan["settings"]["max_new_tokens"])
+    lr_runs = real.rate_pilot_runs(budget)
+    assert sorted((r["lr"], r["seed"]) for r in lr_runs) == [(3e-5, 900), (3e-5, 901), (1e-4, 900)]
+    start = json.loads((pilot.PILOT_LR / f"start-b{budget}.json").read_text())["pass_rate"]
+    assert pilot.choose_rate(start, lr_runs) == plan["lr"] == 3e-5
+    ends = [r["heldout"]["10"]["pass_rate"] for r in lr_runs if r["lr"] == plan["lr"]]
+    sd = math.sqrt(sum((e - sum(ends) / 2) ** 2 for e in ends))  # two values: ddof 1
+    assert plan["primary"]["minimum_detectable"]["sd_runs"] == pytest.approx(sd, abs=1e-4)
+    assert plan["primary"]["minimum_detectable"]["value"] == pytest.approx(0.0502, abs=1e-4)
+
+
+def test_the_plan_cannot_be_rewritten_once_a_main_run_exists():
+    assert any(real.RUNS.glob("*.json"))
+    with pytest.raises(SystemExit, match="already holds main runs: the plan precedes them"):
+        real.main(["plan", "--max-new-tokens", "192", "--lr", "3e-5", "--steps", "24", "--budget-note", "x"])

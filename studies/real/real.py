@@ -103,6 +103,11 @@ def _stats():
     return _credit_stats
 
 
+def rate_pilot_runs(budget: str) -> list[dict]:
+    """The learning-rate pilot's runs at a completion budget (not the start policy's file beside them)."""
+    return [json.loads(f.read_text()) for f in sorted(PILOT_LR.glob(f"*-lr*-b{budget}.json"))]
+
+
 def cmd_plan(args) -> int:
     """Write the plan from the pilots and the choices given (budget, rate, steps), before any main run."""
     stats = _stats()
@@ -111,7 +116,7 @@ def cmd_plan(args) -> int:
     pilot = json.loads(PILOT_SUMMARY.read_text())
     b = str(args.max_new_tokens)
     kinds = pilot["budgets"][b]["kept"]
-    lr_runs = [json.loads(f.read_text()) for f in sorted(PILOT_LR.glob(f"*-lr*-b{b}.json"))]
+    lr_runs = rate_pilot_runs(b)
     start = json.loads((PILOT_LR / f"start-b{b}.json").read_text())
     chosen = choose_rate(start["pass_rate"], lr_runs)
     if chosen is None or chosen != args.lr:
