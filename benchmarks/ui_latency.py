@@ -5,8 +5,8 @@ The app runs as its own process (``python -m mrtpo_viz serve``, one torch thread
 chromium, driven by playwright from this process, opens it in a fresh profile. Each repeat reloads the page (no
 heatmap on screen), picks the instruction-following task (its test example 5 has three verifiers: K = 3), types a
 response of 128 tokens of the policy's tokenizer, clicks **Replay** and waits until plotly has drawn the final
-heatmap (``#relevance-heatmap .js-plotly-plot .main-svg`` with its heatmap layer, the status line saying "Replayed":
-a progressive replay draws partial heatmaps first); the replay flow also records the first token shown and the first
+heatmap (``#relevance-heatmap .js-plotly-plot .main-svg`` with its heatmap layer, and the status line saying
+"Replayed"); the replay flow also records the first token shown and the first
 coloured token (a progressive replay's tokens-first step and first row). ``generate+replay`` clicks **Generate**
 (up to 128 new tokens), waits for its status line, then clicks **Replay**; its time covers both.
 
@@ -83,8 +83,9 @@ def response_text(checkpoint: str) -> str:
     return tok.decode(ids)
 
 
-def launch_app(port: int, checkpoint: str, threads: int):
-    """The app as its own process on ``port`` (the default checkpoint ``checkpoint``); returns it once it serves."""
+def launch_app(port: int, checkpoint: str, threads: int, code: str | None = None):
+    """The app as its own process on ``port`` (the default checkpoint ``checkpoint``); returns it once it serves.
+    ``code``: a checkout whose ``mrtpo_viz`` the app imports instead of the installed one (``--against``)."""
     import subprocess
     import urllib.request
 
@@ -95,9 +96,12 @@ def launch_app(port: int, checkpoint: str, threads: int):
         "GRADIO_ANALYTICS_ENABLED": "False",
         "HF_HUB_OFFLINE": "1",
     }
+    if code:
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(code).resolve()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     app = subprocess.Popen(
         [sys.executable, "-m", "mrtpo_viz", "serve", "--host", "127.0.0.1", "--port", str(port)],
         env=env,
+        cwd=code,  # ``-m`` puts the working directory first on the path: there, this checkout would win
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -139,13 +143,13 @@ CLOCK = """(selector) => {
 }"""
 """Installed in the page before a flow: the first click on Replay or Generate, the first token of the token view
 (``tokens``), the first coloured token (``row``: a progressive replay's first verifier row, else the result), then
-the frame that paints the final heatmap (the heatmap layer with the status line saying "Replayed": a progressive
-replay draws a partial heatmap before it) (``window.__mrtpoT``, milliseconds of ``performance.now()``)."""
+the frame that paints the final heatmap (the heatmap layer, with the status line saying "Replayed")
+(``window.__mrtpoT``, milliseconds of ``performance.now()``)."""
 
 
 FINAL = """(selector) => document.querySelector(selector) !== null
   && /^Replayed \\d+ tokens/.test((document.querySelector('#relevance-status') || {}).innerText || '')"""
-"""The final heatmap is on the page (a progressive replay draws partial ones first)."""
+"""The final heatmap is on the page, with the status line saying the replay is done."""
 
 
 def page_seconds(page) -> float:
@@ -269,6 +273,71 @@ def measure_flows(url: str, response: str, repeats: int, pid: int, flows=FLOWS) 
     return times
 
 
+def compare_replays(urls: dict[str, str], pids: dict[str, int], response: str, repeats: int) -> dict[str, list]:
+    """The replay flow on each app in ``urls`` in turn, ``repeats`` rounds (A, B, A, B, ...: a drift in the
+    machine's speed reaches both alike), one browser; the first replay of each app after its page's load is not
+    counted. Returns each app's list of :func:`time_replay` tuples."""
+    from playwright.sync_api import sync_playwright
+
+    times = {label: [] for label in urls}
+    with tempfile.TemporaryDirectory(prefix="mrtpo_chromium_") as profile, sync_playwright() as pw:
+        browser = pw.chromium.launch_persistent_context(
+            profile,
+            executable_path=CHROMIUM,
+            args=CHROMIUM_FLAGS,
+            headless=True,
+            viewport={"width": 1400, "height": 1000},
+        )
+        try:
+            page = browser.new_page()
+            got = Received(page)
+            for label, url in urls.items():  # each app loads (and warms) its checkpoint, then one unmeasured replay
+                prepare_page(page, url, response)
+                page.wait_for_function("() => document.body.innerText.includes('Loaded ')", timeout=TIMEOUT_MS)
+                time_replay(page, got, pids[label])
+            for i in range(repeats):
+                for label, url in urls.items():
+                    prepare_page(page, url, response)
+                    times[label].append(time_replay(page, got, pids[label]))
+                    print(label, i, round(times[label][-1][0], 3), flush=True)
+        finally:
+            browser.close()
+    return times
+
+
+def _revision(checkout: str) -> str:
+    """A checkout's commit (short hash), or its path where git cannot tell."""
+    import subprocess
+
+    done = subprocess.run(["git", "-C", checkout, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else checkout
+
+
+def run_against(other: str, repeats: int, checkpoint: str | None, threads: int) -> list[dict]:
+    """This checkout's app and ``other``'s (a checkout of another revision), interleaved; one row per app and a
+    ``B / A`` row of the per-round ratios (median): below 1 means this checkout is faster."""
+    from mrtpo_viz.settings import default_checkpoint
+
+    if checkpoint:
+        os.environ["MRTPO_CHECKPOINT"] = checkpoint
+    checkpoint = default_checkpoint()
+    apps = {"this checkout": launch_app(free_port(), checkpoint, threads)}
+    try:
+        apps[f"against {_revision(other)}"] = launch_app(free_port(), checkpoint, threads, code=other)
+        urls = {label: f"http://127.0.0.1:{app.args[-1]}/" for label, app in apps.items()}
+        times = compare_replays(urls, {k: a.pid for k, a in apps.items()}, response_text(checkpoint), repeats)
+    finally:
+        for app in apps.values():
+            app.terminate()
+            app.wait(timeout=30)
+    (a, ta), (b, tb) = times.items()
+    row = dict(model=_common.model_label(checkpoint), threads=threads, response_tokens=RESPONSE_TOKENS, K=K)
+    out = [{**row, "app": label, **summary("replay", t)} for label, t in times.items()]
+    ratios = [x[0] / y[0] for x, y in zip(ta, tb)]
+    out.append({**row, "app": f"{a} / {b}", "repeats": len(ratios), "median_s": round(median(ratios), 3)})
+    return out
+
+
 def summary(name: str, runs: list[tuple]) -> dict:
     walls = [r[0] for r in runs]
     return {
@@ -290,17 +359,28 @@ def summary(name: str, runs: list[tuple]) -> dict:
     }
 
 
-def token_view_kb(checkpoint: str, response: str) -> tuple[float, int]:
+def in_process(checkpoint: str, response: str, threads: int) -> tuple[float, int, float]:
     """KiB of the token view's JSON for the benchmark's replay (the span HTML with tooltips it replaced was ~220 KB
-    for the same replay), and the replay's token count."""
+    for the same replay), the replay's token count, and the engine alone: the median seconds of three one-shot
+    replays of the same case in this process at ``threads`` (after one unmeasured), with no app and no page (while
+    this runs, the app is stopped)."""
     from mrtpo_viz.relevance import replay
     from mrtpo_viz.tasks.example_sources import load_examples
     from mrtpo_viz.ui.policy_choice import get_policy
     from mrtpo_viz.viz import payload_bytes, relevance_payload
 
     ex = load_examples(TASK, split="test")[EXAMPLE]
-    rel = replay(get_policy(checkpoint), ex, response, list(ex.verifiers)[:K])
-    return round(payload_bytes(relevance_payload(rel)) / 1024, 1), rel.T
+    policy, before = get_policy(checkpoint), set_threads(threads)
+    try:
+        rel = replay(policy, ex, response, list(ex.verifiers)[:K])
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            replay(policy, ex, response, list(ex.verifiers)[:K])
+            times.append(time.perf_counter() - start)
+    finally:
+        set_threads(before)
+    return round(payload_bytes(relevance_payload(rel)) / 1024, 1), rel.T, round(median(times), 3)
 
 
 def run(
@@ -320,7 +400,7 @@ def run(
     finally:
         app.terminate()
         app.wait(timeout=30)
-    view_kb, T = token_view_kb(checkpoint, response)
+    view_kb, T, engine = in_process(checkpoint, response, threads)
     first = times.pop("first replay")[0]
     return [
         {
@@ -329,6 +409,7 @@ def run(
             **summary(name, runs),
             "first_replay_s": round(first[0], 3) if name == "replay" else None,
             "token_view_kb": view_kb if name == "replay" else None,
+            "engine_s": engine if name == "replay" else None,
         }
         for name, runs in times.items()
     ]
@@ -346,9 +427,16 @@ def main(argv=None) -> int:
         help="a folder or a known model's name (default: the app's); comma-separated: each in turn",
     )
     ap.add_argument("--out", default=str(RESULTS / "ui_latency"))
+    ap.add_argument(
+        "--against",
+        default=None,
+        help="a checkout of another revision: its app and this one's, replay flow, interleaved round by round",
+    )
     args = ap.parse_args(argv)
     thread_counts = [int(t) for t in str(args.threads).split(",")]
     set_threads(thread_counts[0])
+    if args.against:
+        return against(args, thread_counts)
     flows = {name: FLOWS[name] for name in args.flows.split(",")}
     load_start = _common.load_average()
     rows = [
@@ -377,9 +465,30 @@ def main(argv=None) -> int:
         "script waits, not a user). `server_cpu_median_s`: CPU seconds of the app's process during the flow. "
         "`kb_to_heatmap`: KiB the page received from the click until the heatmap was drawn; "
         "`kb_with_advantages`: until the advantage bars were drawn too; `token_view_kb`: the token view's JSON "
-        "alone (the span HTML with tooltips it replaced was ~220 KB for the same replay).",
+        "alone (the span HTML with tooltips it replaced was ~220 KB for the same replay); `engine_s`: the same replay "
+        "in the benchmark's own process at the row's thread count, one-shot, no app and no page (median of 3): what "
+        "the page adds is `median_s - engine_s`.",
     ]
     _, md = _common.write_results(rows, Path(args.out), "App latency in the browser", note)
+    print(md.read_text())
+    return 0
+
+
+def against(args, thread_counts: list[int]) -> int:
+    """``--against``: the interleaved comparison, one table."""
+    load_start = _common.load_average()
+    rows = [r for t in thread_counts for r in run_against(args.against, args.repeats, args.checkpoint, t)]
+    note = [
+        f"`{_common.command('ui_latency.py', sys.argv[1:])}`; {_common.machine()}; {_common.cpu_description()}; "
+        f"load average {load_start} at the start and {_common.load_average()} at the end; headless Debian chromium "
+        "through playwright on the same machine.",
+        "",
+        "The replay flow (seconds from the click on Replay until the final heatmap is painted, measured in the page; "
+        f"{RESPONSE_TOKENS}-token response, K = {K}) on two apps served side by side, this checkout's and "
+        "another revision's (`--against`), in turns: one replay on A, one on B, and so on, so that a drift in the "
+        "machine's speed reaches both. The last row per thread count is the median of the per-round ratios A / B.",
+    ]
+    _, md = _common.write_results(rows, Path(args.out), "App latency in the browser: two revisions", note)
     print(md.read_text())
     return 0
 

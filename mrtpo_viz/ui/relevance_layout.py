@@ -348,9 +348,10 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
             api_name="replay",
             concurrency_id=MODEL,
             concurrency_limit=model_limit(),
-            # one progress overlay (on the token view), not ten: each animated overlay costs the browser CPU that, on
-            # a small machine, the replay itself needs (profile in benchmarks/results/ui_latency.md)
-            show_progress_on=r["view"],
+            # no overlay: an animated overlay costs the browser CPU that, where the page and the app share a small
+            # machine, the replay itself needs (one on the token view: 2.92 s against 2.52 s to the heatmap, SmolLM2,
+            # 2 threads; benchmarks/results/ui_latency_v4.md); a slow replay's first step names what it replays
+            show_progress="hidden",
         )
         .success(None, js=AFTER_HEATMAP, api_name=False)
     )

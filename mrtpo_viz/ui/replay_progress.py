@@ -4,8 +4,11 @@ and at its end (:func:`final_outputs`).
 A replay that :func:`mrtpo_viz.relevance.progressive.estimate_seconds` finds slow (SmolLM2-135M on one CPU core:
 ~3-4 s for 128 tokens and 3 verifiers) runs row by row; each step before the last becomes one update of the
 replay's eight outputs: the token view with every token and the finished rows coloured (the others without
-colour), the heatmap with the finished rows, and the status line saying which verifier is being replayed. The
-result state is emptied at the first step (the earlier result no longer matches what the views show: the advantage
+colour) and the status line saying which verifier is being replayed. The heatmap is cleared at the first step and
+drawn once, with the result: redrawing a plotly heatmap at every step cost the page more CPU than the replay could
+spare where both share a 2-core machine (SmolLM2, 128 tokens, K = 3, 2 threads: click to final heatmap 3.0-3.5 s
+with a redraw per row, 2.6 s without; benchmarks/results/ui_latency_v4.md). The result state is emptied at the
+first step (the earlier result no longer matches what the views show: the advantage
 panel then says "Replay a response first" until the replay ends), the raw views are hidden and the verdicts
 cleared; the group table keeps what it holds until the last step replaces it.
 """
@@ -96,7 +99,7 @@ def progress_outputs(step, policy_name: str, metric: str, control: str) -> tuple
         None if first else gr.update(),
         gr.update(value=view_value(viz.step_payload(step, metric, title=plain)), adv=None),
         gr.update(value=None, visible=False) if first else gr.update(),
-        viz.step_heatmap(step, metric, plain),
+        None if first else gr.update(),  # drawn once, at the end (module docstring)
         gr.update(value=None, visible=False) if first else gr.update(),
         pd.DataFrame(columns=viz.VERDICT_HEADERS) if first else gr.update(),
         gr.update(),

@@ -17,7 +17,6 @@ from .figures import (
     mean_relevance_bars,
     placeholder_figure,
     relevance_heatmap,
-    step_heatmap,
     token_axis,
 )
 from .numbers import fmt_sig, round_sig
@@ -57,7 +56,6 @@ __all__ = [
     "relevance_payload",
     "rollout_summary",
     "round_sig",
-    "step_heatmap",
     "step_payload",
     "token_axis",
     "token_view_payload",

@@ -91,17 +91,6 @@ def relevance_heatmap(rel: Relevance, raw: bool = False, title: Optional[str] = 
     return _layout(fig, title or default, 200 + 45 * rel.K)  # + room for the token labels
 
 
-def step_heatmap(step, metric: str, title: str) -> go.Figure:
-    """The heatmap of a replay in progress (a :class:`mrtpo_viz.relevance.progressive.ReplayStep`): the rows
-    replayed so far (raw ``metric``), empty cells for the others."""
-    T = len(step.tokens)
-    z = step.rows.tolist() + [[None] * T] * (step.K - step.done)
-    fig = go.Figure(_heatmap(z, step.tokens, step.verifiers, SCALE, colorbar_title=f"raw {metric}"))
-    fig.update_traces(zmin=0.0)
-    fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title, 200 + 45 * step.K)
-
-
 def difference_heatmap(rel_a: Relevance, rel_b: Relevance, verifier: str) -> go.Figure:
     """A, B and B - A relevance of one verifier over the same response tokens (three rows)."""
     if rel_a.token_ids != rel_b.token_ids:
