@@ -349,8 +349,9 @@ def build_relevance_tab(checkpoint: gr.components.Component) -> None:
             concurrency_id=MODEL,
             concurrency_limit=model_limit(),
             # no overlay: an animated overlay costs the browser CPU that, where the page and the app share a small
-            # machine, the replay itself needs (one on the token view: 2.92 s against 2.52 s to the heatmap, SmolLM2,
-            # 2 threads; benchmarks/results/ui_latency_v4.md); a slow replay's first step names what it replays
+            # machine, the replay itself needs (with it and a heatmap redraw per row: 3.20 s against 2.84 s to the
+            # heatmap, interleaved; benchmarks/results/ui_latency_v4_against.md); a slow replay's first step says
+            # what it replays
             show_progress="hidden",
         )
         .success(None, js=AFTER_HEATMAP, api_name=False)

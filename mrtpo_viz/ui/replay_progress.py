@@ -5,10 +5,10 @@ A replay that :func:`mrtpo_viz.relevance.progressive.estimate_seconds` finds slo
 ~3-4 s for 128 tokens and 3 verifiers) runs row by row; each step before the last becomes one update of the
 replay's eight outputs: the token view with every token and the finished rows coloured (the others without
 colour) and the status line saying which verifier is being replayed. The heatmap is cleared at the first step and
-drawn once, with the result: redrawing a plotly heatmap at every step cost the page more CPU than the replay could
-spare where both share a 2-core machine (SmolLM2, 128 tokens, K = 3, 2 threads: click to final heatmap 3.0-3.5 s
-with a redraw per row, 2.6 s without; benchmarks/results/ui_latency_v4.md). The result state is emptied at the
-first step (the earlier result no longer matches what the views show: the advantage
+drawn once, with the result: a plotly redraw at every step takes CPU from the replay where page and app share a
+2-core machine (SmolLM2, 128 tokens, K = 3, 2 threads: click to final heatmap 3.20 s with a redraw per row and a
+progress overlay, 2.84 s with neither, interleaved; benchmarks/results/ui_latency_v4_against.md). The result state
+is emptied at the first step (the earlier result no longer matches what the views show: the advantage
 panel then says "Replay a response first" until the replay ends), the raw views are hidden and the verdicts
 cleared; the group table keeps what it holds until the last step replaces it.
 """
