@@ -67,6 +67,10 @@ class Settings:
     mcp: bool = False
     """``MRTPO_MCP``: also serve the relevance and scoring endpoints as MCP tools (Gradio's MCP server, which needs
     the ``mcp`` package: ``pip install mcp``)."""
+    replay_cache_mb: float = 256.0
+    """``MRTPO_REPLAY_CACHE_MB``: megabytes (MiB) of replayed branches the app keeps, so that a replay after an edit
+    of one verifier's information reruns only that verifier's branch (``mrtpo_viz.relevance.branch_cache``; a
+    SmolLM2-135M branch of 128 tokens is 25 MB); 0 keeps none."""
     bf16_replay: bool = False
     """``MRTPO_BF16_REPLAY``: load checkpoints in bfloat16 on a CPU that multiplies bfloat16 natively (AVX-512 BF16 or
     AMX; elsewhere float32 stays, emulated bfloat16 being slower). Its relevance differs from float32's: on
@@ -77,6 +81,8 @@ class Settings:
         for name, highest in HIGHEST.items():
             value, var = getattr(self, name), ENV_VARS[name][0]
             if name == "threads" and value is None:
+                continue
+            if name == "replay_cache_mb" and value == 0:  # off
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float) if ENV_VARS[name][1] is float else int):
                 raise SettingsError(f"{var} must be a {_KINDS[ENV_VARS[name][1]]}, got {value!r}")
@@ -176,6 +182,7 @@ HIGHEST: dict[str, float] = {
     "max_new_tokens": 32_768,
     "model_requests": 256,
     "threads": 256,
+    "replay_cache_mb": 65_536.0,
 }
 """The highest value of each number setting (each must also be above 0): far above any deployment's need, so that
 a typo (``MRTPO_MODEL_REQUESTS=100000000000000000000``) stops the app at start instead of lifting the limit."""

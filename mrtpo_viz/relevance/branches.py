@@ -176,7 +176,7 @@ def branch_logits(model, br: Branches, pad_id: int, device) -> torch.Tensor:
         return suffix_logits(model, br, prefix_cache(model, br.prefix_ids, device), pad_id, device)
 
 
-def _first_pass(model, br: Branches, device) -> tuple[torch.Tensor, object]:
+def first_pass(model, br: Branches, device) -> tuple[torch.Tensor, object]:
     """Row 0 whole: its (1, T, V) logits and the cache of the shared prefix for the other rows (None: no prefix)."""
     P, T = len(br.prefix_ids), len(br.response_ids)
     first = br.prefix_ids + br.suffix_ids[0] + br.response_ids
@@ -202,7 +202,7 @@ def split_logits(model, br: Branches, pad_id: int, device) -> tuple[torch.Tensor
     logits do not depend on the batch, the cached keys do not depend on what follows them).
     """
     with turns.model_job():
-        logits0, prefix = _first_pass(model, br, device)
+        logits0, prefix = first_pass(model, br, device)
         rest = Branches(br.prefix_ids, br.suffix_ids[1:], br.response_ids)
         return logits0, suffix_logits(model, rest, prefix, pad_id, device)
 
@@ -220,7 +220,7 @@ def split_logits_each(model, br: Branches, pad_id: int, device, each: int | None
     """
     each = br.B - 1 if each is None else min(each, br.B - 1)
     with turns.model_job():
-        logits0, prefix = _first_pass(model, br, device)
+        logits0, prefix = first_pass(model, br, device)
     yield logits0
     for b in range(1, each + 1):
         with turns.model_job():

@@ -17,6 +17,7 @@ time within ~2% (benchmarks/results/progressive_smollm2-135m-instruct.md).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Optional
 
@@ -24,8 +25,10 @@ import torch
 
 from ..divergence import chunked_metric
 from ..policy import Policy
+from ..serving import turns
 from ..tasks import Example, Verifier
-from .branches import Branches, split_logits, split_logits_each
+from . import branch_cache
+from .branches import Branches, first_pass, prefix_cache, split_logits, split_logits_each, suffix_logits
 from .columns import ReplayColumns, replay_columns, stack_columns
 from .results import Relevance
 from .tokens import decode_top, display_tokens
@@ -114,13 +117,87 @@ class _Logits:
 
 
 def _rows_batched(policy, br: Branches, K, metrics, chunk_size, topk, timings) -> _Logits:
-    """The K with-rows (and a control's extras) in one batch: :func:`.branches.split_logits`."""
+    """The K with-rows (and a control's extras) in one batch: :func:`.branches.split_logits` (with the branch cache
+    on: only the branches it lacks, :func:`_cached_logits`)."""
     clock = time.perf_counter()
-    without, others = split_logits(policy.model, br, policy.pad_id, policy.device)  # (1, T, V), (B - 1, T, V)
+    cache = branch_cache.active()
+    if cache is None:
+        without, others = split_logits(policy.model, br, policy.pad_id, policy.device)  # (1, T, V), (B - 1, T, V)
+    else:
+        without, others = _cached_logits(policy, br, cache)
     timings["forward"], clock = time.perf_counter() - clock, time.perf_counter()
     cols = main_columns(br, (without, others[:K]), metrics, chunk_size, topk)
     timings["columns"] = time.perf_counter() - clock
     return _Logits(without, others[:K], others[K:] if br.B > K + 1 else None, cols)  # views, not copies
+
+
+@torch.no_grad()
+def _cached_logits(policy, br: Branches, cache: branch_cache.BranchCache) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`.branches.split_logits`'s ``(1, T, V)`` and ``(B - 1, T, V)`` logits, the cache's where it holds a
+    branch; the others run (the branch without information whole where it is among them, the rest in one batch over
+    the prefix) and are kept."""
+    weights = branch_cache.weights_key(policy.model)
+    full = [br.full_ids(b) for b in range(br.B)]
+    rows = [cache.get(weights, ids) for ids in full]
+    todo = [b for b, r in enumerate(rows) if r is None]
+    sub = Branches(br.prefix_ids, [br.suffix_ids[b] for b in todo], br.response_ids)
+    if len(todo) == br.B:  # nothing held: the plain replay, its rows kept
+        without, others = split_logits(policy.model, br, policy.pad_id, policy.device)
+        for b, row in enumerate([without, *others.split(1)]):
+            cache.put(weights, full[b], row)
+        return without, others
+    if todo and todo[0] == 0:
+        first, rest = split_logits(policy.model, sub, policy.pad_id, policy.device)
+        new = [first, *rest.split(1)]
+    elif todo:
+        with turns.model_job():
+            prefix = prefix_cache(policy.model, sub.prefix_ids, policy.device)
+            new = list(suffix_logits(policy.model, sub, prefix, policy.pad_id, policy.device).split(1))
+    for b, row in zip(todo, new if todo else []):
+        rows[b] = row
+        cache.put(weights, full[b], row)
+    return rows[0], torch.cat(rows[1:])
+
+
+@torch.no_grad()
+def _each_row(policy, br: Branches, K: int) -> Iterator[torch.Tensor]:
+    """:func:`.branches.split_logits_each`'s logits (row 0, rows 1..K one by one, then a control's extra branches
+    in one tensor), as they are ready; with the branch cache on, a branch it holds comes at once, the others run
+    (the prefix once, where a row other than row 0 is missing) and are kept."""
+    cache = branch_cache.active()
+    if cache is None:
+        yield from split_logits_each(policy.model, br, policy.pad_id, policy.device, each=K)
+        return
+    weights = branch_cache.weights_key(policy.model)
+    full = [br.full_ids(b) for b in range(br.B)]
+    rows = [cache.get(weights, ids) for ids in full]
+    prefix = []  # [the prefix cache] once computed (it may be None: an empty prefix)
+    if rows[0] is None:
+        with turns.model_job():
+            rows[0], cropped = first_pass(policy.model, br, policy.device)
+        prefix.append(cropped)
+        cache.put(weights, full[0], rows[0])
+    yield rows[0]
+
+    def run(bs: list[int]) -> None:  # branches bs in one forward over the prefix, kept
+        with turns.model_job():
+            if not prefix:
+                prefix.append(prefix_cache(policy.model, br.prefix_ids, policy.device))
+            sub = Branches(br.prefix_ids, [br.suffix_ids[b] for b in bs], br.response_ids)
+            out = suffix_logits(policy.model, sub, prefix[0], policy.pad_id, policy.device)
+        for b, row in zip(bs, out.split(1)):
+            rows[b] = row
+            cache.put(weights, full[b], row)
+
+    for b in range(1, K + 1):
+        if rows[b] is None:
+            run([b])
+        yield rows[b]
+    if br.B > K + 1:  # a control's extra branches: those missing in one batch
+        missing = [b for b in range(K + 1, br.B) if rows[b] is None]
+        if missing:
+            run(missing)
+        yield torch.cat(rows[K + 1 :])
 
 
 def _rows_one_by_one(policy, br: Branches, K, metrics, chunk_size, topk, step: ReplayStep, timings):
@@ -129,7 +206,7 @@ def _rows_one_by_one(policy, br: Branches, K, metrics, chunk_size, topk, step: R
     ids = torch.tensor(br.response_ids, device=policy.device)  # (T,)
     logits, parts, spent = [], [], {"forward": 0.0, "columns": 0.0}
     clock = time.perf_counter()
-    for b, out in enumerate(split_logits_each(policy.model, br, policy.pad_id, policy.device, each=K)):
+    for b, out in enumerate(_each_row(policy, br, K)):
         spent["forward"] += time.perf_counter() - clock
         logits.append(out)
         if 1 <= b <= K:

@@ -161,6 +161,7 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     limit_arenas()  # before any serving thread: their freed pages do not stay spread over many arenas
     options = {**launch_options(), **kw}
     demo = build_app()
+    from ..relevance import branch_cache
     from ..serving import turns
     from ..serving.fair_share import GATE
     from ..serving.gradio_context import client_gone
@@ -177,6 +178,9 @@ def launch(host: str | None = None, port: int | None = None, **kw):
     # forked worker of its own (no shared model to take turns at; a lock held by another thread at the fork would
     # stay held in the child)
     turns.enable(not on_zerogpu())
+    # an edit of one verifier's information and Replay rerun only that branch; not on ZeroGPU, where each call runs
+    # in a worker of its own (nothing kept there would be seen again)
+    branch_cache.enable(0 if on_zerogpu() else get_settings().replay_cache_mb)
     return demo.launch(
         server_name=host or os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
         server_port=port or int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
