@@ -8,7 +8,11 @@ response of 128 tokens of the policy's tokenizer, clicks **Replay** and waits un
 heatmap (``#relevance-heatmap .js-plotly-plot .main-svg`` with its heatmap layer, and the status line saying
 "Replayed"); the replay flow also records the first token shown and the first
 coloured token (a progressive replay's tokens-first step and first row). ``generate+replay`` clicks **Generate**
-(up to 128 new tokens), waits for its status line, then clicks **Replay**; its time covers both.
+(up to 128 new tokens), waits for its status line, then clicks **Replay**; its time covers both. ``edit+replay``
+replays (not timed), appends a sentence to the second verifier's information, and times the Replay after it: the
+loop of debugging a verifier's information, where the app's branch cache (``MRTPO_REPLAY_CACHE_MB``) reruns only
+the edited branch. Every page gets a response of its own (128 tokens from another place of the sample text), so
+that no other timed replay is served from that cache.
 
 Times are taken IN THE PAGE (``performance.now()``): from the click event on the button (a capture listener, the
 moment the browser dispatches the user's click) to the first animation frame after the heatmap layer entered the
@@ -74,13 +78,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def response_text(checkpoint: str) -> str:
-    """128 tokens of sample text, as the policy's tokenizer splits it."""
+def response_texts(checkpoint: str, n: int) -> list[str]:
+    """``n`` different responses of 128 tokens of sample text each, as the policy's tokenizer splits it: each replay
+    of a run gets its own, so that none is served from the app's branch cache (``MRTPO_REPLAY_CACHE_MB``) but the
+    edit flow's second replay, which measures that cache."""
     from mrtpo_viz.policy import load_policy
 
-    tok = load_policy(checkpoint, device="cpu").tokenizer
-    ids = _common.response_ids(tok, _common.corpus(), RESPONSE_TOKENS + 1, skip=3000)[:RESPONSE_TOKENS]
-    return tok.decode(ids)
+    tok, corpus = load_policy(checkpoint, device="cpu").tokenizer, _common.corpus()
+    out = []
+    for k in range(n):
+        ids = _common.response_ids(tok, corpus, RESPONSE_TOKENS + 1, skip=3000 + 400 * k)[:RESPONSE_TOKENS]
+        out.append(tok.decode(ids))
+    return out
 
 
 def launch_app(port: int, checkpoint: str, threads: int, code: str | None = None):
@@ -238,12 +247,33 @@ def time_generate_replay(page, got: Received, pid: int) -> tuple[float, float, f
     return page_seconds(page), driver, cpu, got.total, got.total
 
 
-FLOWS = {"replay": time_replay, "generate+replay": time_generate_replay}
+def time_edit_replay(page, got: Received, pid: int) -> tuple[float, float, float, int, int, float, float]:
+    """A replay (not timed), then an edit of the second verifier's information and Replay again: that second replay,
+    as :func:`time_replay` (the loop of debugging a verifier's information; with the branch cache, only the edited
+    branch runs)."""
+    page.click("#replay-btn")
+    page.wait_for_function(FINAL, arg=HEATMAP, timeout=TIMEOUT_MS)
+    page.locator(BARS).first.wait_for(timeout=TIMEOUT_MS)
+    box = page.locator(".mrtpo-info textarea").nth(1)
+    box.fill(box.input_value() + " Check this one twice.")
+    page.wait_for_function(  # the edit reached the app: the status line says the result is stale
+        "() => ((document.querySelector('#relevance-status') || {}).innerText || '').includes('inputs changed')",
+        timeout=TIMEOUT_MS,
+    )
+    page.evaluate(CLOCK, HEATMAP)
+    return time_replay(page, got, pid)
 
 
-def measure_flows(url: str, response: str, repeats: int, pid: int, flows=FLOWS) -> dict[str, list[tuple]]:
-    """Per flow, ``repeats`` (in-page s, driver s, CPU s, bytes, bytes) tuples, each on a freshly loaded page, and
-    ``"first replay"``: the first replay after the page's load of the checkpoint."""
+FLOWS = {"replay": time_replay, "generate+replay": time_generate_replay, "edit+replay": time_edit_replay}
+TIMED_LIKE_REPLAY = ("replay", "edit+replay")
+"""Flows whose rows carry the bytes with the bars and the target (the tokens and first row only the replay flow's:
+after an edit the earlier result's tokens are still on the page)."""
+
+
+def measure_flows(url: str, responses: list[str], repeats: int, pid: int, flows=FLOWS) -> dict[str, list[tuple]]:
+    """Per flow, ``repeats`` (in-page s, driver s, CPU s, bytes, bytes) tuples, each on a freshly loaded page with a
+    response of its own (``responses``: 1 + repeats x flows of them), and ``"first replay"``: the first replay after
+    the page's load of the checkpoint."""
     from playwright.sync_api import sync_playwright
 
     times = {name: [] for name in flows}
@@ -258,14 +288,15 @@ def measure_flows(url: str, response: str, repeats: int, pid: int, flows=FLOWS) 
         try:
             page = browser.new_page()
             got = Received(page)
-            prepare_page(page, url, response)
+            prepare_page(page, url, responses[0])
             page.wait_for_function(  # the page's load of the default checkpoint (and its warm-up) is done
                 "() => document.body.innerText.includes('Loaded ')", timeout=TIMEOUT_MS
             )
             times["first replay"] = [time_replay(page, got, pid)]  # the first replay after loading
+            fresh = iter(responses[1:])
             for i in range(repeats):
                 for name, flow in flows.items():
-                    prepare_page(page, url, response)
+                    prepare_page(page, url, next(fresh))
                     times[name].append(flow(page, got, pid))
                     print(name, i, [round(x, 3) for x in times[name][-1]], flush=True)
         finally:
@@ -273,10 +304,11 @@ def measure_flows(url: str, response: str, repeats: int, pid: int, flows=FLOWS) 
     return times
 
 
-def compare_replays(urls: dict[str, str], pids: dict[str, int], response: str, repeats: int) -> dict[str, list]:
+def compare_replays(urls: dict[str, str], pids: dict[str, int], responses: list[str], repeats: int) -> dict[str, list]:
     """The replay flow on each app in ``urls`` in turn, ``repeats`` rounds (A, B, A, B, ...: a drift in the
-    machine's speed reaches both alike), one browser; the first replay of each app after its page's load is not
-    counted. Returns each app's list of :func:`time_replay` tuples."""
+    machine's speed reaches both alike; round ``i`` replays ``responses[i + 1]`` on each), one browser; the first
+    replay of each app after its page's load (``responses[0]``) is not counted. Returns each app's list of
+    :func:`time_replay` tuples."""
     from playwright.sync_api import sync_playwright
 
     times = {label: [] for label in urls}
@@ -292,12 +324,12 @@ def compare_replays(urls: dict[str, str], pids: dict[str, int], response: str, r
             page = browser.new_page()
             got = Received(page)
             for label, url in urls.items():  # each app loads (and warms) its checkpoint, then one unmeasured replay
-                prepare_page(page, url, response)
+                prepare_page(page, url, responses[0])
                 page.wait_for_function("() => document.body.innerText.includes('Loaded ')", timeout=TIMEOUT_MS)
                 time_replay(page, got, pids[label])
             for i in range(repeats):
                 for label, url in urls.items():
-                    prepare_page(page, url, response)
+                    prepare_page(page, url, responses[i + 1])
                     times[label].append(time_replay(page, got, pids[label]))
                     print(label, i, round(times[label][-1][0], 3), flush=True)
         finally:
@@ -325,7 +357,8 @@ def run_against(other: str, repeats: int, checkpoint: str | None, threads: int) 
     try:
         apps[f"against {_revision(other)}"] = launch_app(free_port(), checkpoint, threads, code=other)
         urls = {label: f"http://127.0.0.1:{app.args[-1]}/" for label, app in apps.items()}
-        times = compare_replays(urls, {k: a.pid for k, a in apps.items()}, response_text(checkpoint), repeats)
+        responses = response_texts(checkpoint, repeats + 1)
+        times = compare_replays(urls, {k: a.pid for k, a in apps.items()}, responses, repeats)
     finally:
         for app in apps.values():
             app.terminate()
@@ -351,11 +384,11 @@ def summary(name: str, runs: list[tuple]) -> dict:
         "driver_median_s": round(median([r[1] for r in runs]), 3),
         "server_cpu_median_s": round(median([r[2] for r in runs]), 3),
         "kb_to_heatmap": round(median([r[3] for r in runs]) / 1024, 1),
-        "kb_with_advantages": round(median([r[4] for r in runs]) / 1024, 1) if name == "replay" else None,
+        "kb_with_advantages": round(median([r[4] for r in runs]) / 1024, 1) if name in TIMED_LIKE_REPLAY else None,
         "tokens_median_s": round(median([r[5] for r in runs]), 3) if name == "replay" else None,
         "first_row_median_s": round(median([r[6] for r in runs]), 3) if name == "replay" else None,
-        "target_s": TARGET_S if name == "replay" else None,
-        "met": (median(walls) <= TARGET_S) if name == "replay" else None,
+        "target_s": TARGET_S if name in TIMED_LIKE_REPLAY else None,
+        "met": (median(walls) <= TARGET_S) if name in TIMED_LIKE_REPLAY else None,
     }
 
 
@@ -395,12 +428,13 @@ def run(
     port = free_port()
     app = launch_app(port, checkpoint, threads)
     try:
-        response = response_text(checkpoint)
-        times = measure_flows(f"http://127.0.0.1:{port}/", response, 3 if quick else repeats, app.pid, flows)
+        n = 3 if quick else repeats
+        responses = response_texts(checkpoint, 1 + n * len(flows))
+        times = measure_flows(f"http://127.0.0.1:{port}/", responses, n, app.pid, flows)
     finally:
         app.terminate()
         app.wait(timeout=30)
-    view_kb, T, engine = in_process(checkpoint, response, threads)
+    view_kb, T, engine = in_process(checkpoint, responses[0], threads)
     first = times.pop("first replay")[0]
     return [
         {
