@@ -1,19 +1,19 @@
 """Replayed branches kept for the next replay: the app's edit-and-replay loop reruns only what changed.
 
-A branch's logits depend only on the model's weights and the branch's token ids (prompt with or without one
-verifier's information, then the response). Debugging a verifier's information means editing one box and replaying:
-the branch without information and every other verifier's branch are the same as a moment ago. With the cache on,
-:mod:`.progressive` takes those from here and runs only the branches it has not seen (over a fresh prefix pass), so
-an edit of one of three verifiers' information costs the prefix and one branch instead of four branches.
+A branch's logits depend only on the model's weights and the branch's token ids (prompt with or without one verifier's
+information, then the response). Debugging a verifier's information means editing one box and replaying: the branch
+without information and every other verifier's branch are the same as a moment ago. With the cache on,
+:mod:`.progressive` takes those from here and runs only the branches it has not seen (over a fresh prefix pass), so an
+edit of one of three verifiers' information costs the prefix and one branch instead of four branches.
 
 The key is the model (its object and storage), the weights' version (the sum of the parameters' in-place version
-counters: an optimizer step or ``load_state_dict`` changes it, so a trained policy never reads its earlier logits)
-and a sample of their values, their dtype and device, and the branch's full ids. Entries are ``(1, T, V)`` logits, held up to a byte budget, least
-recently used first out. A hit returns the logits computed earlier, in another batch: equal to a fresh forward up to
-float rounding (~1e-7 in float32), as the replay's own batching is.
+counters: an optimizer step or ``load_state_dict`` changes it, so a trained policy never reads its earlier logits) and a
+sample of their values, their dtype and device, and the branch's full ids. Entries are ``(1, T, V)`` logits, held up to
+a byte budget, least recently used first out. A hit returns the logits computed earlier, in another batch: equal to a
+fresh forward up to float rounding (~1e-7 in float32), as the replay's own batching is.
 
-Off unless :func:`enable` is called (the app does, with ``MRTPO_REPLAY_CACHE_MB``): a script that replays many
-different responses would only hold memory for nothing.
+Off unless :func:`enable` is called (the app does, with ``MRTPO_REPLAY_CACHE_MB``): a script that replays many different
+responses would only hold memory for nothing.
 """
 
 from __future__ import annotations
@@ -66,6 +66,11 @@ class BranchCache:
             self._items.move_to_end(key)
             self.hits += 1
             return got
+
+    def holds(self, weights: tuple, ids: list[int]) -> bool:
+        """Whether :meth:`get` would return the branch (counts neither a hit nor a miss, keeps the order)."""
+        with self._lock:
+            return (weights, tuple(ids)) in self._items
 
     def put(self, weights: tuple, ids: list[int], logits: torch.Tensor) -> None:
         """Keep ``logits`` (1, T, V); a view into a larger batch is copied, so that the entry holds only its own

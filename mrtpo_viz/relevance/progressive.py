@@ -74,12 +74,19 @@ class ReplayStep:
 
 
 def estimate_seconds(policy: Policy, br: Branches) -> float:
-    """A replay's forward time, roughly: ``2 x parameters x positions`` operations at :data:`CPU_FLOP_S` (or
-    :data:`GPU_FLOP_S`), where the positions are those the replay runs (the branch without information whole, every
-    other suffix with the response). The metric over the vocabulary is left out (a tenth of it for SmolLM2)."""
+    """A replay's forward time, roughly: ``2 x parameters x positions`` operations at :data:`CPU_FLOP_S` per thread
+    (``threads ** 0.8`` of it with several; or :data:`GPU_FLOP_S`), where the positions are those the replay runs (the
+    branch without information whole, every other suffix with the response; with the branch cache on, only the branches
+    it lacks). The metric over the vocabulary is left out (a tenth of it for SmolLM2)."""
     T = len(br.response_ids)
-    positions = len(br.prefix_ids) + sum(len(s) + T for s in br.suffix_ids)
-    rate = CPU_FLOP_S if torch.device(policy.device).type == "cpu" else GPU_FLOP_S
+    todo = list(range(br.B))
+    cache = branch_cache.active()
+    if cache is not None:  # a branch the cache holds costs no forward (an edit of one verifier's information)
+        weights = branch_cache.weights_key(policy.model)
+        todo = [b for b in todo if not cache.holds(weights, br.full_ids(b))]
+    positions = (len(br.prefix_ids) if todo else 0) + sum(len(br.suffix_ids[b]) + T for b in todo)
+    # torch's threads on a CPU: 2 ran SmolLM2's replay 1.69x as fast as 1 (docs/performance.md), about n ** 0.8
+    rate = CPU_FLOP_S * torch.get_num_threads() ** 0.8 if torch.device(policy.device).type == "cpu" else GPU_FLOP_S
     return 2.0 * policy.model.num_parameters() * positions / rate
 
 

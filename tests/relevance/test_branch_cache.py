@@ -169,3 +169,22 @@ def test_the_setting_turns_it_off_with_zero_and_refuses_a_negative_budget():
         assert branch_cache.enable(1).max_bytes == 2**20
     finally:
         branch_cache._ACTIVE[0] = before
+
+
+def test_the_estimate_counts_only_the_branches_the_cache_lacks(tiny_policy, example, cache):
+    """So that a replay after an edit, one branch to run, is not split into steps it does not need."""
+    from mrtpo_viz.relevance import progressive
+    from mrtpo_viz.relevance.engine import plan_replay
+
+    vs = list(example.verifiers)
+    br = plan_replay(tiny_policy, example, example.reference, vs).branches
+    cold = progressive.estimate_seconds(tiny_policy, br)
+    rel = replay(tiny_policy, example, example.reference, vs)
+    assert progressive.estimate_seconds(tiny_policy, br) == 0  # every branch held
+    edited = plan_replay(tiny_policy, example, example.reference, vs, infos=_edited(rel)).branches
+    one = progressive.estimate_seconds(tiny_policy, edited)
+    T, P = len(edited.response_ids), len(edited.prefix_ids)
+    assert one == pytest.approx(
+        cold * (P + len(edited.suffix_ids[2]) + T) / (P + sum(len(s) + T for s in br.suffix_ids))
+    )
+    assert cache.hits == 0  # asking what it holds is not a read
