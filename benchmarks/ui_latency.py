@@ -38,6 +38,7 @@ checkpoint (``MRTPO_CHECKPOINT``); the default is the bundled policy.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import socket
@@ -270,13 +271,11 @@ TIMED_LIKE_REPLAY = ("replay", "edit+replay")
 after an edit the earlier result's tokens are still on the page)."""
 
 
-def measure_flows(url: str, responses: list[str], repeats: int, pid: int, flows=FLOWS) -> dict[str, list[tuple]]:
-    """Per flow, ``repeats`` (in-page s, driver s, CPU s, bytes, bytes) tuples, each on a freshly loaded page with a
-    response of its own (``responses``: 1 + repeats x flows of them), and ``"first replay"``: the first replay after
-    the page's load of the checkpoint."""
+@contextlib.contextmanager
+def browser_page():
+    """A fresh headless chromium profile and page, and its byte counter: ``(page, Received)``."""
     from playwright.sync_api import sync_playwright
 
-    times = {name: [] for name in flows}
     with tempfile.TemporaryDirectory(prefix="mrtpo_chromium_") as profile, sync_playwright() as pw:
         browser = pw.chromium.launch_persistent_context(
             profile,
@@ -287,20 +286,32 @@ def measure_flows(url: str, responses: list[str], repeats: int, pid: int, flows=
         )
         try:
             page = browser.new_page()
-            got = Received(page)
-            prepare_page(page, url, responses[0])
-            page.wait_for_function(  # the page's load of the default checkpoint (and its warm-up) is done
-                "() => document.body.innerText.includes('Loaded ')", timeout=TIMEOUT_MS
-            )
-            times["first replay"] = [time_replay(page, got, pid)]  # the first replay after loading
-            fresh = iter(responses[1:])
-            for i in range(repeats):
-                for name, flow in flows.items():
-                    prepare_page(page, url, next(fresh))
-                    times[name].append(flow(page, got, pid))
-                    print(name, i, [round(x, 3) for x in times[name][-1]], flush=True)
+            yield page, Received(page)
         finally:
             browser.close()
+
+
+def loaded_and_replayed(page, got: Received, url: str, response: str, pid: int) -> tuple:
+    """Open the app at ``url``, wait until it has loaded (and warmed) its default checkpoint, and replay once: the
+    first replay after loading (returned, not counted with the others)."""
+    prepare_page(page, url, response)
+    page.wait_for_function("() => document.body.innerText.includes('Loaded ')", timeout=TIMEOUT_MS)
+    return time_replay(page, got, pid)
+
+
+def measure_flows(url: str, responses: list[str], repeats: int, pid: int, flows=FLOWS) -> dict[str, list[tuple]]:
+    """Per flow, ``repeats`` (in-page s, driver s, CPU s, bytes, bytes) tuples, each on a freshly loaded page with a
+    response of its own (``responses``: 1 + repeats x flows of them), and ``"first replay"``: the first replay after
+    the page's load of the checkpoint."""
+    times = {name: [] for name in flows}
+    with browser_page() as (page, got):
+        times["first replay"] = [loaded_and_replayed(page, got, url, responses[0], pid)]
+        fresh = iter(responses[1:])
+        for i in range(repeats):
+            for name, flow in flows.items():
+                prepare_page(page, url, next(fresh))
+                times[name].append(flow(page, got, pid))
+                print(name, i, [round(x, 3) for x in times[name][-1]], flush=True)
     return times
 
 
@@ -309,31 +320,15 @@ def compare_replays(urls: dict[str, str], pids: dict[str, int], responses: list[
     machine's speed reaches both alike; round ``i`` replays ``responses[i + 1]`` on each), one browser; the first
     replay of each app after its page's load (``responses[0]``) is not counted. Returns each app's list of
     :func:`time_replay` tuples."""
-    from playwright.sync_api import sync_playwright
-
     times = {label: [] for label in urls}
-    with tempfile.TemporaryDirectory(prefix="mrtpo_chromium_") as profile, sync_playwright() as pw:
-        browser = pw.chromium.launch_persistent_context(
-            profile,
-            executable_path=CHROMIUM,
-            args=CHROMIUM_FLAGS,
-            headless=True,
-            viewport={"width": 1400, "height": 1000},
-        )
-        try:
-            page = browser.new_page()
-            got = Received(page)
-            for label, url in urls.items():  # each app loads (and warms) its checkpoint, then one unmeasured replay
-                prepare_page(page, url, responses[0])
-                page.wait_for_function("() => document.body.innerText.includes('Loaded ')", timeout=TIMEOUT_MS)
-                time_replay(page, got, pids[label])
-            for i in range(repeats):
-                for label, url in urls.items():
-                    prepare_page(page, url, responses[i + 1])
-                    times[label].append(time_replay(page, got, pids[label]))
-                    print(label, i, round(times[label][-1][0], 3), flush=True)
-        finally:
-            browser.close()
+    with browser_page() as (page, got):
+        for label, url in urls.items():
+            loaded_and_replayed(page, got, url, responses[0], pids[label])
+        for i in range(repeats):
+            for label, url in urls.items():
+                prepare_page(page, url, responses[i + 1])
+                times[label].append(time_replay(page, got, pids[label]))
+                print(label, i, round(times[label][-1][0], 3), flush=True)
     return times
 
 
