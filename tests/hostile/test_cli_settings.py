@@ -67,6 +67,7 @@ def test_each_number_setting_has_an_upper_bound_and_accepts_it(name):
         "max_new_tokens": ("MRTPO_MAX_NEW_TOKENS", int),
         "model_requests": ("MRTPO_MODEL_REQUESTS", int),
         "threads": ("MRTPO_THREADS", int),
+        "replay_cache_mb": ("MRTPO_REPLAY_CACHE_MB", float),
     }[name]
     highest = kind(HIGHEST[name])
     assert getattr(get_settings({var: str(highest)}), name) == highest

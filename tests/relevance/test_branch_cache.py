@@ -6,15 +6,27 @@ Tolerances: a branch replayed alone, or in another batch, rounds differently in 
 uncached replay runs (padding changes the kernels' blocking): ~1e-7 on these scores; 1e-5 leaves room for other
 CPUs' kernels and stays far below any difference a changed branch makes (~1e-2 and up)."""
 
+import copy
+import dataclasses
+
 import pytest
 import torch
 
-from mrtpo_viz.policy import load_policy
 from mrtpo_viz.relevance import branch_cache
 from mrtpo_viz.relevance.engine import replay, replay_steps
 from mrtpo_viz.tasks.example_sources import load_examples
 
 ATOL = 1e-5
+
+
+HOOKS = []
+
+
+@pytest.fixture(autouse=True)
+def _remove_hooks():
+    yield
+    while HOOKS:
+        HOOKS.pop().remove()
 
 
 @pytest.fixture
@@ -31,11 +43,13 @@ def example():
 
 
 class Forwards:
-    """Counts the model's forward calls (each forward of a replay: the prefix pass, a batch of suffixes, ...)."""
+    """Counts the model's forward calls (each forward of a replay: the prefix pass, a batch of suffixes, ...); the
+    hook goes when the test ends (:func:`forwards`): the policy is the session's."""
 
     def __init__(self, model):
         self.n = 0
         self.handle = model.register_forward_pre_hook(self._count)
+        HOOKS.append(self.handle)
 
     def _count(self, *_):
         self.n += 1
@@ -119,8 +133,9 @@ def test_progressive_and_one_shot_replays_read_the_same_cache(tiny_policy, examp
 
 
 @pytest.mark.parametrize("how", ["optimizer step", "write through .data"])
-def test_changed_weights_are_never_served_from_the_cache(tiny_policy_dir, example, cache, how):
-    policy = load_policy(str(tiny_policy_dir), device="cpu", dtype="float32")  # its own copy: changed below
+def test_changed_weights_are_never_served_from_the_cache(tiny_policy, example, cache, how):
+    # a copy of the model (load_policy returns the session's one, which other tests use): its weights change below
+    policy = dataclasses.replace(tiny_policy, model=copy.deepcopy(tiny_policy.model))
     vs = list(example.verifiers)
     before = replay(policy, example, example.reference, vs)
     with torch.no_grad():
