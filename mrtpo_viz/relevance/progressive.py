@@ -138,6 +138,19 @@ def _rows_batched(policy, br: Branches, K, metrics, chunk_size, topk, timings) -
     return _Logits(without, others[:K], others[K:] if br.B > K + 1 else None, cols)  # views, not copies
 
 
+def _over_prefix(policy, br: Branches, bs: list[int], prefix) -> list[torch.Tensor]:
+    """Branches ``bs`` in one forward over ``prefix`` (the prefix's cache, or None where it is empty): their
+    ``(1, T, V)`` logits."""
+    sub = Branches(br.prefix_ids, [br.suffix_ids[b] for b in bs], br.response_ids)
+    with turns.model_job():
+        return list(suffix_logits(policy.model, sub, prefix, policy.pad_id, policy.device).split(1))
+
+
+def _prefix(policy, br: Branches):
+    with turns.model_job():
+        return prefix_cache(policy.model, br.prefix_ids, policy.device)
+
+
 @torch.no_grad()
 def _cached_logits(policy, br: Branches, cache: branch_cache.BranchCache) -> tuple[torch.Tensor, torch.Tensor]:
     """:func:`.branches.split_logits`'s ``(1, T, V)`` and ``(B - 1, T, V)`` logits, the cache's where it holds a
@@ -147,20 +160,18 @@ def _cached_logits(policy, br: Branches, cache: branch_cache.BranchCache) -> tup
     full = [br.full_ids(b) for b in range(br.B)]
     rows = [cache.get(weights, ids) for ids in full]
     todo = [b for b, r in enumerate(rows) if r is None]
-    sub = Branches(br.prefix_ids, [br.suffix_ids[b] for b in todo], br.response_ids)
     if len(todo) == br.B:  # nothing held: the plain replay, its rows kept
         without, others = split_logits(policy.model, br, policy.pad_id, policy.device)
         for b, row in enumerate([without, *others.split(1)]):
             cache.put(weights, full[b], row)
         return without, others
     if todo and todo[0] == 0:
+        sub = Branches(br.prefix_ids, [br.suffix_ids[b] for b in todo], br.response_ids)
         first, rest = split_logits(policy.model, sub, policy.pad_id, policy.device)
         new = [first, *rest.split(1)]
-    elif todo:
-        with turns.model_job():
-            prefix = prefix_cache(policy.model, sub.prefix_ids, policy.device)
-            new = list(suffix_logits(policy.model, sub, prefix, policy.pad_id, policy.device).split(1))
-    for b, row in zip(todo, new if todo else []):
+    else:
+        new = _over_prefix(policy, br, todo, _prefix(policy, br)) if todo else []
+    for b, row in zip(todo, new):
         rows[b] = row
         cache.put(weights, full[b], row)
     return rows[0], torch.cat(rows[1:])
@@ -187,12 +198,9 @@ def _each_row(policy, br: Branches, K: int) -> Iterator[torch.Tensor]:
     yield rows[0]
 
     def run(bs: list[int]) -> None:  # branches bs in one forward over the prefix, kept
-        with turns.model_job():
-            if not prefix:
-                prefix.append(prefix_cache(policy.model, br.prefix_ids, policy.device))
-            sub = Branches(br.prefix_ids, [br.suffix_ids[b] for b in bs], br.response_ids)
-            out = suffix_logits(policy.model, sub, prefix[0], policy.pad_id, policy.device)
-        for b, row in zip(bs, out.split(1)):
+        if not prefix:
+            prefix.append(_prefix(policy, br))
+        for b, row in zip(bs, _over_prefix(policy, br, bs, prefix[0])):
             rows[b] = row
             cache.put(weights, full[b], row)
 
