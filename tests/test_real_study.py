@@ -116,7 +116,7 @@ def test_the_report_pairs_by_seed_and_tests_one_sided_as_scipy_does():
         "seeds": [1, 2, 3, 4],
         "arms": {"gdpo": {}, "mrtpo": {}},
         "settings": {"steps": 2},
-        "primary": {"minimum_detectable": {"value": 0.05}},
+        "primary": {"minimum_detectable": {"value": 0.05, "sd_difference_assumed": 0.04}},
     }
     gd = [0.50, 0.40, 0.45, 0.52]
     mr = [0.56, 0.41, 0.50, 0.51]
@@ -141,6 +141,14 @@ def test_the_report_pairs_by_seed_and_tests_one_sided_as_scipy_does():
         s,
     )
     assert f"{d.mean():+.3f}" in md and "not established" in md
+    # achieved power from the main runs' own sd: one-sided at 0.05 is P(T > t_0.95) under the noncentral t (the
+    # lower tail the two-sided formula adds is below 1e-3 here)
+    a, sd = s["achieved"], d.std(ddof=1)
+    assert a["sd"] == pytest.approx(sd) and a["n"] == 4
+    crit = scipy_stats.t.ppf(0.95, 3)
+    assert a["power_at_planned"] == pytest.approx(scipy_stats.nct.sf(crit, 3, 0.05 * 2 / sd), abs=2e-3)
+    assert scipy_stats.nct.sf(crit, 3, a["detectable"] * 2 / sd) == pytest.approx(0.8, abs=2e-3)
+    assert f"detects {a['detectable']:.3f} at power 0.8" in md and "assumed 0.040" in md
     one_missing = [r for r in records if not (r["method"] == "mrtpo" and r["seed"] == 4)]
     s3 = _real_report.summarize(plan, one_missing, stats)
     assert s3["seeds"] == [1, 2, 3] and s3["missing"] == ["mrtpo-s4"] and s3["established"] is False

@@ -56,12 +56,40 @@ def summarize(plan: dict, records: list[dict], stats, start: dict | None = None)
         "arms": arms,
         "start": start,
         "minimum_detectable": plan["primary"]["minimum_detectable"]["value"],
+        "achieved": achieved(plan, primary, stats),
+        "sd_planned": plan["primary"]["minimum_detectable"]["sd_difference_assumed"],
         "cpu_h": float(sum(a["cpu_h"] for a in arms.values())),
+    }
+
+
+def achieved(plan: dict, primary: dict, stats) -> dict:
+    """The plan's promise for its uncertain sd (it came from two pilot runs): the paired sd the main runs show, the
+    difference that sd lets this many seeds detect (power 0.8, the plan's one-sided alpha, computed as the plan's
+    own minimum detectable difference was), and the power the design had at the plan's minimum detectable value."""
+    alpha = float(plan["primary"].get("alpha", 0.05)) if isinstance(plan["primary"], dict) else 0.05
+    n, sd = primary["n"], primary["sd"]
+    if n < 2 or not sd > 0:
+        return {"sd": sd, "n": n, "detectable": float("nan"), "power_at_planned": float("nan")}
+    planned = plan["primary"]["minimum_detectable"]["value"]
+    return {
+        "sd": sd,
+        "n": n,
+        "detectable": float(stats.detectable(n, sd, power=0.8, alpha=2 * alpha)),
+        "power_at_planned": float(stats.power_paired(n, planned, sd, alpha=2 * alpha)),
     }
 
 
 def _iv(p: dict) -> str:
     return f"{p['mean']:+.3f} [{p['t_lo']:+.3f}, {p['t_hi']:+.3f}]"
+
+
+def _power_line(s: dict) -> str:
+    a = s["achieved"]
+    return (
+        f"Power as achieved: the paired differences' sd is {a['sd']:.3f} over {a['n']} seeds (the plan assumed "
+        f"{s['sd_planned']:.3f}); with it the design detects {a['detectable']:.3f} at power 0.8, and had power "
+        f"{a['power_at_planned']:.2f} at the planned {s['minimum_detectable']}."
+    )
 
 
 def markdown(plan: dict, s: dict) -> str:
@@ -86,6 +114,8 @@ def markdown(plan: dict, s: dict) -> str:
         "",
         f"**Primary** (held-out pass rate after the last step, MRTPO - GDPO, paired, 95% t interval): {_iv(p)}: "
         f"{verdict}.",
+        "",
+        _power_line(s),
         "",
         "| | start | GDPO | MRTPO | MRTPO - GDPO |",
         "|---|---|---|---|---|",
