@@ -130,6 +130,7 @@ def test_the_report_pairs_by_seed_and_tests_one_sided_as_scipy_does():
     assert s["established"] == bool(ref.pvalue < 0.05)
     assert s["auc"]["mean"] == pytest.approx(0.1)  # (0.3 + 0.5) / 2 - (0.2 + 0.4) / 2, every seed
     assert s["heldout_half"]["mean"] == pytest.approx(0.02)
+    assert s["by_kind"]["a"]["per_seed"] == pytest.approx(list(d))  # the synthetic records' one type is the pass rate
     assert s["arms"]["mrtpo"]["cpu_s_per_step"] == 11.0 and s["cpu_h"] == pytest.approx(8.0)
     md = _real_report.markdown(
         plan
