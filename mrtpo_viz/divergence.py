@@ -29,8 +29,8 @@ from . import names
 LN2 = math.log(2.0)
 CHUNK_ELEMENTS = 1 << 18
 """Default elements of one ``(rows, V)`` chunk: 2**18 float32 values = 1 MiB per temporary. A metric makes ~12
-elementwise passes over its chunk; chunks that stay in the CPU's cache made the JS over a 49,152-entry vocabulary
-2-3x faster than 32 MiB chunks (benchmarks/results/replay_profile.md), and memory stays bounded."""
+elementwise passes over its chunk; chunks that stay in the CPU's cache make the JS over a 49,152-entry vocabulary
+about 1.9x faster than 32 MiB chunks (benchmarks/results/replay_columns.md), and memory stays bounded."""
 _BIG = 1e4  # stands for an infinite log-ratio; any value above ~40 works (exp(-40) vanishes next to 1 in float64)
 
 Metric = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]

@@ -6,8 +6,9 @@ without-row. Computed separately (:func:`mrtpo_viz.divergence.chunked_metric` an
 :func:`~mrtpo_viz.divergence.token_stats`) these take the float32 log-softmax twice, exponentiate it twice more, and
 allocate fresh temporaries per chunk; here each chunk of positions takes one softmax (one exp per logit gives both
 the probabilities and the log-probs), reuses work buffers sized once per call, and finds the top-k through block
-maxima. Same numbers up to float rounding; on SmolLM2-135M (vocabulary 49,152) about 3x less time after the forward
-(benchmarks/results/replay_profile.md).
+maxima. Same numbers up to float rounding; on SmolLM2-135M's vocabulary (49,152 entries) 1.4x less time than the two
+functions today (benchmarks/results/replay_columns.md; against the code before them, ~3x in the profile that
+docs/performance.md describes).
 """
 
 from __future__ import annotations
