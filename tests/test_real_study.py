@@ -99,7 +99,10 @@ def test_the_schedule_is_seed_major_pairs():
 
 
 def _record(method, seed, last, half, rewards):
-    rows = [{"mean_reward": r, "truncated": 0.01, "cpu_s": 10.0 + (method == "mrtpo"), "rows": None} for r in rewards]
+    times = {"sample": 4.0, "replay": 3.0 * (method == "mrtpo"), "update": 2.0}
+    rows = [{"mean_reward": r, "truncated": 0.01, "cpu_s": 10.0 + (method == "mrtpo"), "times": times} for r in rewards]
+    if seed == 1:  # one step paused for minutes (of 8 per arm): the median ignores it
+        rows[0] = rows[0] | {"times": times | {"sample": 400.0}}
     held = {"1": {"pass_rate": half, "truncated": 0.0, "by_kind": {"a": half}}}
     held["2"] = {"pass_rate": last, "truncated": 0.05, "by_kind": {"a": last}}
     return {"method": method, "seed": seed, "rows": rows, "heldout": held, "wall_s": 60.0, "cpu_s": 3600.0}
@@ -132,6 +135,8 @@ def test_the_report_pairs_by_seed_and_tests_one_sided_as_scipy_does():
     assert s["heldout_half"]["mean"] == pytest.approx(0.02)
     assert s["by_kind"]["a"]["per_seed"] == pytest.approx(list(d))  # the synthetic records' one type is the pass rate
     assert s["arms"]["mrtpo"]["cpu_s_per_step"] == 11.0 and s["cpu_h"] == pytest.approx(8.0)
+    assert s["arms"]["mrtpo"]["wall_s_per_step"] == 9.0 and s["arms"]["gdpo"]["wall_s_per_step"] == 6.0
+    assert s["arms"]["mrtpo"]["phase_s"] == {"replay": 3.0, "sample": 4.0, "update": 2.0}
     md = _real_report.markdown(
         plan
         | {
@@ -150,6 +155,7 @@ def test_the_report_pairs_by_seed_and_tests_one_sided_as_scipy_does():
     assert a["power_at_planned"] == pytest.approx(scipy_stats.nct.sf(crit, 3, 0.05 * 2 / sd), abs=2e-3)
     assert scipy_stats.nct.sf(crit, 3, a["detectable"] * 2 / sd) == pytest.approx(0.8, abs=2e-3)
     assert f"detects {a['detectable']:.3f} at power 0.8" in md and "assumed 0.040" in md
+    assert "| wall s per step (median; replay, sample, update) | | 6 (0.0, 4.0, 2.0) | 9 (3.0, 4.0, 2.0) | |" in md
     one_missing = [r for r in records if not (r["method"] == "mrtpo" and r["seed"] == 4)]
     s3 = _real_report.summarize(plan, one_missing, stats)
     assert s3["seeds"] == [1, 2, 3] and s3["missing"] == ["mrtpo-s4"] and s3["established"] is False

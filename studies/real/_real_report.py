@@ -41,6 +41,13 @@ def summarize(plan: dict, records: list[dict], stats, start: dict | None = None)
             "train_truncated": float(np.mean([row["truncated"] for row in rows])),
             "heldout_truncated": float(np.mean([r["heldout"][last]["truncated"] for r in recs])),
             "cpu_s_per_step": float(np.mean([row["cpu_s"] for row in rows])),
+            # wall per step as a median over steps: a step during which the run was paused (SIGSTOP, while a
+            # benchmark needed the machine) is an outlier that a mean would carry
+            "wall_s_per_step": float(np.median([sum(row.get("times", {}).values()) for row in rows])),
+            "phase_s": {
+                ph: float(np.median([row["times"][ph] for row in rows if ph in row.get("times", {})]))
+                for ph in sorted({ph for row in rows for ph in row.get("times", {})})
+            },
             "wall_s_per_run": float(np.mean([r["wall_s"] for r in recs])),
             "cpu_h": float(sum(r["cpu_s"] for r in recs) / 3600),
             "diverged": [r["seed"] for r in recs if r.get("diverged")],
@@ -88,6 +95,14 @@ def _iv(p: dict) -> str:
     return f"{p['mean']:+.3f} [{p['t_lo']:+.3f}, {p['t_hi']:+.3f}]"
 
 
+def _phases(arm: dict) -> str:
+    return ", ".join(arm["phase_s"])
+
+
+def _phase_values(arm: dict) -> str:
+    return ", ".join(f"{v:.1f}" for v in arm["phase_s"].values())
+
+
 def _power_line(s: dict) -> str:
     a = s["achieved"]
     return (
@@ -131,6 +146,8 @@ def markdown(plan: dict, s: dict) -> str:
         f"| truncated (training samples) | | {g['train_truncated']:.1%} | {m['train_truncated']:.1%} | |",
         f"| truncated (held-out, greedy) | | {g['heldout_truncated']:.1%} | {m['heldout_truncated']:.1%} | |",
         f"| CPU s per step | | {g['cpu_s_per_step']:.0f} | {m['cpu_s_per_step']:.0f} | |",
+        f"| wall s per step (median; {_phases(g)}) | | {g['wall_s_per_step']:.0f} ({_phase_values(g)}) | "
+        f"{m['wall_s_per_step']:.0f} ({_phase_values(m)}) | |",
         "",
         "Held-out pass rate per constraint type (last step, mean over seeds):",
         "",
