@@ -198,3 +198,13 @@ def test_the_plan_cannot_be_rewritten_once_a_main_run_exists():
     assert any(real.RUNS.glob("*.json"))
     with pytest.raises(SystemExit, match="already holds main runs: the plan precedes them"):
         real.main(["plan", "--max-new-tokens", "192", "--lr", "3e-5", "--steps", "24", "--budget-note", "x"])
+
+
+def test_the_report_figure_draws_each_seed_and_the_mean(tmp_path):
+    pytest.importorskip("matplotlib")  # not a dependency: the study's figure needs it (docs/study.md, Reproduce)
+    import _real_report
+
+    plan = {"seeds": [1, 2], "arms": {"gdpo": {}, "mrtpo": {}}, "settings": {"steps": 2}}
+    records = [_record(m, s, 0.5, 0.45, [0.2, 0.4]) for m in ("gdpo", "mrtpo") for s in (1, 2)]
+    out = _real_report.figure(plan, records, {"pass_rate": 0.586}, tmp_path / "real.png")
+    assert out == tmp_path / "real.png" and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000

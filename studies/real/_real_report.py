@@ -189,7 +189,8 @@ def figure(plan: dict, records: list[dict], start: dict | None, out: Path) -> Pa
             ]
             a.plot(xs, mean, color=colors[m], lw=2.2, marker="o", label=m.upper())
             b.plot(np.mean([[row["mean_reward"] for row in r["rows"]] for r in recs], axis=0), color=colors[m], lw=2.2)
-    a.set(xlabel="step", ylabel="held-out pass rate (greedy)", title="Held-out")
+    a.set_xticks([0, steps // 2, steps])
+    a.set(xlabel="step (0: the start policy)", ylabel="held-out pass rate (greedy)", title="Held-out")
     b.set(xlabel="step", ylabel="mean per-verifier reward", title="Training")
     a.legend()
     fig.tight_layout()
